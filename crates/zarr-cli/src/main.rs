@@ -1,0 +1,2 @@
+//! The `zarr` command-line tool.
+fn main() {}

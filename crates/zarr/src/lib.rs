@@ -1,0 +1,29 @@
+//! Zarr v3 for Rust: chunked, compressed, N-dimensional arrays.
+//!
+//! This facade crate holds no logic of its own: it re-exports the workspace's layered crates so
+//! that most users need a single dependency.
+//!
+//! | module | crate | what it holds |
+//! |---|---|---|
+//! | [`metadata`] | `zarr-core` | metadata, data types, fill values, chunk grids, node paths |
+//! | [`store`] | `zarr-store` | async store traits and backends |
+//! | [`codecs`] | `zarr-codecs` | codec traits, codec chains and the registry |
+//! | [`sharding`] | `zarr-sharding` | the sharding codec and storage transformer |
+//! | [`vlen`] | `zarr-vlen` | variable-length strings and binary |
+//! | [`array`] | `zarr-array` | arrays, groups and region I/O |
+//!
+//! ```
+//! use zarr::metadata::NodeMetadata;
+//!
+//! let json = r#"{"zarr_format": 3, "node_type": "group", "attributes": {"title": "demo"}}"#;
+//! let node = NodeMetadata::from_json(json)?;
+//! assert!(matches!(node, NodeMetadata::Group(_)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub use zarr_array as array;
+pub use zarr_codecs as codecs;
+pub use zarr_core as metadata;
+pub use zarr_sharding as sharding;
+pub use zarr_store as store;
+pub use zarr_vlen as vlen;
