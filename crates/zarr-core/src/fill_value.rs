@@ -1,0 +1,711 @@
+//! Fill values: the value of every element of a chunk that is not stored.
+//!
+//! A [`FillValue`] holds the exact bytes of one element in native byte order (for `string` the
+//! UTF-8 bytes, for `bytes` the raw bytes), so that filling a buffer is a copy, and NaN payloads
+//! and signed zeros survive.
+
+use std::cmp::Ordering;
+
+use base64::Engine as _;
+use half::f16;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::data_type::DataType;
+use crate::error::{Error, Result};
+
+/// The fill value of an array: one element's bytes in native byte order.
+///
+/// ```
+/// use zarr_core::{DataType, FillValue};
+/// use serde_json::json;
+///
+/// let nan = FillValue::from_json(&json!("NaN"), &DataType::Float32)?;
+/// assert_eq!(nan.as_bytes(), 0x7fc0_0000_u32.to_ne_bytes());
+/// let payload = FillValue::from_json(&json!("0x7fc00001"), &DataType::Float32)?;
+/// assert_eq!(payload.to_json(&DataType::Float32)?, json!("0x7fc00001"));
+/// let big = FillValue::from_json(&json!(18446744073709551615u64), &DataType::UInt64)?;
+/// assert_eq!(big.as_bytes(), u64::MAX.to_ne_bytes());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FillValue(Vec<u8>);
+
+impl FillValue {
+    /// A fill value from an element's bytes in native byte order. [`FillValue::check`] tells
+    /// whether the bytes suit a data type.
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
+        Self(bytes.into())
+    }
+
+    /// The element's bytes (native byte order).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The element's bytes (native byte order).
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0
+    }
+
+    /// The default fill value zarr-python chooses for a data type: zero, `false`, the empty
+    /// string, empty bytes, or NaT for datetimes and timedeltas.
+    pub fn default_for(data_type: &DataType) -> Self {
+        match data_type {
+            DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. } => {
+                Self(i64::MIN.to_ne_bytes().to_vec())
+            }
+            dt => Self(vec![0; dt.fixed_size().unwrap_or(0)]),
+        }
+    }
+
+    /// Whether the bytes are a valid element of `data_type`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFillValue`] if the size is wrong, a `bool` is not 0 or 1, or a `string`
+    /// is not UTF-8.
+    pub fn check(&self, data_type: &DataType) -> Result<()> {
+        let bad = |reason: String| Error::InvalidFillValue {
+            data_type: data_type.to_string(),
+            value: format!("{:02x?}", self.0),
+            reason,
+        };
+        if let Some(size) = data_type.fixed_size()
+            && self.0.len() != size
+        {
+            return Err(bad(format!("expected {size} bytes, found {}", self.0.len())));
+        }
+        match data_type {
+            DataType::Bool if self.0[0] > 1 => Err(bad("a bool must be 0 or 1".into())),
+            DataType::String => std::str::from_utf8(&self.0)
+                .map(drop)
+                .map_err(|e| bad(format!("not UTF-8: {e}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Parse a `fill_value` for `data_type` per the specification's JSON encoding.
+    ///
+    /// Numbers for `float16` and `float32` are rounded from the JSON number's decimal value;
+    /// [`FillValue::from_json_text`] rounds from the document's own text, which is exact in every
+    /// case (`ArrayMetadata` uses it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidFillValue`] if the value is not a valid encoding for the data type or is
+    /// out of its range.
+    pub fn from_json(value: &Value, data_type: &DataType) -> Result<Self> {
+        parse(value, None, data_type)
+    }
+
+    /// Parse a `fill_value` from its JSON text, rounding decimal numbers to the nearest
+    /// representable value with ties to even, exactly, for every float width.
+    ///
+    /// # Errors
+    /// As [`FillValue::from_json`]; [`Error::Json`] if `text` is not JSON.
+    pub fn from_json_text(text: &str, data_type: &DataType) -> Result<Self> {
+        let value: Value = serde_json::from_str(text).map_err(Error::Json)?;
+        parse(&value, Some(text), data_type)
+    }
+
+    /// The JSON encoding of this fill value for `data_type`.
+    ///
+    /// Floats are written as numbers (the exact value, as `float64`), `"NaN"` for the canonical
+    /// quiet NaN, `"0x…"` for any other NaN so its payload survives, and `"Infinity"` /
+    /// `"-Infinity"`. `bytes` are written as base64, datetimes as integers (NaT as `i64::MIN`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidFillValue`] if the bytes do not suit the data type (see
+    /// [`FillValue::check`]).
+    pub fn to_json(&self, data_type: &DataType) -> Result<Value> {
+        self.check(data_type)?;
+        let b = &self.0;
+        Ok(match data_type {
+            DataType::Bool => Value::Bool(b[0] != 0),
+            DataType::Int8 => Value::from(i8::from_ne_bytes(arr(b))),
+            DataType::Int16 => Value::from(i16::from_ne_bytes(arr(b))),
+            DataType::Int32 => Value::from(i32::from_ne_bytes(arr(b))),
+            DataType::Int64 | DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. } => {
+                Value::from(i64::from_ne_bytes(arr(b)))
+            }
+            DataType::UInt8 => Value::from(b[0]),
+            DataType::UInt16 => Value::from(u16::from_ne_bytes(arr(b))),
+            DataType::UInt32 => Value::from(u32::from_ne_bytes(arr(b))),
+            DataType::UInt64 => Value::from(u64::from_ne_bytes(arr(b))),
+            DataType::Float16 => float_to_json(Float::F16, b),
+            DataType::Float32 => float_to_json(Float::F32, b),
+            DataType::Float64 => float_to_json(Float::F64, b),
+            DataType::Complex64 => {
+                Value::Array(vec![float_to_json(Float::F32, &b[..4]), float_to_json(Float::F32, &b[4..])])
+            }
+            DataType::Complex128 => {
+                Value::Array(vec![float_to_json(Float::F64, &b[..8]), float_to_json(Float::F64, &b[8..])])
+            }
+            DataType::RawBits(_) => Value::Array(b.iter().map(|&x| Value::from(x)).collect()),
+            DataType::String => Value::String(String::from_utf8_lossy(b).into_owned()),
+            DataType::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+        })
+    }
+}
+
+fn arr<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut out = [0; N];
+    out.copy_from_slice(&bytes[..N]);
+    out
+}
+
+macro_rules! from_primitive {
+    ($($t:ty),*) => {$(
+        impl From<$t> for FillValue {
+            fn from(value: $t) -> Self {
+                Self(value.to_ne_bytes().to_vec())
+            }
+        }
+    )*};
+}
+from_primitive!(i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64);
+
+impl From<bool> for FillValue {
+    fn from(value: bool) -> Self {
+        Self(vec![u8::from(value)])
+    }
+}
+
+impl From<&str> for FillValue {
+    fn from(value: &str) -> Self {
+        Self(value.as_bytes().to_vec())
+    }
+}
+
+impl From<String> for FillValue {
+    fn from(value: String) -> Self {
+        Self(value.into_bytes())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Float {
+    F16,
+    F32,
+    F64,
+}
+
+impl Float {
+    fn width(self) -> usize {
+        match self {
+            Self::F16 => 2,
+            Self::F32 => 4,
+            Self::F64 => 8,
+        }
+    }
+
+    /// The canonical quiet NaN: sign 0, top mantissa bit 1, other mantissa bits 0.
+    fn canonical_nan(self) -> u64 {
+        match self {
+            Self::F16 => 0x7e00,
+            Self::F32 => 0x7fc0_0000,
+            Self::F64 => 0x7ff8_0000_0000_0000,
+        }
+    }
+
+    fn bits_to_bytes(self, bits: u64) -> Vec<u8> {
+        match self {
+            // The casts keep the low bits, which hold the whole value.
+            Self::F16 => (bits as u16).to_ne_bytes().to_vec(),
+            Self::F32 => (bits as u32).to_ne_bytes().to_vec(),
+            Self::F64 => bits.to_ne_bytes().to_vec(),
+        }
+    }
+
+    fn bytes_to_bits(self, bytes: &[u8]) -> u64 {
+        match self {
+            Self::F16 => u64::from(u16::from_ne_bytes(arr(bytes))),
+            Self::F32 => u64::from(u32::from_ne_bytes(arr(bytes))),
+            Self::F64 => u64::from_ne_bytes(arr(bytes)),
+        }
+    }
+
+    /// The value as `f64` (exact for every width).
+    fn to_f64(self, bits: u64) -> f64 {
+        match self {
+            Self::F16 => f16::from_bits(bits as u16).to_f64(),
+            Self::F32 => f64::from(f32::from_bits(bits as u32)),
+            Self::F64 => f64::from_bits(bits),
+        }
+    }
+}
+
+fn float_to_json(kind: Float, bytes: &[u8]) -> Value {
+    let bits = kind.bytes_to_bits(bytes);
+    let value = kind.to_f64(bits);
+    if value.is_nan() {
+        if bits == kind.canonical_nan() {
+            Value::String("NaN".into())
+        } else {
+            Value::String(format!("0x{bits:0width$x}", width = kind.width() * 2))
+        }
+    } else if value.is_infinite() {
+        Value::String(if value > 0.0 { "Infinity" } else { "-Infinity" }.into())
+    } else {
+        // Finite, so `from_f64` cannot fail; fall back to null defensively.
+        serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number)
+    }
+}
+
+struct Ctx<'a> {
+    data_type: &'a DataType,
+    value: &'a Value,
+}
+
+impl Ctx<'_> {
+    fn err(&self, reason: impl Into<String>) -> Error {
+        Error::InvalidFillValue {
+            data_type: self.data_type.to_string(),
+            value: self.value.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<FillValue> {
+    let ctx = Ctx { data_type, value };
+    let bytes = match data_type {
+        DataType::Bool => match value {
+            Value::Bool(b) => vec![u8::from(*b)],
+            _ => return Err(ctx.err("expected true or false")),
+        },
+        DataType::Int8 => int::<i8>(&ctx)?.to_ne_bytes().to_vec(),
+        DataType::Int16 => int::<i16>(&ctx)?.to_ne_bytes().to_vec(),
+        DataType::Int32 => int::<i32>(&ctx)?.to_ne_bytes().to_vec(),
+        DataType::Int64 => int::<i64>(&ctx)?.to_ne_bytes().to_vec(),
+        DataType::UInt8 => int::<u8>(&ctx)?.to_ne_bytes().to_vec(),
+        DataType::UInt16 => int::<u16>(&ctx)?.to_ne_bytes().to_vec(),
+        DataType::UInt32 => int::<u32>(&ctx)?.to_ne_bytes().to_vec(),
+        DataType::UInt64 => int::<u64>(&ctx)?.to_ne_bytes().to_vec(),
+        DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. } => match value {
+            Value::String(s) if s == "NaT" => i64::MIN.to_ne_bytes().to_vec(),
+            _ => int::<i64>(&ctx)?.to_ne_bytes().to_vec(),
+        },
+        DataType::Float16 => float(&ctx, value, text, Float::F16)?,
+        DataType::Float32 => float(&ctx, value, text, Float::F32)?,
+        DataType::Float64 => float(&ctx, value, text, Float::F64)?,
+        DataType::Complex64 | DataType::Complex128 => {
+            let kind = if *data_type == DataType::Complex64 { Float::F32 } else { Float::F64 };
+            let parts = value
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .ok_or_else(|| ctx.err("expected [real, imaginary]"))?;
+            // The text of each part, when the document's text is at hand.
+            let texts: Option<Vec<&RawValue>> = text.and_then(|t| serde_json::from_str(t).ok());
+            let part_text = |i: usize| texts.as_ref().and_then(|t| t.get(i)).map(|r| r.get());
+            let mut bytes = float(&ctx, &parts[0], part_text(0), kind)?;
+            bytes.extend(float(&ctx, &parts[1], part_text(1), kind)?);
+            bytes
+        }
+        DataType::RawBits(n) => {
+            let items = value
+                .as_array()
+                .filter(|a| a.len() == *n)
+                .ok_or_else(|| ctx.err(format!("expected an array of {n} integers 0-255")))?;
+            byte_list(&ctx, items)?
+        }
+        DataType::String => match value {
+            Value::String(s) => s.as_bytes().to_vec(),
+            _ => return Err(ctx.err("expected a string")),
+        },
+        DataType::Bytes => match value {
+            Value::String(s) => base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(s))
+                .map_err(|e| ctx.err(format!("not base64: {e}")))?,
+            Value::Array(items) => byte_list(&ctx, items)?,
+            _ => return Err(ctx.err("expected a base64 string or an array of integers 0-255")),
+        },
+    };
+    Ok(FillValue(bytes))
+}
+
+fn byte_list(ctx: &Ctx<'_>, items: &[Value]) -> Result<Vec<u8>> {
+    items
+        .iter()
+        .map(|v| {
+            v.as_u64()
+                .and_then(|x| u8::try_from(x).ok())
+                .ok_or_else(|| ctx.err(format!("{v} is not an integer 0-255")))
+        })
+        .collect()
+}
+
+/// An integer fill value. Integral numbers written with a fraction or an exponent (`1.0`,
+/// `1e2`) are accepted, as zarr-python accepts them, when they are exact.
+fn int<T: TryFrom<i64> + TryFrom<u64>>(ctx: &Ctx<'_>) -> Result<T> {
+    let Value::Number(n) = ctx.value else {
+        return Err(ctx.err("expected an integer"));
+    };
+    let out_of_range = || ctx.err(format!("{n} is out of range"));
+    if let Some(u) = n.as_u64() {
+        return T::try_from(u).map_err(|_| out_of_range());
+    }
+    if let Some(i) = n.as_i64() {
+        return T::try_from(i).map_err(|_| out_of_range());
+    }
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    if f.fract() != 0.0 || !f.is_finite() {
+        return Err(ctx.err("expected an integer"));
+    }
+    // |f| < 2^63 converts exactly to i64; 2^63 <= f < 2^64 exactly to u64.
+    if f >= -9.223_372_036_854_775_808e18 && f < 9.223_372_036_854_775_808e18 {
+        T::try_from(f as i64).map_err(|_| out_of_range())
+    } else if (0.0..1.844_674_407_370_955_2e19).contains(&f) {
+        T::try_from(f as u64).map_err(|_| out_of_range())
+    } else {
+        Err(out_of_range())
+    }
+}
+
+fn float(ctx: &Ctx<'_>, value: &Value, text: Option<&str>, kind: Float) -> Result<Vec<u8>> {
+    match value {
+        Value::String(s) => {
+            let bits = match s.as_str() {
+                "NaN" => kind.canonical_nan(),
+                "Infinity" => kind.bits_for(f64::INFINITY),
+                "-Infinity" => kind.bits_for(f64::NEG_INFINITY),
+                hex if hex.starts_with("0x") => {
+                    let digits = &hex[2..];
+                    if digits.len() != kind.width() * 2 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        return Err(ctx.err(format!(
+                            "a hex fill value needs exactly {} hex digits after 0x",
+                            kind.width() * 2
+                        )));
+                    }
+                    u64::from_str_radix(digits, 16).map_err(|e| ctx.err(e.to_string()))?
+                }
+                _ => {
+                    return Err(ctx.err(
+                        "expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or a \"0x…\" bit pattern",
+                    ));
+                }
+            };
+            Ok(kind.bits_to_bytes(bits))
+        }
+        Value::Number(n) => {
+            let owned;
+            let text = match text {
+                Some(t) => t.trim(),
+                None => {
+                    owned = n.to_string();
+                    &owned
+                }
+            };
+            let bits = match kind {
+                Float::F64 => text.parse::<f64>().map(f64::to_bits),
+                Float::F32 => text.parse::<f32>().map(|x| u64::from(x.to_bits())),
+                Float::F16 => text.parse::<f64>().map(|_| u64::from(decimal_to_f16(text).to_bits())),
+            }
+            .map_err(|e| ctx.err(format!("not a number: {e}")))?;
+            if kind.to_f64(bits).is_infinite() {
+                return Err(ctx.err(format!("{n} is out of range")));
+            }
+            Ok(kind.bits_to_bytes(bits))
+        }
+        _ => Err(ctx.err("expected a number or a string")),
+    }
+}
+
+impl Float {
+    fn bits_for(self, value: f64) -> u64 {
+        match self {
+            Self::F16 => u64::from(f16::from_f64(value).to_bits()),
+            Self::F32 => u64::from((value as f32).to_bits()),
+            Self::F64 => value.to_bits(),
+        }
+    }
+}
+
+/// Round a JSON decimal number to the nearest `f16`, ties to even, exactly.
+///
+/// Parsing to `f64` first and then rounding to `f16` rounds twice; that gives a wrong answer
+/// only when the `f64` lands exactly on the midpoint between two `f16` values while the
+/// decimal does not. In that case the decimal is compared with the midpoint digit by digit.
+fn decimal_to_f16(text: &str) -> f16 {
+    let (negative, magnitude) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let x: f64 = magnitude.parse().unwrap_or(f64::NAN);
+    let nearest = f16::from_f64(x);
+    let mut result = nearest;
+    let nearest_value = nearest.to_f64();
+    if nearest_value != x && x.is_finite() {
+        // The two f16 neighbours of x (the upper one may be +inf, standing for 2^16).
+        let (lo, hi) = if nearest_value < x {
+            (nearest, f16::from_bits(nearest.to_bits() + 1))
+        } else {
+            (f16::from_bits(nearest.to_bits() - 1), nearest)
+        };
+        let hi_value = if hi.is_infinite() { 65536.0 } else { hi.to_f64() };
+        let midpoint = (lo.to_f64() + hi_value) / 2.0;
+        if x == midpoint {
+            result = match compare_decimal(magnitude, midpoint) {
+                Ordering::Greater => hi,
+                Ordering::Less => lo,
+                Ordering::Equal => nearest,
+            };
+        }
+    }
+    if negative { -result } else { result }
+}
+
+/// Split a non-negative decimal into significant digits (no leading or trailing zeros) and the
+/// power of ten of the position just before the first digit: value = 0.d1d2d3… × 10^exp.
+fn normalize_decimal(text: &str) -> (Vec<u8>, i64) {
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: Vec<u8> = int_part.bytes().chain(frac_part.bytes()).collect();
+    let mut exp = exponent.saturating_add(int_part.len() as i64);
+    let leading = digits.iter().take_while(|&&d| d == b'0').count();
+    digits.drain(..leading);
+    exp = exp.saturating_sub(leading as i64);
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    (digits, exp)
+}
+
+/// Compare a non-negative decimal's exact value with a positive `f64`'s exact value.
+fn compare_decimal(text: &str, value: f64) -> Ordering {
+    let (a_digits, a_exp) = normalize_decimal(text);
+    // 60 significant digits print every f16 midpoint exactly.
+    let (b_digits, b_exp) = normalize_decimal(&format!("{value:.60e}"));
+    match (a_digits.is_empty(), b_digits.is_empty()) {
+        (true, true) => return Ordering::Equal,
+        (true, false) => return Ordering::Less,
+        (false, true) => return Ordering::Greater,
+        (false, false) => {}
+    }
+    a_exp.cmp(&b_exp).then_with(|| a_digits.cmp(&b_digits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fv(value: Value, dt: DataType) -> Vec<u8> {
+        FillValue::from_json(&value, &dt)
+            .unwrap_or_else(|e| panic!("{value} as {dt}: {e}"))
+            .into_bytes()
+    }
+
+    fn text(text: &str, dt: DataType) -> Vec<u8> {
+        FillValue::from_json_text(text, &dt)
+            .unwrap_or_else(|e| panic!("{text} as {dt}: {e}"))
+            .into_bytes()
+    }
+
+    fn err(value: Value, dt: DataType) -> String {
+        FillValue::from_json(&value, &dt).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn integers_are_range_checked() {
+        assert_eq!(fv(json!(-128), DataType::Int8), (-128i8).to_ne_bytes());
+        assert!(err(json!(-129), DataType::Int8).contains("out of range"));
+        assert!(err(json!(128), DataType::Int8).contains("out of range"));
+        assert_eq!(fv(json!(255), DataType::UInt8), [255]);
+        assert!(err(json!(256), DataType::UInt8).contains("out of range"));
+        assert!(err(json!(-1), DataType::UInt32).contains("out of range"));
+        assert_eq!(fv(json!(u64::MAX), DataType::UInt64), u64::MAX.to_ne_bytes());
+        assert_eq!(fv(json!(i64::MIN), DataType::Int64), i64::MIN.to_ne_bytes());
+        assert_eq!(
+            text("18446744073709551615", DataType::UInt64),
+            u64::MAX.to_ne_bytes()
+        );
+        assert!(FillValue::from_json_text("18446744073709551616", &DataType::UInt64).is_err());
+        assert_eq!(fv(json!(65535), DataType::UInt16), 65535u16.to_ne_bytes());
+        // Lenient, like zarr-python: exact integral numbers with a fraction or exponent.
+        assert_eq!(text("1.0", DataType::Int32), 1i32.to_ne_bytes());
+        assert_eq!(text("1e2", DataType::Int32), 100i32.to_ne_bytes());
+        assert!(err(json!(1.5), DataType::Int32).contains("expected an integer"));
+        assert!(err(json!("1"), DataType::Int32).contains("expected an integer"));
+        assert!(err(json!(null), DataType::Int32).contains("expected an integer"));
+    }
+
+    #[test]
+    fn integers_write_back_exactly() {
+        for (value, dt) in [
+            (json!(u64::MAX), DataType::UInt64),
+            (json!(i64::MIN), DataType::Int64),
+            (json!(-5), DataType::Int16),
+            (json!(7), DataType::UInt8),
+        ] {
+            let f = FillValue::from_json(&value, &dt).unwrap();
+            assert_eq!(f.to_json(&dt).unwrap(), value);
+        }
+    }
+
+    #[test]
+    fn bools() {
+        assert_eq!(fv(json!(true), DataType::Bool), [1]);
+        assert_eq!(fv(json!(false), DataType::Bool), [0]);
+        assert!(err(json!(1), DataType::Bool).contains("true or false"));
+        assert!(FillValue::new([2]).to_json(&DataType::Bool).is_err());
+    }
+
+    #[test]
+    fn special_floats_are_exact() {
+        assert_eq!(fv(json!("NaN"), DataType::Float16), 0x7e00u16.to_ne_bytes());
+        assert_eq!(fv(json!("NaN"), DataType::Float32), 0x7fc0_0000u32.to_ne_bytes());
+        assert_eq!(fv(json!("NaN"), DataType::Float64), 0x7ff8_0000_0000_0000u64.to_ne_bytes());
+        assert_eq!(fv(json!("Infinity"), DataType::Float16), 0x7c00u16.to_ne_bytes());
+        assert_eq!(fv(json!("-Infinity"), DataType::Float32), 0xff80_0000u32.to_ne_bytes());
+        assert_eq!(fv(json!("Infinity"), DataType::Float64), f64::INFINITY.to_ne_bytes());
+        for dt in [DataType::Float16, DataType::Float32, DataType::Float64] {
+            for s in ["NaN", "Infinity", "-Infinity"] {
+                let f = FillValue::from_json(&json!(s), &dt).unwrap();
+                assert_eq!(f.to_json(&dt).unwrap(), json!(s));
+            }
+            for bad in ["nan", "inf", "+Infinity", "NAN", "0X7fc00000", "0x1"] {
+                assert!(FillValue::from_json(&json!(bad), &dt).is_err(), "{bad} for {dt}");
+            }
+        }
+    }
+
+    #[test]
+    fn hex_bit_patterns_keep_payloads() {
+        assert_eq!(fv(json!("0x7fc00001"), DataType::Float32), 0x7fc0_0001u32.to_ne_bytes());
+        assert_eq!(fv(json!("0x7FC00001"), DataType::Float32), 0x7fc0_0001u32.to_ne_bytes());
+        assert_eq!(fv(json!("0xffc00000"), DataType::Float32), 0xffc0_0000u32.to_ne_bytes());
+        assert_eq!(fv(json!("0x3ff0000000000000"), DataType::Float64), 1.0f64.to_ne_bytes());
+        assert_eq!(fv(json!("0x7e01"), DataType::Float16), 0x7e01u16.to_ne_bytes());
+        // Non-canonical NaNs are written back as hex, lowercase, full width.
+        for (s, dt) in [
+            ("0x7fc00001", DataType::Float32),
+            ("0xffc00000", DataType::Float32),
+            ("0x7ff8000000000001", DataType::Float64),
+            ("0xfe00", DataType::Float16),
+        ] {
+            let f = FillValue::from_json(&json!(s.to_uppercase().replace("0X", "0x")), &dt).unwrap();
+            assert_eq!(f.to_json(&dt).unwrap(), json!(s));
+        }
+        // A hex pattern that is an ordinary number reads as that number and writes as a number.
+        let one = FillValue::from_json(&json!("0x3c00"), &DataType::Float16).unwrap();
+        assert_eq!(one.to_json(&DataType::Float16).unwrap(), json!(1.0));
+        assert!(err(json!("0x7fc0000"), DataType::Float32).contains("8 hex digits"));
+        assert!(err(json!("0x7fc0000g"), DataType::Float32).contains("8 hex digits"));
+    }
+
+    #[test]
+    fn numbers_round_ties_to_even() {
+        // float32: 1 + 2^-24 is the midpoint of 1 and 1 + 2^-23: ties to even gives 1.
+        assert_eq!(text("1.000000059604644775390625", DataType::Float32), 1.0f32.to_ne_bytes());
+        // Just above the midpoint (beyond f64 precision) rounds up.
+        assert_eq!(
+            text("1.0000000596046447753906250000000001", DataType::Float32),
+            (1.0f32 + f32::EPSILON).to_ne_bytes()
+        );
+        // float16: 1 + 2^-11 is the midpoint of 1 and 1 + 2^-10.
+        assert_eq!(text("1.00048828125", DataType::Float16), f16::ONE.to_ne_bytes());
+        assert_eq!(
+            text("1.00048828125000000000001", DataType::Float16),
+            (f16::ONE + f16::EPSILON).to_ne_bytes()
+        );
+        assert_eq!(
+            text("-1.00048828125000000000001", DataType::Float16),
+            (-(f16::ONE + f16::EPSILON)).to_ne_bytes()
+        );
+        assert_eq!(text("1.00048828124999999999999", DataType::Float16), f16::ONE.to_ne_bytes());
+        // 1 + 3*2^-11 is the midpoint of 1 + 2^-10 (odd) and 1 + 2^-9 (even): rounds up.
+        assert_eq!(
+            text("1.00146484375", DataType::Float16),
+            f16::from_f64(1.001953125).to_ne_bytes()
+        );
+        assert_eq!(text("0.1", DataType::Float32), 0.1f32.to_ne_bytes());
+        assert_eq!(text("0.1", DataType::Float64), 0.1f64.to_ne_bytes());
+        assert_eq!(text("-0.0", DataType::Float64), (-0.0f64).to_ne_bytes());
+        assert_eq!(text("-0.0", DataType::Float16), f16::NEG_ZERO.to_ne_bytes());
+        assert_eq!(text("65504", DataType::Float16), f16::MAX.to_ne_bytes());
+        assert_eq!(text("65519.99", DataType::Float16), f16::MAX.to_ne_bytes());
+        assert_eq!(text("1e-30", DataType::Float16), f16::ZERO.to_ne_bytes());
+    }
+
+    #[test]
+    fn out_of_range_floats_are_refused() {
+        for (t, dt) in [
+            ("65520", DataType::Float16),
+            ("1e5", DataType::Float16),
+            ("-1e5", DataType::Float16),
+            ("3.5e38", DataType::Float32),
+        ] {
+            let e = FillValue::from_json_text(t, &dt).unwrap_err().to_string();
+            assert!(e.contains("out of range"), "{t} as {dt}: {e}");
+        }
+        // serde_json refuses numbers beyond f64.
+        assert!(FillValue::from_json_text("1e400", &DataType::Float64).is_err());
+    }
+
+    #[test]
+    fn floats_write_as_exact_f64_values() {
+        let f = FillValue::from(0.1f32);
+        assert_eq!(f.to_json(&DataType::Float32).unwrap(), json!(0.10000000149011612));
+        let back = FillValue::from_json(&json!(0.10000000149011612), &DataType::Float32).unwrap();
+        assert_eq!(back, f);
+        assert_eq!(FillValue::from(-0.0f64).to_json(&DataType::Float64).unwrap().to_string(), "-0.0");
+        assert_eq!(FillValue::from(0.0f64).to_json(&DataType::Float64).unwrap().to_string(), "0.0");
+    }
+
+    #[test]
+    fn complex() {
+        let mut expected = 1.0f32.to_ne_bytes().to_vec();
+        expected.extend(2.0f32.to_ne_bytes());
+        assert_eq!(fv(json!([1, 2]), DataType::Complex64), expected);
+        let mut expected = f64::NAN.to_ne_bytes().to_vec();
+        expected.extend(f64::NEG_INFINITY.to_ne_bytes());
+        assert_eq!(fv(json!(["NaN", "-Infinity"]), DataType::Complex128), expected);
+        let f = FillValue::from_json(&json!(["NaN", "-Infinity"]), &DataType::Complex128).unwrap();
+        assert_eq!(f.to_json(&DataType::Complex128).unwrap(), json!(["NaN", "-Infinity"]));
+        assert_eq!(
+            text("[1.0000000596046447753906250000000001, 0.5]", DataType::Complex64)[..4],
+            (1.0f32 + f32::EPSILON).to_ne_bytes()
+        );
+        assert!(err(json!([1]), DataType::Complex64).contains("[real, imaginary]"));
+        assert!(err(json!(1), DataType::Complex64).contains("[real, imaginary]"));
+    }
+
+    #[test]
+    fn raw_bits_strings_bytes_datetimes() {
+        assert_eq!(fv(json!([1, 2, 255]), DataType::RawBits(3)), [1, 2, 255]);
+        assert!(err(json!([1, 2]), DataType::RawBits(3)).contains("3 integers"));
+        assert!(err(json!([1, 2, 256]), DataType::RawBits(3)).contains("256"));
+        assert_eq!(fv(json!("héllo"), DataType::String), "héllo".as_bytes());
+        assert!(err(json!(1), DataType::String).contains("expected a string"));
+        assert_eq!(fv(json!("AQID"), DataType::Bytes), [1, 2, 3]);
+        assert_eq!(fv(json!([1, 2, 3]), DataType::Bytes), [1, 2, 3]);
+        assert_eq!(fv(json!(""), DataType::Bytes), Vec::<u8>::new());
+        assert!(err(json!("***"), DataType::Bytes).contains("base64"));
+        assert_eq!(
+            FillValue::new([1, 2, 3]).to_json(&DataType::Bytes).unwrap(),
+            json!("AQID")
+        );
+        let dt = DataType::DateTime64 { unit: crate::TimeUnit::Second, scale_factor: 1 };
+        assert_eq!(fv(json!("NaT"), dt), i64::MIN.to_ne_bytes());
+        assert_eq!(fv(json!(-9223372036854775808i64), dt), i64::MIN.to_ne_bytes());
+        assert_eq!(fv(json!(86400), dt), 86400i64.to_ne_bytes());
+        assert_eq!(
+            FillValue::from_json(&json!("NaT"), &dt).unwrap().to_json(&dt).unwrap(),
+            json!(i64::MIN)
+        );
+        assert_eq!(FillValue::default_for(&dt).as_bytes(), i64::MIN.to_ne_bytes());
+        assert_eq!(FillValue::default_for(&DataType::Float32).as_bytes(), [0; 4]);
+        assert!(FillValue::default_for(&DataType::String).as_bytes().is_empty());
+    }
+
+    #[test]
+    fn check_catches_wrong_sizes() {
+        assert!(FillValue::from(1u8).check(&DataType::UInt16).is_err());
+        assert!(FillValue::new(vec![0xff]).check(&DataType::String).is_err());
+        assert!(FillValue::from(1u16).check(&DataType::UInt16).is_ok());
+    }
+}
