@@ -279,7 +279,9 @@ impl DataType {
             if bits == 0 || bits % 8 != 0 {
                 return Err(Error::invalid(
                     field,
-                    format!("raw bits type {name}: the number of bits must be a positive multiple of 8"),
+                    format!(
+                        "raw bits type {name}: the number of bits must be a positive multiple of 8"
+                    ),
                 ));
             }
             let bytes = usize::try_from(bits / 8)
@@ -355,7 +357,10 @@ mod tests {
     fn every_simple_type_round_trips() {
         for (dt, name) in SIMPLE {
             assert_eq!(DataType::from_json(&json!(name), "data_type").unwrap(), dt);
-            assert_eq!(DataType::from_json(&json!({"name": name}), "data_type").unwrap(), dt);
+            assert_eq!(
+                DataType::from_json(&json!({"name": name}), "data_type").unwrap(),
+                dt
+            );
             assert_eq!(dt.to_json(), json!(name));
         }
         assert_eq!(DataType::Complex128.fixed_size(), Some(16));
@@ -365,7 +370,10 @@ mod tests {
     #[test]
     fn extension_types() {
         for name in BYTES_NAMES {
-            assert_eq!(DataType::from_json(&json!(name), "data_type").unwrap(), DataType::Bytes);
+            assert_eq!(
+                DataType::from_json(&json!(name), "data_type").unwrap(),
+                DataType::Bytes
+            );
         }
         assert_eq!(
             DataType::from_json(&json!({"name": "string"}), "data_type").unwrap(),
@@ -379,7 +387,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             dt,
-            DataType::DateTime64 { unit: TimeUnit::Nanosecond, scale_factor: 10 }
+            DataType::DateTime64 {
+                unit: TimeUnit::Nanosecond,
+                scale_factor: 10
+            }
         );
         assert_eq!(dt.fixed_size(), Some(8));
         assert_eq!(
@@ -394,22 +405,40 @@ mod tests {
         .unwrap();
         assert_eq!(
             micro,
-            DataType::TimeDelta64 { unit: TimeUnit::Microsecond, scale_factor: 1 }
+            DataType::TimeDelta64 {
+                unit: TimeUnit::Microsecond,
+                scale_factor: 1
+            }
         );
-        assert_eq!(DataType::from_json(&json!("r8"), "data_type").unwrap(), DataType::RawBits(1));
+        assert_eq!(
+            DataType::from_json(&json!("r8"), "data_type").unwrap(),
+            DataType::RawBits(1)
+        );
         assert_eq!(DataType::RawBits(3).name(), "r24");
     }
 
     #[test]
     fn bad_data_types_name_the_field() {
         let cases = [
-            (json!("float128"), "unknown data type `float128` in `data_type`"),
+            (
+                json!("float128"),
+                "unknown data type `float128` in `data_type`",
+            ),
             (json!("r12"), "data_type"),
             (json!("r0"), "data_type"),
             (json!("r99999999999999999999999"), "data_type"),
-            (json!({"name": "int8", "must_understand": false}), "not allowed on `data_type`"),
-            (json!({"name": "int8", "configuration": {"x": 1}}), "data_type.configuration"),
-            (json!({"name": "numpy.datetime64"}), "data_type.configuration"),
+            (
+                json!({"name": "int8", "must_understand": false}),
+                "not allowed on `data_type`",
+            ),
+            (
+                json!({"name": "int8", "configuration": {"x": 1}}),
+                "data_type.configuration",
+            ),
+            (
+                json!({"name": "numpy.datetime64"}),
+                "data_type.configuration",
+            ),
             (
                 json!({"name": "numpy.datetime64", "configuration": {"unit": "fortnight", "scale_factor": 1}}),
                 "data_type.configuration.unit",
@@ -430,7 +459,10 @@ mod tests {
         ];
         for (value, needle) in cases {
             let err = DataType::from_json(&value, "data_type").unwrap_err();
-            assert!(err.to_string().contains(needle), "{value}: `{err}` should contain `{needle}`");
+            assert!(
+                err.to_string().contains(needle),
+                "{value}: `{err}` should contain `{needle}`"
+            );
         }
     }
 }

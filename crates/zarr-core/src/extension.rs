@@ -70,10 +70,15 @@ impl ExtensionObject {
             Value::String(name) => (name.clone(), None, true),
             Value::Object(map) => {
                 json::deny_unknown(map, &["name", "configuration", "must_understand"], field)?;
-                let name = json::as_str(json::required(map, "name", field)?, &json::join(field, "name"))?;
+                let name = json::as_str(
+                    json::required(map, "name", field)?,
+                    &json::join(field, "name"),
+                )?;
                 let configuration = match map.get("configuration") {
                     None => None,
-                    Some(v) => Some(json::as_object(v, &json::join(field, "configuration"))?.clone()),
+                    Some(v) => {
+                        Some(json::as_object(v, &json::join(field, "configuration"))?.clone())
+                    }
                 };
                 let must_understand = match map.get("must_understand") {
                     None => true,
@@ -124,22 +129,24 @@ pub(crate) fn validate_name(name: &str, field: &str) -> Result<()> {
     let bytes = name.as_bytes();
     let registered = bytes.len() >= 2
         && bytes[0].is_ascii_lowercase()
-        && bytes[1..]
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
-    let uri = name
-        .split_once(':')
-        .is_some_and(|(scheme, rest)| {
-            !scheme.is_empty()
-                && !rest.is_empty()
-                && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        && bytes[1..].iter().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.')
         });
+    let uri = name.split_once(':').is_some_and(|(scheme, rest)| {
+        !scheme.is_empty()
+            && !rest.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    });
     if registered || uri {
         Ok(())
     } else {
         Err(Error::invalid(
             field,
-            format!("{name:?} is not a valid extension name (expected ^[a-z][a-z0-9-_.]+$ or a URI)"),
+            format!(
+                "{name:?} is not a valid extension name (expected ^[a-z][a-z0-9-_.]+$ or a URI)"
+            ),
         ))
     }
 }
@@ -173,12 +180,21 @@ mod tests {
             (json!({"configuration": {}}), "codecs[0].name"),
             (json!({"name": "x y"}), "codecs[0].name"),
             (json!({"name": "Zstd"}), "codecs[0].name"),
-            (json!({"name": "zstd", "configuration": 1}), "codecs[0].configuration"),
-            (json!({"name": "zstd", "must_understand": "no"}), "codecs[0].must_understand"),
+            (
+                json!({"name": "zstd", "configuration": 1}),
+                "codecs[0].configuration",
+            ),
+            (
+                json!({"name": "zstd", "must_understand": "no"}),
+                "codecs[0].must_understand",
+            ),
             (json!({"name": "zstd", "level": 1}), "codecs[0].level"),
         ] {
             let err = ExtensionObject::from_json(&value, "codecs[0]").unwrap_err();
-            assert!(err.to_string().contains(needle), "{err} should name {needle}");
+            assert!(
+                err.to_string().contains(needle),
+                "{err} should name {needle}"
+            );
         }
     }
 

@@ -73,7 +73,10 @@ impl FillValue {
         if let Some(size) = data_type.fixed_size()
             && self.0.len() != size
         {
-            return Err(bad(format!("expected {size} bytes, found {}", self.0.len())));
+            return Err(bad(format!(
+                "expected {size} bytes, found {}",
+                self.0.len()
+            )));
         }
         match data_type {
             DataType::Bool if self.0[0] > 1 => Err(bad("a bool must be 0 or 1".into())),
@@ -134,12 +137,14 @@ impl FillValue {
             DataType::Float16 => float_to_json(Float::F16, b),
             DataType::Float32 => float_to_json(Float::F32, b),
             DataType::Float64 => float_to_json(Float::F64, b),
-            DataType::Complex64 => {
-                Value::Array(vec![float_to_json(Float::F32, &b[..4]), float_to_json(Float::F32, &b[4..])])
-            }
-            DataType::Complex128 => {
-                Value::Array(vec![float_to_json(Float::F64, &b[..8]), float_to_json(Float::F64, &b[8..])])
-            }
+            DataType::Complex64 => Value::Array(vec![
+                float_to_json(Float::F32, &b[..4]),
+                float_to_json(Float::F32, &b[4..]),
+            ]),
+            DataType::Complex128 => Value::Array(vec![
+                float_to_json(Float::F64, &b[..8]),
+                float_to_json(Float::F64, &b[8..]),
+            ]),
             DataType::RawBits(_) => Value::Array(b.iter().map(|&x| Value::from(x)).collect()),
             DataType::String => Value::String(String::from_utf8_lossy(b).into_owned()),
             DataType::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
@@ -289,7 +294,11 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
         DataType::Float32 => float(&ctx, value, text, Float::F32)?,
         DataType::Float64 => float(&ctx, value, text, Float::F64)?,
         DataType::Complex64 | DataType::Complex128 => {
-            let kind = if *data_type == DataType::Complex64 { Float::F32 } else { Float::F64 };
+            let kind = if *data_type == DataType::Complex64 {
+                Float::F32
+            } else {
+                Float::F64
+            };
             let parts = value
                 .as_array()
                 .filter(|a| a.len() == 2)
@@ -371,7 +380,9 @@ fn float(ctx: &Ctx<'_>, value: &Value, text: Option<&str>, kind: Float) -> Resul
                 "-Infinity" => kind.bits_for(f64::NEG_INFINITY),
                 hex if hex.starts_with("0x") => {
                     let digits = &hex[2..];
-                    if digits.len() != kind.width() * 2 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    if digits.len() != kind.width() * 2
+                        || !digits.bytes().all(|b| b.is_ascii_hexdigit())
+                    {
                         return Err(ctx.err(format!(
                             "a hex fill value needs exactly {} hex digits after 0x",
                             kind.width() * 2
@@ -399,7 +410,9 @@ fn float(ctx: &Ctx<'_>, value: &Value, text: Option<&str>, kind: Float) -> Resul
             let bits = match kind {
                 Float::F64 => text.parse::<f64>().map(f64::to_bits),
                 Float::F32 => text.parse::<f32>().map(|x| u64::from(x.to_bits())),
-                Float::F16 => text.parse::<f64>().map(|_| u64::from(decimal_to_f16(text).to_bits())),
+                Float::F16 => text
+                    .parse::<f64>()
+                    .map(|_| u64::from(decimal_to_f16(text).to_bits())),
             }
             .map_err(|e| ctx.err(format!("not a number: {e}")))?;
             if kind.to_f64(bits).is_infinite() {
@@ -442,7 +455,11 @@ fn decimal_to_f16(text: &str) -> f16 {
         } else {
             (f16::from_bits(nearest.to_bits() - 1), nearest)
         };
-        let hi_value = if hi.is_infinite() { 65536.0 } else { hi.to_f64() };
+        let hi_value = if hi.is_infinite() {
+            65536.0
+        } else {
+            hi.to_f64()
+        };
         let midpoint = (lo.to_f64() + hi_value) / 2.0;
         if x == midpoint {
             result = match compare_decimal(magnitude, midpoint) {
@@ -517,7 +534,10 @@ mod tests {
         assert_eq!(fv(json!(255), DataType::UInt8), [255]);
         assert!(err(json!(256), DataType::UInt8).contains("out of range"));
         assert!(err(json!(-1), DataType::UInt32).contains("out of range"));
-        assert_eq!(fv(json!(u64::MAX), DataType::UInt64), u64::MAX.to_ne_bytes());
+        assert_eq!(
+            fv(json!(u64::MAX), DataType::UInt64),
+            u64::MAX.to_ne_bytes()
+        );
         assert_eq!(fv(json!(i64::MIN), DataType::Int64), i64::MIN.to_ne_bytes());
         assert_eq!(
             text("18446744073709551615", DataType::UInt64),
@@ -557,29 +577,62 @@ mod tests {
     #[test]
     fn special_floats_are_exact() {
         assert_eq!(fv(json!("NaN"), DataType::Float16), 0x7e00u16.to_ne_bytes());
-        assert_eq!(fv(json!("NaN"), DataType::Float32), 0x7fc0_0000u32.to_ne_bytes());
-        assert_eq!(fv(json!("NaN"), DataType::Float64), 0x7ff8_0000_0000_0000u64.to_ne_bytes());
-        assert_eq!(fv(json!("Infinity"), DataType::Float16), 0x7c00u16.to_ne_bytes());
-        assert_eq!(fv(json!("-Infinity"), DataType::Float32), 0xff80_0000u32.to_ne_bytes());
-        assert_eq!(fv(json!("Infinity"), DataType::Float64), f64::INFINITY.to_ne_bytes());
+        assert_eq!(
+            fv(json!("NaN"), DataType::Float32),
+            0x7fc0_0000u32.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!("NaN"), DataType::Float64),
+            0x7ff8_0000_0000_0000u64.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!("Infinity"), DataType::Float16),
+            0x7c00u16.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!("-Infinity"), DataType::Float32),
+            0xff80_0000u32.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!("Infinity"), DataType::Float64),
+            f64::INFINITY.to_ne_bytes()
+        );
         for dt in [DataType::Float16, DataType::Float32, DataType::Float64] {
             for s in ["NaN", "Infinity", "-Infinity"] {
                 let f = FillValue::from_json(&json!(s), &dt).unwrap();
                 assert_eq!(f.to_json(&dt).unwrap(), json!(s));
             }
             for bad in ["nan", "inf", "+Infinity", "NAN", "0X7fc00000", "0x1"] {
-                assert!(FillValue::from_json(&json!(bad), &dt).is_err(), "{bad} for {dt}");
+                assert!(
+                    FillValue::from_json(&json!(bad), &dt).is_err(),
+                    "{bad} for {dt}"
+                );
             }
         }
     }
 
     #[test]
     fn hex_bit_patterns_keep_payloads() {
-        assert_eq!(fv(json!("0x7fc00001"), DataType::Float32), 0x7fc0_0001u32.to_ne_bytes());
-        assert_eq!(fv(json!("0x7FC00001"), DataType::Float32), 0x7fc0_0001u32.to_ne_bytes());
-        assert_eq!(fv(json!("0xffc00000"), DataType::Float32), 0xffc0_0000u32.to_ne_bytes());
-        assert_eq!(fv(json!("0x3ff0000000000000"), DataType::Float64), 1.0f64.to_ne_bytes());
-        assert_eq!(fv(json!("0x7e01"), DataType::Float16), 0x7e01u16.to_ne_bytes());
+        assert_eq!(
+            fv(json!("0x7fc00001"), DataType::Float32),
+            0x7fc0_0001u32.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!("0x7FC00001"), DataType::Float32),
+            0x7fc0_0001u32.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!("0xffc00000"), DataType::Float32),
+            0xffc0_0000u32.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!("0x3ff0000000000000"), DataType::Float64),
+            1.0f64.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!("0x7e01"), DataType::Float16),
+            0x7e01u16.to_ne_bytes()
+        );
         // Non-canonical NaNs are written back as hex, lowercase, full width.
         for (s, dt) in [
             ("0x7fc00001", DataType::Float32),
@@ -587,7 +640,8 @@ mod tests {
             ("0x7ff8000000000001", DataType::Float64),
             ("0xfe00", DataType::Float16),
         ] {
-            let f = FillValue::from_json(&json!(s.to_uppercase().replace("0X", "0x")), &dt).unwrap();
+            let f =
+                FillValue::from_json(&json!(s.to_uppercase().replace("0X", "0x")), &dt).unwrap();
             assert_eq!(f.to_json(&dt).unwrap(), json!(s));
         }
         // A hex pattern that is an ordinary number reads as that number and writes as a number.
@@ -600,14 +654,20 @@ mod tests {
     #[test]
     fn numbers_round_ties_to_even() {
         // float32: 1 + 2^-24 is the midpoint of 1 and 1 + 2^-23: ties to even gives 1.
-        assert_eq!(text("1.000000059604644775390625", DataType::Float32), 1.0f32.to_ne_bytes());
+        assert_eq!(
+            text("1.000000059604644775390625", DataType::Float32),
+            1.0f32.to_ne_bytes()
+        );
         // Just above the midpoint (beyond f64 precision) rounds up.
         assert_eq!(
             text("1.0000000596046447753906250000000001", DataType::Float32),
             (1.0f32 + f32::EPSILON).to_ne_bytes()
         );
         // float16: 1 + 2^-11 is the midpoint of 1 and 1 + 2^-10.
-        assert_eq!(text("1.00048828125", DataType::Float16), f16::ONE.to_ne_bytes());
+        assert_eq!(
+            text("1.00048828125", DataType::Float16),
+            f16::ONE.to_ne_bytes()
+        );
         assert_eq!(
             text("1.00048828125000000000001", DataType::Float16),
             (f16::ONE + f16::EPSILON).to_ne_bytes()
@@ -616,7 +676,10 @@ mod tests {
             text("-1.00048828125000000000001", DataType::Float16),
             (-(f16::ONE + f16::EPSILON)).to_ne_bytes()
         );
-        assert_eq!(text("1.00048828124999999999999", DataType::Float16), f16::ONE.to_ne_bytes());
+        assert_eq!(
+            text("1.00048828124999999999999", DataType::Float16),
+            f16::ONE.to_ne_bytes()
+        );
         // 1 + 3*2^-11 is the midpoint of 1 + 2^-10 (odd) and 1 + 2^-9 (even): rounds up.
         assert_eq!(
             text("1.00146484375", DataType::Float16),
@@ -649,11 +712,26 @@ mod tests {
     #[test]
     fn floats_write_as_exact_f64_values() {
         let f = FillValue::from(0.1f32);
-        assert_eq!(f.to_json(&DataType::Float32).unwrap(), json!(0.10000000149011612));
+        assert_eq!(
+            f.to_json(&DataType::Float32).unwrap(),
+            json!(0.10000000149011612)
+        );
         let back = FillValue::from_json(&json!(0.10000000149011612), &DataType::Float32).unwrap();
         assert_eq!(back, f);
-        assert_eq!(FillValue::from(-0.0f64).to_json(&DataType::Float64).unwrap().to_string(), "-0.0");
-        assert_eq!(FillValue::from(0.0f64).to_json(&DataType::Float64).unwrap().to_string(), "0.0");
+        assert_eq!(
+            FillValue::from(-0.0f64)
+                .to_json(&DataType::Float64)
+                .unwrap()
+                .to_string(),
+            "-0.0"
+        );
+        assert_eq!(
+            FillValue::from(0.0f64)
+                .to_json(&DataType::Float64)
+                .unwrap()
+                .to_string(),
+            "0.0"
+        );
     }
 
     #[test]
@@ -663,11 +741,20 @@ mod tests {
         assert_eq!(fv(json!([1, 2]), DataType::Complex64), expected);
         let mut expected = f64::NAN.to_ne_bytes().to_vec();
         expected.extend(f64::NEG_INFINITY.to_ne_bytes());
-        assert_eq!(fv(json!(["NaN", "-Infinity"]), DataType::Complex128), expected);
-        let f = FillValue::from_json(&json!(["NaN", "-Infinity"]), &DataType::Complex128).unwrap();
-        assert_eq!(f.to_json(&DataType::Complex128).unwrap(), json!(["NaN", "-Infinity"]));
         assert_eq!(
-            text("[1.0000000596046447753906250000000001, 0.5]", DataType::Complex64)[..4],
+            fv(json!(["NaN", "-Infinity"]), DataType::Complex128),
+            expected
+        );
+        let f = FillValue::from_json(&json!(["NaN", "-Infinity"]), &DataType::Complex128).unwrap();
+        assert_eq!(
+            f.to_json(&DataType::Complex128).unwrap(),
+            json!(["NaN", "-Infinity"])
+        );
+        assert_eq!(
+            text(
+                "[1.0000000596046447753906250000000001, 0.5]",
+                DataType::Complex64
+            )[..4],
             (1.0f32 + f32::EPSILON).to_ne_bytes()
         );
         assert!(err(json!([1]), DataType::Complex64).contains("[real, imaginary]"));
@@ -689,17 +776,36 @@ mod tests {
             FillValue::new([1, 2, 3]).to_json(&DataType::Bytes).unwrap(),
             json!("AQID")
         );
-        let dt = DataType::DateTime64 { unit: crate::TimeUnit::Second, scale_factor: 1 };
+        let dt = DataType::DateTime64 {
+            unit: crate::TimeUnit::Second,
+            scale_factor: 1,
+        };
         assert_eq!(fv(json!("NaT"), dt), i64::MIN.to_ne_bytes());
-        assert_eq!(fv(json!(-9223372036854775808i64), dt), i64::MIN.to_ne_bytes());
+        assert_eq!(
+            fv(json!(-9223372036854775808i64), dt),
+            i64::MIN.to_ne_bytes()
+        );
         assert_eq!(fv(json!(86400), dt), 86400i64.to_ne_bytes());
         assert_eq!(
-            FillValue::from_json(&json!("NaT"), &dt).unwrap().to_json(&dt).unwrap(),
+            FillValue::from_json(&json!("NaT"), &dt)
+                .unwrap()
+                .to_json(&dt)
+                .unwrap(),
             json!(i64::MIN)
         );
-        assert_eq!(FillValue::default_for(&dt).as_bytes(), i64::MIN.to_ne_bytes());
-        assert_eq!(FillValue::default_for(&DataType::Float32).as_bytes(), [0; 4]);
-        assert!(FillValue::default_for(&DataType::String).as_bytes().is_empty());
+        assert_eq!(
+            FillValue::default_for(&dt).as_bytes(),
+            i64::MIN.to_ne_bytes()
+        );
+        assert_eq!(
+            FillValue::default_for(&DataType::Float32).as_bytes(),
+            [0; 4]
+        );
+        assert!(
+            FillValue::default_for(&DataType::String)
+                .as_bytes()
+                .is_empty()
+        );
     }
 
     #[test]

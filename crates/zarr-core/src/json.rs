@@ -35,7 +35,10 @@ pub(crate) fn index(prefix: &str, index: usize) -> String {
 }
 
 fn wrong_type(value: &Value, field: &str, expected: &str) -> Error {
-    Error::invalid(field, format!("expected {expected}, found {}", type_name(value)))
+    Error::invalid(
+        field,
+        format!("expected {expected}, found {}", type_name(value)),
+    )
 }
 
 /// The value as an object.
@@ -87,7 +90,8 @@ pub(crate) fn as_u64_list(value: &Value, field: &str) -> Result<Vec<u64>> {
 
 /// The member `key` of `map`, or a [`Error::MissingField`] naming `prefix.key`.
 pub(crate) fn required<'a>(map: &'a Map, key: &str, prefix: &str) -> Result<&'a Value> {
-    map.get(key).ok_or_else(|| Error::missing(join(prefix, key)))
+    map.get(key)
+        .ok_or_else(|| Error::missing(join(prefix, key)))
 }
 
 /// Refuse members of `map` other than `allowed`, naming the first unknown one.
