@@ -1050,3 +1050,769 @@ impl Iterator for ChunkSelections<'_> {
 }
 
 impl FusedIterator for ChunkSelections<'_> {}
+
+#[cfg(test)]
+// Tests build regions from literal ranges, including one-range ones.
+#[allow(clippy::single_range_in_vec_init)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: Value) -> Result<ChunkGrid> {
+        ChunkGrid::from_json(&value, "chunk_grid")
+    }
+
+    fn rectilinear(shapes: Value) -> Result<ChunkGrid> {
+        parse(json!({
+            "name": "rectilinear",
+            "configuration": {"kind": "inline", "chunk_shapes": shapes}
+        }))
+    }
+
+    /// The error's field, for the variants that carry one.
+    fn field_of(err: &Error) -> &str {
+        match err {
+            Error::MissingField { field }
+            | Error::InvalidField { field, .. }
+            | Error::UnknownField { field }
+            | Error::UnknownExtension { field, .. }
+            | Error::MustUnderstandNotAllowed { field } => field,
+            other => panic!("error without a field: {other:?}"),
+        }
+    }
+
+    fn assert_invalid(result: Result<ChunkGrid>, field: &str) {
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidField { .. }),
+            "expected InvalidField for {field}, got {err:?}"
+        );
+        assert_eq!(field_of(&err), field, "{err}");
+        assert!(err.to_string().contains(field), "{err}");
+    }
+
+    fn sizes(grid: &ChunkGrid, shape: &[u64], dim: usize) -> Vec<u64> {
+        let grid_shape = grid.grid_shape(shape).unwrap();
+        (0..grid_shape[dim])
+            .map(|k| {
+                let mut chunk = vec![0; shape.len()];
+                chunk[dim] = k;
+                grid.chunk_shape(shape, &chunk).unwrap()[dim]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn regular_parses_and_round_trips() {
+        let value = json!({"name": "regular", "configuration": {"chunk_shape": [10, 3]}});
+        let grid = parse(value.clone()).unwrap();
+        assert_eq!(grid, ChunkGrid::regular(vec![10, 3]).unwrap());
+        assert_eq!(grid.to_json(), value);
+        assert_eq!(grid.rank(), 2);
+        let with_flag = json!({
+            "name": "regular", "configuration": {"chunk_shape": [1]}, "must_understand": true
+        });
+        assert_eq!(
+            parse(with_flag).unwrap(),
+            ChunkGrid::regular(vec![1]).unwrap()
+        );
+    }
+
+    #[test]
+    fn regular_errors_name_the_field() {
+        let regular = |shape: Value| {
+            parse(json!({"name": "regular", "configuration": {"chunk_shape": shape}}))
+        };
+        assert_invalid(
+            regular(json!([4, 0])),
+            "chunk_grid.configuration.chunk_shape[1]",
+        );
+        assert_invalid(
+            regular(json!([4, -1])),
+            "chunk_grid.configuration.chunk_shape[1]",
+        );
+        assert_invalid(
+            regular(json!([2.5])),
+            "chunk_grid.configuration.chunk_shape[0]",
+        );
+        assert_invalid(
+            regular(json!(["4"])),
+            "chunk_grid.configuration.chunk_shape[0]",
+        );
+        assert_invalid(regular(json!(4)), "chunk_grid.configuration.chunk_shape");
+        assert_invalid(
+            regular(json!([1e30])),
+            "chunk_grid.configuration.chunk_shape[0]",
+        );
+
+        let err = parse(json!({"name": "regular", "configuration": {}})).unwrap_err();
+        assert!(matches!(err, Error::MissingField { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.configuration.chunk_shape");
+
+        let err = parse(json!({"name": "regular"})).unwrap_err();
+        assert!(matches!(err, Error::MissingField { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.configuration");
+
+        let err = parse(json!({"name": "regular", "configuration": {"chunk_shape": [1], "x": 1}}))
+            .unwrap_err();
+        assert!(matches!(err, Error::UnknownField { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.configuration.x");
+
+        let err = parse(json!({"name": "regular", "configuration": {"chunk_shape": [1]}, "x": 1}))
+            .unwrap_err();
+        assert!(matches!(err, Error::UnknownField { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.x");
+
+        assert_invalid(
+            parse(json!({"name": "regular", "configuration": [1]})),
+            "chunk_grid.configuration",
+        );
+        assert!(matches!(
+            RegularChunkGrid::try_new(vec![1, 0]),
+            Err(Error::InvalidField { field, .. }) if field == "chunk_grid.configuration.chunk_shape[1]"
+        ));
+    }
+
+    #[test]
+    fn field_prefix_is_used() {
+        let err = ChunkGrid::from_json(
+            &json!({"name": "regular", "configuration": {"chunk_shape": [0]}}),
+            "a.chunk_grid",
+        )
+        .unwrap_err();
+        assert_eq!(field_of(&err), "a.chunk_grid.configuration.chunk_shape[0]");
+    }
+
+    #[test]
+    fn short_hand_is_refused_with_a_clear_message() {
+        for name in ["regular", "rectilinear", "rectangular"] {
+            let err = parse(json!(name)).unwrap_err();
+            assert!(matches!(err, Error::InvalidField { .. }), "{err:?}");
+            assert_eq!(field_of(&err), "chunk_grid");
+            assert!(err.to_string().contains("needs a configuration"), "{err}");
+        }
+        let err = parse(json!("hexagonal")).unwrap_err();
+        assert!(matches!(err, Error::UnknownExtension { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn must_understand_false_is_refused() {
+        let err = parse(json!({
+            "name": "regular", "configuration": {"chunk_shape": [1]}, "must_understand": false
+        }))
+        .unwrap_err();
+        assert!(matches!(err, Error::MustUnderstandNotAllowed { .. }));
+        assert_eq!(field_of(&err), "chunk_grid");
+    }
+
+    #[test]
+    fn unknown_names_and_bad_values() {
+        let err = parse(json!({"name": "hexagonal", "configuration": {}})).unwrap_err();
+        assert!(matches!(
+            &err,
+            Error::UnknownExtension { kind: ExtensionKind::ChunkGrid, name, field }
+                if name == "hexagonal" && field == "chunk_grid"
+        ));
+        assert!(err.to_string().contains("hexagonal"), "{err}");
+        assert_invalid(parse(json!(4)), "chunk_grid");
+        assert_invalid(parse(json!(null)), "chunk_grid");
+        assert_invalid(parse(json!({"name": 4})), "chunk_grid.name");
+        let err = parse(json!({"configuration": {}})).unwrap_err();
+        assert_eq!(field_of(&err), "chunk_grid.name");
+    }
+
+    #[test]
+    fn rectilinear_parses_every_entry_form() {
+        let grid = rectilinear(json!([4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [4, 4, 4]])).unwrap();
+        assert_eq!(
+            grid,
+            ChunkGrid::rectilinear(vec![
+                DimensionChunks::Regular(4),
+                DimensionChunks::Explicit(vec![(1, 1), (2, 1), (3, 1)]),
+                DimensionChunks::Explicit(vec![(4, 2)]),
+                DimensionChunks::Explicit(vec![(1, 3), (3, 1)]),
+                DimensionChunks::Explicit(vec![(4, 3)]),
+            ])
+            .unwrap()
+        );
+        let ChunkGrid::Rectilinear(inner) = &grid else {
+            panic!("not rectilinear")
+        };
+        assert_eq!(inner.rank(), 5);
+        assert_eq!(
+            inner.dimensions()[4],
+            DimensionChunks::Explicit(vec![(4, 3)])
+        );
+        // The registry's example on shape [6, 6, 6, 6, 6].
+        let shape = [6; 5];
+        grid.validate(&shape).unwrap();
+        assert_eq!(grid.grid_shape(&shape).unwrap(), vec![2, 3, 2, 4, 2]);
+        assert_eq!(sizes(&grid, &shape, 0), vec![4, 4]);
+        assert_eq!(sizes(&grid, &shape, 1), vec![1, 2, 3]);
+        assert_eq!(sizes(&grid, &shape, 2), vec![4, 4]);
+        assert_eq!(sizes(&grid, &shape, 3), vec![1, 1, 1, 3]);
+        // [4, 4, 4] overshoots: the third chunk starts at 8, past the end, and is not counted.
+        assert_eq!(sizes(&grid, &shape, 4), vec![4, 4]);
+        assert_eq!(
+            grid.chunk_region_clipped(&shape, &[1, 2, 1, 3, 1])
+                .unwrap()
+                .to_string(),
+            "[4..6, 3..6, 4..6, 3..6, 4..6]"
+        );
+        assert_eq!(
+            grid.chunk_region(&shape, &[1, 2, 1, 3, 1])
+                .unwrap()
+                .to_string(),
+            "[4..8, 3..6, 4..8, 3..6, 4..8]"
+        );
+        assert_eq!(
+            grid.chunk_of(&shape, &[5, 5, 5, 2, 5]).unwrap(),
+            (vec![1, 2, 1, 2, 1], vec![1, 2, 1, 0, 1])
+        );
+    }
+
+    #[test]
+    fn rectilinear_to_json_is_canonical() {
+        let grid = rectilinear(json!([
+            4,
+            [1, 2, 3],
+            [[4, 2]],
+            [[1, 3], 3],
+            [4, 4, 4],
+            [[2, 1], [2, 1]],
+            []
+        ]))
+        .unwrap();
+        assert_eq!(
+            grid.to_json(),
+            json!({
+                "name": "rectilinear",
+                "configuration": {
+                    "kind": "inline",
+                    "chunk_shapes": [4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [[4, 3]], [[2, 2]], []]
+                }
+            })
+        );
+        assert_eq!(parse(grid.to_json()).unwrap(), grid);
+        // A regular grid converts losslessly into steps.
+        let regular = RegularChunkGrid::try_new(vec![3, 5]).unwrap();
+        let as_rectilinear = ChunkGrid::from(RectilinearChunkGrid::from(regular.clone()));
+        assert_eq!(
+            as_rectilinear.to_json()["configuration"]["chunk_shapes"],
+            json!([3, 5])
+        );
+        let regular = ChunkGrid::from(regular);
+        for shape in [[7, 10], [0, 5], [3, 5]] {
+            assert_eq!(
+                regular.grid_shape(&shape).unwrap(),
+                as_rectilinear.grid_shape(&shape).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn rectilinear_errors_name_the_field() {
+        let base = "chunk_grid.configuration.chunk_shapes";
+        assert_invalid(rectilinear(json!([4, [1, 2, 0]])), &format!("{base}[1][2]"));
+        assert_invalid(
+            rectilinear(json!([4, [1, 2, -3]])),
+            &format!("{base}[1][2]"),
+        );
+        assert_invalid(
+            rectilinear(json!([4, [1, 2, 2.5]])),
+            &format!("{base}[1][2]"),
+        );
+        assert_invalid(
+            rectilinear(json!([4, [1, 2, "3"]])),
+            &format!("{base}[1][2]"),
+        );
+        assert_invalid(
+            rectilinear(json!([4, [1, 2, null]])),
+            &format!("{base}[1][2]"),
+        );
+        assert_invalid(rectilinear(json!([0])), &format!("{base}[0]"));
+        assert_invalid(rectilinear(json!([-4])), &format!("{base}[0]"));
+        assert_invalid(rectilinear(json!([4.5])), &format!("{base}[0]"));
+        assert_invalid(rectilinear(json!(["4"])), &format!("{base}[0]"));
+        assert_invalid(rectilinear(json!([{"a": 1}])), &format!("{base}[0]"));
+        assert_invalid(rectilinear(json!([[[4, 0]]])), &format!("{base}[0][0][1]"));
+        assert_invalid(rectilinear(json!([[[0, 4]]])), &format!("{base}[0][0][0]"));
+        assert_invalid(rectilinear(json!([[[4, -1]]])), &format!("{base}[0][0][1]"));
+        assert_invalid(rectilinear(json!([[1, [4]]])), &format!("{base}[0][1]"));
+        assert_invalid(
+            rectilinear(json!([[1, [4, 1, 1]]])),
+            &format!("{base}[0][1]"),
+        );
+        assert_invalid(
+            rectilinear(json!([[1, [[4], 1]]])),
+            &format!("{base}[0][1][0]"),
+        );
+        assert_invalid(rectilinear(json!(4)), base);
+
+        let config = |c: Value| parse(json!({"name": "rectilinear", "configuration": c}));
+        let err = config(json!({"chunk_shapes": [4]})).unwrap_err();
+        assert!(matches!(err, Error::MissingField { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.configuration.kind");
+        assert_invalid(
+            config(json!({"kind": "file", "chunk_shapes": [4]})),
+            "chunk_grid.configuration.kind",
+        );
+        assert_invalid(
+            config(json!({"kind": 1, "chunk_shapes": [4]})),
+            "chunk_grid.configuration.kind",
+        );
+        let err = config(json!({"kind": "inline"})).unwrap_err();
+        assert!(matches!(err, Error::MissingField { .. }));
+        assert_eq!(field_of(&err), base);
+        let err =
+            config(json!({"kind": "inline", "chunk_shapes": [4], "chunk_shape": [4]})).unwrap_err();
+        assert!(matches!(err, Error::UnknownField { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.configuration.chunk_shape");
+
+        // Programmatic construction names the run.
+        let err = RectilinearChunkGrid::try_new(vec![
+            DimensionChunks::Regular(2),
+            DimensionChunks::Explicit(vec![(1, 1), (2, 0)]),
+        ])
+        .unwrap_err();
+        assert_eq!(field_of(&err), format!("{base}[1][1]"));
+        let err = RectilinearChunkGrid::try_new(vec![DimensionChunks::Regular(0)]).unwrap_err();
+        assert_eq!(field_of(&err), format!("{base}[0]"));
+        let err = RectilinearChunkGrid::try_new(vec![DimensionChunks::Explicit(vec![(0, 1)])])
+            .unwrap_err();
+        assert_eq!(field_of(&err), format!("{base}[0][0]"));
+    }
+
+    #[test]
+    fn validate_checks_rank_and_coverage() {
+        let grid = rectilinear(json!([[5, 5], 3])).unwrap();
+        grid.validate(&[10, 100]).unwrap();
+        grid.validate(&[7, 0]).unwrap();
+        let err = grid.validate(&[11, 100]).unwrap_err();
+        assert!(matches!(err, Error::InvalidField { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.configuration.chunk_shapes[0]");
+        assert!(err.to_string().contains("add up to 10"), "{err}");
+        // Every computation validates first.
+        assert!(grid.grid_shape(&[11, 1]).is_err());
+        assert!(grid.chunk_of(&[11, 1], &[0, 0]).is_err());
+        assert!(
+            grid.chunks_in_region(&[11, 1], &Region::full(&[11, 1]))
+                .is_err()
+        );
+        assert!(matches!(
+            grid.validate(&[10]),
+            Err(Error::RankMismatch {
+                expected: 1,
+                found: 2,
+                ..
+            })
+        ));
+        assert!(matches!(
+            ChunkGrid::regular(vec![2]).unwrap().grid_shape(&[4, 4]),
+            Err(Error::RankMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn zep0003_forms() {
+        let shape = [100, 100];
+        let old = parse(json!({
+            "type": "rectangular",
+            "chunk_shape": [[5, 5, 5, 15, 15, 20, 35], 10],
+            "separator": "/"
+        }))
+        .unwrap();
+        let new = parse(json!({
+            "name": "rectangular",
+            "configuration": {"chunk_shape": [[5, 5, 5, 15, 15, 20, 35], 10]}
+        }))
+        .unwrap();
+        let registered = rectilinear(json!([[[5, 3], [15, 2], 20, 35], 10])).unwrap();
+        assert_eq!(old, registered);
+        assert_eq!(new, registered);
+        assert_eq!(old.to_json(), registered.to_json());
+        // Cumulative sums [0, 5, 10, 15, 30, 45, 65, 100]: 17 is in chunk 3 = [15, 30) at 2;
+        // along the regular dimension 17 is in chunk 1 = [10, 20) at 7.
+        assert_eq!(old.grid_shape(&shape).unwrap(), vec![7, 10]);
+        assert_eq!(
+            old.chunk_of(&shape, &[17, 17]).unwrap(),
+            (vec![3, 1], vec![2, 7])
+        );
+        assert_eq!(old.chunk_origin(&shape, &[3, 1]).unwrap(), vec![15, 10]);
+        assert_eq!(old.chunk_shape(&shape, &[3, 1]).unwrap(), vec![15, 10]);
+        assert_eq!(old.chunk_origin(&shape, &[6, 9]).unwrap(), vec![65, 90]);
+        assert_eq!(old.chunk_shape(&shape, &[6, 9]).unwrap(), vec![35, 10]);
+        assert_eq!(
+            old.chunk_of(&shape, &[99, 0]).unwrap(),
+            (vec![6, 0], vec![34, 0])
+        );
+
+        // Without separator, and the old regular form.
+        parse(json!({"type": "rectangular", "chunk_shape": [[50, 50]]})).unwrap();
+        assert_eq!(
+            parse(json!({"type": "regular", "chunk_shape": [10, 10], "separator": "/"})).unwrap(),
+            ChunkGrid::regular(vec![10, 10]).unwrap()
+        );
+
+        // Run-length pairs did not exist in the draft.
+        assert_invalid(
+            parse(json!({"type": "rectangular", "chunk_shape": [[[5, 2]]]})),
+            "chunk_grid.chunk_shape[0][0]",
+        );
+        assert_invalid(
+            parse(json!({"name": "rectangular", "configuration": {"chunk_shape": [[5, [5, 2]]]}})),
+            "chunk_grid.configuration.chunk_shape[0][1]",
+        );
+        assert_invalid(
+            parse(json!({"type": "rectangular", "chunk_shape": [[5, 0]]})),
+            "chunk_grid.chunk_shape[0][1]",
+        );
+        let err = parse(json!({"type": "rectangular", "chunk_shape": [1], "x": 1})).unwrap_err();
+        assert!(matches!(err, Error::UnknownField { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.x");
+        let err = parse(json!({"type": "hexagonal", "chunk_shape": [1]})).unwrap_err();
+        assert!(matches!(err, Error::UnknownExtension { .. }));
+        assert_eq!(field_of(&err), "chunk_grid.type");
+        let err = parse(json!({"type": "rectangular"})).unwrap_err();
+        assert_eq!(field_of(&err), "chunk_grid.chunk_shape");
+        assert_invalid(
+            parse(json!({"type": 3, "chunk_shape": [1]})),
+            "chunk_grid.type",
+        );
+        // Both styles at once are refused.
+        let err = parse(
+            json!({"name": "regular", "type": "regular", "configuration": {"chunk_shape": [1]}}),
+        )
+        .unwrap_err();
+        assert_eq!(field_of(&err), "chunk_grid.type");
+    }
+
+    #[test]
+    fn regular_edge_chunks() {
+        let grid = ChunkGrid::regular(vec![3]).unwrap();
+        let shape = [5];
+        assert_eq!(grid.grid_shape(&shape).unwrap(), vec![2]);
+        assert_eq!(grid.num_chunks(&shape).unwrap(), 2);
+        assert_eq!(grid.chunk_origin(&shape, &[1]).unwrap(), vec![3]);
+        assert_eq!(grid.chunk_shape(&shape, &[1]).unwrap(), vec![3]);
+        assert_eq!(grid.chunk_region(&shape, &[1]).unwrap().ranges(), &[3..6]);
+        assert_eq!(
+            grid.chunk_region_clipped(&shape, &[1]).unwrap().ranges(),
+            &[3..5]
+        );
+        assert_eq!(grid.chunk_of(&shape, &[4]).unwrap(), (vec![1], vec![1]));
+        assert_eq!(grid.grid_shape(&[6]).unwrap(), vec![2]);
+        assert_eq!(grid.grid_shape(&[7]).unwrap(), vec![3]);
+        assert_eq!(grid.grid_shape(&[0]).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn out_of_bounds_and_rank_errors() {
+        let grid = ChunkGrid::regular(vec![3, 3]).unwrap();
+        let shape = [5, 6];
+        let err = grid.chunk_of(&shape, &[5, 0]).unwrap_err();
+        assert!(
+            matches!(&err, Error::RegionOutOfBounds { region, shape } if region == "[5..6, 0..1]" && shape == &[5, 6]),
+            "{err:?}"
+        );
+        let err = grid.chunk_of(&[u64::MAX, 1], &[u64::MAX, 0]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("18446744073709551615..18446744073709551616"),
+            "{err}"
+        );
+        assert!(matches!(
+            grid.chunk_of(&shape, &[1]),
+            Err(Error::RankMismatch {
+                expected: 2,
+                found: 1,
+                ..
+            })
+        ));
+        let err = grid.chunk_origin(&shape, &[2, 0]).unwrap_err();
+        assert!(
+            matches!(&err, Error::ChunkOutOfBounds { chunk, grid_shape } if chunk == &[2, 0] && grid_shape == &[2, 2]),
+            "{err:?}"
+        );
+        assert!(matches!(
+            grid.chunk_shape(&shape, &[0, 2]),
+            Err(Error::ChunkOutOfBounds { .. })
+        ));
+        assert!(matches!(
+            grid.chunk_region(&shape, &[0, 2]),
+            Err(Error::ChunkOutOfBounds { .. })
+        ));
+        assert!(matches!(
+            grid.chunk_region_clipped(&shape, &[0, 0, 0]),
+            Err(Error::RankMismatch { .. })
+        ));
+        // Overshooting chunks of an explicit dimension are outside the grid.
+        let grid = rectilinear(json!([[4, 4, 4]])).unwrap();
+        assert!(matches!(
+            grid.chunk_origin(&[6], &[2]),
+            Err(Error::ChunkOutOfBounds { .. })
+        ));
+        assert_eq!(grid.chunk_origin(&[9], &[2]).unwrap(), vec![8]);
+        // Regions outside the array.
+        let grid = ChunkGrid::regular(vec![3, 3]).unwrap();
+        let region = Region::try_new(vec![0..5, 0..7]).unwrap();
+        assert!(matches!(
+            grid.chunks_in_region(&shape, &region),
+            Err(Error::RegionOutOfBounds { .. })
+        ));
+        assert!(matches!(
+            grid.chunks_in_region(&shape, &Region::full(&[5])),
+            Err(Error::RankMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn zero_dimensional_grids() {
+        for grid in [
+            ChunkGrid::regular(vec![]).unwrap(),
+            ChunkGrid::rectilinear(vec![]).unwrap(),
+            parse(json!({"name": "regular", "configuration": {"chunk_shape": []}})).unwrap(),
+        ] {
+            assert_eq!(grid.rank(), 0);
+            assert_eq!(grid.grid_shape(&[]).unwrap(), Vec::<u64>::new());
+            assert_eq!(grid.num_chunks(&[]).unwrap(), 1);
+            assert_eq!(grid.chunk_of(&[], &[]).unwrap(), (vec![], vec![]));
+            assert_eq!(grid.chunk_origin(&[], &[]).unwrap(), Vec::<u64>::new());
+            assert_eq!(grid.chunk_region(&[], &[]).unwrap(), Region::full(&[]));
+            let chunks = grid.chunks_in_region(&[], &Region::full(&[])).unwrap();
+            assert_eq!(chunks.num_chunks().unwrap(), 1);
+            let all: Vec<_> = chunks.collect();
+            assert_eq!(
+                all,
+                vec![ChunkSelection {
+                    chunk: vec![],
+                    chunk_shape: vec![],
+                    within_chunk: Region::full(&[]),
+                    within_output: Region::full(&[]),
+                }]
+            );
+        }
+    }
+
+    #[test]
+    fn zero_length_dimensions_have_no_chunks() {
+        for grid in [
+            ChunkGrid::regular(vec![2, 2]).unwrap(),
+            rectilinear(json!([2, []])).unwrap(),
+            rectilinear(json!([2, [[3, 2]]])).unwrap(),
+        ] {
+            let shape = [4, 0];
+            assert_eq!(grid.grid_shape(&shape).unwrap(), vec![2, 0]);
+            assert_eq!(grid.num_chunks(&shape).unwrap(), 0);
+            assert!(matches!(
+                grid.chunk_of(&shape, &[0, 0]),
+                Err(Error::RegionOutOfBounds { .. })
+            ));
+            assert!(matches!(
+                grid.chunk_origin(&shape, &[0, 0]),
+                Err(Error::ChunkOutOfBounds { .. })
+            ));
+            let mut chunks = grid
+                .chunks_in_region(&shape, &Region::full(&shape))
+                .unwrap();
+            assert_eq!(chunks.num_chunks().unwrap(), 0);
+            assert_eq!(chunks.size_hint(), (0, Some(0)));
+            assert!(chunks.next().is_none());
+        }
+        // A zero-length region inside a non-empty array selects nothing either.
+        let grid = ChunkGrid::regular(vec![2]).unwrap();
+        let region = Region::try_new(vec![3..3]).unwrap();
+        assert_eq!(grid.chunks_in_region(&[4], &region).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn chunks_in_region_in_c_order() {
+        let grid = rectilinear(json!([[2, 3, 5], 4])).unwrap();
+        let shape = [10, 9];
+        let region = Region::try_new(vec![1..6, 3..9]).unwrap();
+        let mut chunks = grid.chunks_in_region(&shape, &region).unwrap();
+        assert_eq!(chunks.num_chunks().unwrap(), 9);
+        assert_eq!(chunks.size_hint(), (9, Some(9)));
+        let first = chunks.next().unwrap();
+        assert_eq!(chunks.num_chunks().unwrap(), 8);
+        assert_eq!(
+            first,
+            ChunkSelection {
+                chunk: vec![0, 0],
+                chunk_shape: vec![2, 4],
+                within_chunk: Region::try_new(vec![1..2, 3..4]).unwrap(),
+                within_output: Region::try_new(vec![0..1, 0..1]).unwrap(),
+            }
+        );
+        let rest: Vec<_> = chunks.by_ref().collect();
+        assert_eq!(
+            rest.iter().map(|s| s.chunk.clone()).collect::<Vec<_>>(),
+            vec![
+                vec![0, 1],
+                vec![0, 2],
+                vec![1, 0],
+                vec![1, 1],
+                vec![1, 2],
+                vec![2, 0],
+                vec![2, 1],
+                vec![2, 2]
+            ]
+        );
+        let last = rest.last().unwrap();
+        assert_eq!(last.chunk_shape, vec![5, 4]);
+        assert_eq!(last.within_chunk.to_string(), "[0..1, 0..1]");
+        assert_eq!(last.within_output.to_string(), "[4..5, 5..6]");
+        assert!(chunks.next().is_none());
+        assert_eq!(chunks.num_chunks().unwrap(), 0);
+    }
+
+    #[test]
+    fn huge_run_length_grids_do_not_expand() {
+        let grid = rectilinear(json!([
+            [[1, 1_000_000_000_000_u64]],
+            [[7, 3], [1, 1_000_000]]
+        ]))
+        .unwrap();
+        let ChunkGrid::Rectilinear(inner) = &grid else {
+            panic!("not rectilinear")
+        };
+        assert_eq!(
+            inner.dimensions[0],
+            Dimension::Explicit(EdgeRuns {
+                runs: vec![Run {
+                    size: 1,
+                    count: 1_000_000_000_000,
+                    first_chunk: 0,
+                    start: 0
+                }],
+                num_chunks: 1_000_000_000_000,
+                total: 1_000_000_000_000,
+            })
+        );
+        let shape = [1_000_000_000_000, 1_000_021];
+        assert_eq!(
+            grid.grid_shape(&shape).unwrap(),
+            vec![1_000_000_000_000, 1_000_003]
+        );
+        assert_eq!(
+            grid.chunk_of(&shape, &[999_999_999_999, 1_000_020])
+                .unwrap(),
+            (vec![999_999_999_999, 1_000_002], vec![0, 0])
+        );
+        assert_eq!(
+            grid.chunk_of(&shape, &[5, 20]).unwrap(),
+            (vec![5, 2], vec![0, 6])
+        );
+        assert_eq!(
+            grid.chunk_of(&shape, &[5, 21]).unwrap(),
+            (vec![5, 3], vec![0, 0])
+        );
+        assert_eq!(
+            grid.chunk_origin(&shape, &[999_999_999_999, 1_000_002])
+                .unwrap(),
+            vec![999_999_999_999, 1_000_020]
+        );
+        assert_eq!(grid.num_chunks(&shape).unwrap(), 1_000_003_000_000_000_000);
+        let mut all = grid
+            .chunks_in_region(&shape, &Region::full(&shape))
+            .unwrap();
+        assert_eq!(all.num_chunks().unwrap(), 1_000_003_000_000_000_000);
+        assert_eq!(all.nth(1_000_003).unwrap().chunk, vec![1, 0]);
+        assert_eq!(
+            grid.to_json()["configuration"]["chunk_shapes"],
+            json!([[[1, 1_000_000_000_000_u64]], [[7, 3], [1, 1_000_000]]])
+        );
+    }
+
+    #[test]
+    fn edge_length_sums_overflowing_u64_are_errors() {
+        for shapes in [
+            json!([[[u64::MAX, 2]]]),
+            json!([[u64::MAX, 1]]),
+            json!([[[2, 1u64 << 63]]]),
+            json!([[[1, u64::MAX], 1]]),
+            json!([[[1, u64::MAX], [1, 1]]]),
+        ] {
+            let err = rectilinear(shapes.clone()).unwrap_err();
+            assert!(matches!(err, Error::Overflow { .. }), "{shapes}: {err:?}");
+            assert!(
+                err.to_string()
+                    .contains("chunk_grid.configuration.chunk_shapes[0]"),
+                "{err}"
+            );
+        }
+        assert!(matches!(
+            RectilinearChunkGrid::try_new(vec![DimensionChunks::Explicit(vec![
+                (u64::MAX, 1),
+                (1, 1)
+            ])]),
+            Err(Error::Overflow { .. })
+        ));
+        // Exactly u64::MAX is fine.
+        let grid = rectilinear(json!([[[1, u64::MAX]]])).unwrap();
+        assert_eq!(grid.grid_shape(&[u64::MAX]).unwrap(), vec![u64::MAX]);
+        let grid = rectilinear(json!([[u64::MAX - 1, 1]])).unwrap();
+        assert_eq!(
+            grid.chunk_of(&[u64::MAX], &[u64::MAX - 1]).unwrap(),
+            (vec![1], vec![0])
+        );
+    }
+
+    #[test]
+    fn regular_grids_near_u64_max() {
+        let grid = ChunkGrid::regular(vec![2]).unwrap();
+        let shape = [u64::MAX];
+        let last = u64::MAX / 2;
+        assert_eq!(grid.grid_shape(&shape).unwrap(), vec![last + 1]);
+        assert_eq!(
+            grid.chunk_origin(&shape, &[last]).unwrap(),
+            vec![u64::MAX - 1]
+        );
+        assert_eq!(grid.chunk_shape(&shape, &[last]).unwrap(), vec![2]);
+        assert!(matches!(
+            grid.chunk_region(&shape, &[last]),
+            Err(Error::Overflow { .. })
+        ));
+        assert_eq!(
+            grid.chunk_region_clipped(&shape, &[last]).unwrap().ranges(),
+            &[u64::MAX - 1..u64::MAX]
+        );
+        let region = Region::try_new(vec![u64::MAX - 3..u64::MAX]).unwrap();
+        let selections: Vec<_> = grid.chunks_in_region(&shape, &region).unwrap().collect();
+        assert_eq!(selections.len(), 2);
+        assert_eq!(selections[1].chunk, vec![last]);
+        assert_eq!(selections[1].within_chunk.ranges(), &[0..1]);
+        assert_eq!(selections[1].within_output.ranges(), &[2..3]);
+
+        let grid = ChunkGrid::regular(vec![u64::MAX]).unwrap();
+        assert_eq!(grid.grid_shape(&shape).unwrap(), vec![1]);
+        assert_eq!(
+            grid.chunk_region(&shape, &[0]).unwrap(),
+            Region::full(&shape)
+        );
+
+        let grid = ChunkGrid::regular(vec![1, 1, 1]).unwrap();
+        let shape = [u64::MAX; 3];
+        assert!(matches!(
+            grid.num_chunks(&shape),
+            Err(Error::Overflow { .. })
+        ));
+        let chunks = grid
+            .chunks_in_region(&shape, &Region::full(&shape))
+            .unwrap();
+        assert!(matches!(chunks.num_chunks(), Err(Error::Overflow { .. })));
+        assert_eq!(chunks.size_hint(), (usize::MAX, None));
+    }
+
+    #[test]
+    fn from_edges_merges_runs() {
+        assert_eq!(
+            DimensionChunks::from_edges([]),
+            DimensionChunks::Explicit(vec![])
+        );
+        assert_eq!(
+            DimensionChunks::from_edges([2, 2, 3, 2]),
+            DimensionChunks::Explicit(vec![(2, 2), (3, 1), (2, 1)])
+        );
+    }
+}
