@@ -153,6 +153,17 @@ pub enum Error {
         shape: Vec<u64>,
     },
 
+    /// A region has a range whose start lies after its end.
+    #[error("region dimension {dimension} has start {start} greater than end {end}")]
+    InvalidRegion {
+        /// The dimension of the offending range.
+        dimension: usize,
+        /// The range's start.
+        start: u64,
+        /// The range's end.
+        end: u64,
+    },
+
     /// A chunk index lies outside the chunk grid.
     #[error("chunk {chunk:?} lies outside the chunk grid of shape {grid_shape:?}")]
     ChunkOutOfBounds {
