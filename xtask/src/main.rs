@@ -63,7 +63,14 @@ pub(crate) fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
 fn ci() -> Result<()> {
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
     cargo(
-        &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
         &[],
     )?;
     cargo(&["test", "--workspace", "--all-targets"], &[])?;

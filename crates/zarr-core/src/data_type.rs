@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::error::{Error, ExtensionKind, Result};
 use crate::extension::ExtensionObject;
 use crate::json::{self, Map};
+pub use crate::minifloat::MiniFloat;
 
 /// The unit of a `numpy.datetime64` or `numpy.timedelta64` data type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -131,8 +132,39 @@ pub enum DataType {
     Complex64,
     /// `complex128`: real then imaginary part, each a `float64`
     Complex128,
+    /// `bfloat16`: 8 exponent bits, 7 mantissa bits.
+    BFloat16,
+    /// A floating-point format of 8 bits or fewer (`float8_e4m3fn`, `float4_e2m1fn`, ...),
+    /// one element per byte.
+    MiniFloat(MiniFloat),
+    /// `int2`: one element per byte, the value in the low bits.
+    Int2,
+    /// `int4`: one element per byte, the value in the low bits.
+    Int4,
+    /// `uint2`: one element per byte, the value in the low bits.
+    UInt2,
+    /// `uint4`: one element per byte, the value in the low bits.
+    UInt4,
     /// `r<N>`: `N` raw bits; the value held here is the size in **bytes** (`N / 8`).
     RawBits(usize),
+    /// `fixed_length_utf32`: text of at most `length_bytes / 4` code points, stored as UTF-32
+    /// code units padded with zeros.
+    FixedLengthUtf32 {
+        /// The element size in bytes, a multiple of 4.
+        length_bytes: usize,
+    },
+    /// zarr-python's `null_terminated_bytes` (numpy `S<n>`): byte strings of at most
+    /// `length_bytes`, padded with zeros. Not a registered type; read for interoperability.
+    NullTerminatedBytes {
+        /// The element size in bytes.
+        length_bytes: usize,
+    },
+    /// zarr-python's `raw_bytes` (numpy `V<n>`): opaque elements of `length_bytes`. Not a
+    /// registered type; read for interoperability.
+    RawBytes {
+        /// The element size in bytes.
+        length_bytes: usize,
+    },
     /// `string`: variable-length UTF-8 text.
     String,
     /// `bytes`: variable-length binary (also read as zarr-python's `variable_length_bytes` and
@@ -164,7 +196,7 @@ pub enum DataTypeSize {
     Variable,
 }
 
-const SIMPLE: [(DataType, &str); 14] = [
+const SIMPLE: [(DataType, &str); 19] = [
     (DataType::Bool, "bool"),
     (DataType::Int8, "int8"),
     (DataType::Int16, "int16"),
@@ -179,6 +211,11 @@ const SIMPLE: [(DataType, &str); 14] = [
     (DataType::Float64, "float64"),
     (DataType::Complex64, "complex64"),
     (DataType::Complex128, "complex128"),
+    (DataType::BFloat16, "bfloat16"),
+    (DataType::Int2, "int2"),
+    (DataType::Int4, "int4"),
+    (DataType::UInt2, "uint2"),
+    (DataType::UInt4, "uint4"),
 ];
 
 /// Names read as [`DataType::Bytes`]: the registered name, zarr-python 3.1's name and ZEP0007's.
@@ -188,8 +225,15 @@ impl DataType {
     /// The element size, or [`DataTypeSize::Variable`].
     pub fn size(&self) -> DataTypeSize {
         DataTypeSize::Fixed(match self {
-            Self::Bool | Self::Int8 | Self::UInt8 => 1,
-            Self::Int16 | Self::UInt16 | Self::Float16 => 2,
+            Self::Bool
+            | Self::Int8
+            | Self::UInt8
+            | Self::MiniFloat(_)
+            | Self::Int2
+            | Self::Int4
+            | Self::UInt2
+            | Self::UInt4 => 1,
+            Self::Int16 | Self::UInt16 | Self::Float16 | Self::BFloat16 => 2,
             Self::Int32 | Self::UInt32 | Self::Float32 => 4,
             Self::Int64
             | Self::UInt64
@@ -199,6 +243,9 @@ impl DataType {
             | Self::TimeDelta64 { .. } => 8,
             Self::Complex128 => 16,
             Self::RawBits(bytes) => *bytes,
+            Self::FixedLengthUtf32 { length_bytes }
+            | Self::NullTerminatedBytes { length_bytes }
+            | Self::RawBytes { length_bytes } => *length_bytes,
             Self::String | Self::Bytes => return DataTypeSize::Variable,
         })
     }
@@ -219,6 +266,10 @@ impl DataType {
             Self::Bytes => "bytes".into(),
             Self::DateTime64 { .. } => "numpy.datetime64".into(),
             Self::TimeDelta64 { .. } => "numpy.timedelta64".into(),
+            Self::MiniFloat(format) => format.name().into(),
+            Self::FixedLengthUtf32 { .. } => "fixed_length_utf32".into(),
+            Self::NullTerminatedBytes { .. } => "null_terminated_bytes".into(),
+            Self::RawBytes { .. } => "raw_bytes".into(),
             simple => SIMPLE
                 .iter()
                 .find(|(dt, _)| dt == simple)
@@ -226,9 +277,12 @@ impl DataType {
         }
     }
 
-    /// Whether the type is a floating-point type (`float16/32/64`).
+    /// Whether the type is a floating-point type.
     pub fn is_float(&self) -> bool {
-        matches!(self, Self::Float16 | Self::Float32 | Self::Float64)
+        matches!(
+            self,
+            Self::Float16 | Self::Float32 | Self::Float64 | Self::BFloat16 | Self::MiniFloat(_)
+        )
     }
 
     /// Whether the type is a complex type.
@@ -263,8 +317,50 @@ impl DataType {
         if let Some((dt, _)) = SIMPLE.iter().find(|(_, n)| *n == name) {
             return no_configuration(*dt);
         }
+        if let Some((format, _)) = MiniFloat::ALL.iter().find(|(_, n)| *n == name) {
+            return no_configuration(Self::MiniFloat(*format));
+        }
         if name == "string" {
             return no_configuration(Self::String);
+        }
+        if matches!(
+            name,
+            "fixed_length_utf32" | "null_terminated_bytes" | "raw_bytes"
+        ) {
+            let config = ext
+                .configuration
+                .as_ref()
+                .ok_or_else(|| Error::missing(&config_field))?;
+            json::deny_unknown(config, &["length_bytes"], &config_field)?;
+            let length_field = json::join(&config_field, "length_bytes");
+            let length = json::as_u64(
+                json::required(config, "length_bytes", &config_field)?,
+                &length_field,
+            )?;
+            let utf32 = name == "fixed_length_utf32";
+            if length == 0 || (utf32 && length % 4 != 0) {
+                return Err(Error::invalid(
+                    &length_field,
+                    if utf32 {
+                        "must be a positive multiple of 4"
+                    } else {
+                        "must be positive"
+                    },
+                ));
+            }
+            let length = usize::try_from(length)
+                .map_err(|_| Error::invalid(&length_field, format!("{length} is too large")))?;
+            return Ok(match name {
+                "fixed_length_utf32" => Self::FixedLengthUtf32 {
+                    length_bytes: length,
+                },
+                "null_terminated_bytes" => Self::NullTerminatedBytes {
+                    length_bytes: length,
+                },
+                _ => Self::RawBytes {
+                    length_bytes: length,
+                },
+            });
         }
         if BYTES_NAMES.contains(&name) {
             return no_configuration(Self::Bytes);
@@ -317,6 +413,13 @@ impl DataType {
                 config.insert("scale_factor".into(), Value::from(*scale_factor));
                 ExtensionObject::with_configuration(self.name(), config).to_json()
             }
+            Self::FixedLengthUtf32 { length_bytes }
+            | Self::NullTerminatedBytes { length_bytes }
+            | Self::RawBytes { length_bytes } => {
+                let mut config = Map::new();
+                config.insert("length_bytes".into(), Value::from(*length_bytes));
+                ExtensionObject::with_configuration(self.name(), config).to_json()
+            }
             _ => Value::String(self.name()),
         }
     }
@@ -343,6 +446,9 @@ impl fmt::Display for DataType {
             Self::DateTime64 { unit, scale_factor } | Self::TimeDelta64 { unit, scale_factor } => {
                 write!(f, "{}[{scale_factor}{unit}]", self.name())
             }
+            Self::FixedLengthUtf32 { length_bytes }
+            | Self::NullTerminatedBytes { length_bytes }
+            | Self::RawBytes { length_bytes } => write!(f, "{}[{length_bytes}]", self.name()),
             _ => f.write_str(&self.name()),
         }
     }
@@ -415,6 +521,38 @@ mod tests {
             DataType::RawBits(1)
         );
         assert_eq!(DataType::RawBits(3).name(), "r24");
+        let f8 = DataType::from_json(&json!("float8_e4m3fn"), "data_type").unwrap();
+        assert_eq!(f8, DataType::MiniFloat(MiniFloat::E4M3FN));
+        assert_eq!(
+            (f8.fixed_size(), f8.to_json()),
+            (Some(1), json!("float8_e4m3fn"))
+        );
+        for (value, dt) in [
+            (
+                json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 16}}),
+                DataType::FixedLengthUtf32 { length_bytes: 16 },
+            ),
+            (
+                json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 4}}),
+                DataType::NullTerminatedBytes { length_bytes: 4 },
+            ),
+            (
+                json!({"name": "raw_bytes", "configuration": {"length_bytes": 3}}),
+                DataType::RawBytes { length_bytes: 3 },
+            ),
+        ] {
+            assert_eq!(DataType::from_json(&value, "data_type").unwrap(), dt);
+            assert_eq!(dt.to_json(), value);
+        }
+        assert!(
+            DataType::from_json(
+                &json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}}),
+                "data_type"
+            )
+            .unwrap_err()
+            .to_string()
+            .contains("data_type.configuration.length_bytes")
+        );
     }
 
     #[test]

@@ -4,15 +4,14 @@
 //! UTF-8 bytes, for `bytes` the raw bytes), so that filling a buffer is a copy, and NaN payloads
 //! and signed zeros survive.
 
-use std::cmp::Ordering;
-
 use base64::Engine as _;
-use half::f16;
+use half::{bf16, f16};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::data_type::DataType;
 use crate::error::{Error, Result};
+use crate::minifloat::{self, MiniFloat};
 
 /// The fill value of an array: one element's bytes in native byte order.
 ///
@@ -135,6 +134,35 @@ impl FillValue {
             DataType::UInt32 => Value::from(u32::from_ne_bytes(arr(b))),
             DataType::UInt64 => Value::from(u64::from_ne_bytes(arr(b))),
             DataType::Float16 => float_to_json(Float::F16, b),
+            DataType::BFloat16 => float_to_json(Float::BF16, b),
+            DataType::MiniFloat(format) => minifloat_to_json(*format, b[0]),
+            DataType::Int2 | DataType::Int4 => {
+                let bits = if *data_type == DataType::Int2 { 2 } else { 4 };
+                // Sign-extend the low bits.
+                Value::from(((b[0] << (8 - bits)) as i8) >> (8 - bits))
+            }
+            DataType::UInt2 => Value::from(b[0] & 0x3),
+            DataType::UInt4 => Value::from(b[0] & 0xf),
+            DataType::FixedLengthUtf32 { .. } => {
+                let text: Option<String> = b
+                    .chunks_exact(4)
+                    .map(|unit| u32::from_ne_bytes(arr(unit)))
+                    .take_while(|&u| u != 0)
+                    .map(char::from_u32)
+                    .collect();
+                Value::String(text.ok_or_else(|| Error::InvalidFillValue {
+                    data_type: data_type.to_string(),
+                    value: format!("{b:02x?}"),
+                    reason: "not valid UTF-32".into(),
+                })?)
+            }
+            DataType::NullTerminatedBytes { .. } => {
+                let end = b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1);
+                Value::String(base64::engine::general_purpose::STANDARD.encode(&b[..end]))
+            }
+            DataType::RawBytes { .. } => {
+                Value::String(base64::engine::general_purpose::STANDARD.encode(b))
+            }
             DataType::Float32 => float_to_json(Float::F32, b),
             DataType::Float64 => float_to_json(Float::F64, b),
             DataType::Complex64 => Value::Array(vec![
@@ -187,9 +215,10 @@ impl From<String> for FillValue {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Float {
     F16,
+    BF16,
     F32,
     F64,
 }
@@ -197,7 +226,7 @@ enum Float {
 impl Float {
     fn width(self) -> usize {
         match self {
-            Self::F16 => 2,
+            Self::F16 | Self::BF16 => 2,
             Self::F32 => 4,
             Self::F64 => 8,
         }
@@ -207,6 +236,7 @@ impl Float {
     fn canonical_nan(self) -> u64 {
         match self {
             Self::F16 => 0x7e00,
+            Self::BF16 => 0x7fc0,
             Self::F32 => 0x7fc0_0000,
             Self::F64 => 0x7ff8_0000_0000_0000,
         }
@@ -215,7 +245,7 @@ impl Float {
     fn bits_to_bytes(self, bits: u64) -> Vec<u8> {
         match self {
             // The casts keep the low bits, which hold the whole value.
-            Self::F16 => (bits as u16).to_ne_bytes().to_vec(),
+            Self::F16 | Self::BF16 => (bits as u16).to_ne_bytes().to_vec(),
             Self::F32 => (bits as u32).to_ne_bytes().to_vec(),
             Self::F64 => bits.to_ne_bytes().to_vec(),
         }
@@ -223,7 +253,7 @@ impl Float {
 
     fn bytes_to_bits(self, bytes: &[u8]) -> u64 {
         match self {
-            Self::F16 => u64::from(u16::from_ne_bytes(arr(bytes))),
+            Self::F16 | Self::BF16 => u64::from(u16::from_ne_bytes(arr(bytes))),
             Self::F32 => u64::from(u32::from_ne_bytes(arr(bytes))),
             Self::F64 => u64::from_ne_bytes(arr(bytes)),
         }
@@ -233,6 +263,7 @@ impl Float {
     fn to_f64(self, bits: u64) -> f64 {
         match self {
             Self::F16 => f16::from_bits(bits as u16).to_f64(),
+            Self::BF16 => bf16::from_bits(bits as u16).to_f64(),
             Self::F32 => f64::from(f32::from_bits(bits as u32)),
             Self::F64 => f64::from_bits(bits),
         }
@@ -291,6 +322,40 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
             _ => int::<i64>(&ctx)?.to_ne_bytes().to_vec(),
         },
         DataType::Float16 => float(&ctx, value, text, Float::F16)?,
+        DataType::BFloat16 => float(&ctx, value, text, Float::BF16)?,
+        DataType::MiniFloat(format) => vec![mini_float(&ctx, text, *format)?],
+        DataType::Int2 => vec![small_int(&ctx, -2, 1)?],
+        DataType::Int4 => vec![small_int(&ctx, -8, 7)?],
+        DataType::UInt2 => vec![small_int(&ctx, 0, 3)?],
+        DataType::UInt4 => vec![small_int(&ctx, 0, 15)?],
+        DataType::FixedLengthUtf32 { length_bytes } => {
+            let Value::String(s) = value else {
+                return Err(ctx.err("expected a string"));
+            };
+            let mut bytes: Vec<u8> = s.chars().flat_map(|c| u32::from(c).to_ne_bytes()).collect();
+            if bytes.len() > *length_bytes {
+                return Err(ctx.err(format!("longer than {} code points", length_bytes / 4)));
+            }
+            bytes.resize(*length_bytes, 0);
+            bytes
+        }
+        DataType::NullTerminatedBytes { length_bytes } | DataType::RawBytes { length_bytes } => {
+            let Value::String(s) = value else {
+                return Err(ctx.err("expected a base64 string"));
+            };
+            let mut bytes = base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|e| ctx.err(format!("not base64: {e}")))?;
+            let exact = matches!(data_type, DataType::RawBytes { .. });
+            if bytes.len() > *length_bytes || (exact && bytes.len() != *length_bytes) {
+                return Err(ctx.err(format!(
+                    "expected {length_bytes} bytes, found {}",
+                    bytes.len()
+                )));
+            }
+            bytes.resize(*length_bytes, 0);
+            bytes
+        }
         DataType::Float32 => float(&ctx, value, text, Float::F32)?,
         DataType::Float64 => float(&ctx, value, text, Float::F64)?,
         DataType::Complex64 | DataType::Complex128 => {
@@ -331,6 +396,63 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
         },
     };
     Ok(FillValue(bytes))
+}
+
+/// An integer of a sub-byte type, range-checked, as the byte that stores it.
+fn small_int(ctx: &Ctx<'_>, min: i8, max: i8) -> Result<u8> {
+    let v: i8 = int(ctx)?;
+    if !(min..=max).contains(&v) {
+        return Err(ctx.err(format!("{v} is out of range {min}..={max}")));
+    }
+    Ok(v as u8)
+}
+
+fn mini_float(ctx: &Ctx<'_>, text: Option<&str>, format: MiniFloat) -> Result<u8> {
+    match ctx.value {
+        Value::String(s) => {
+            let code = match s.as_str() {
+                "NaN" => format.nan(),
+                "Infinity" => format.infinity(),
+                "-Infinity" => format.infinity().map(|c| c | format.sign_bit()),
+                hex if hex.starts_with("0x") => {
+                    let digits = &hex[2..];
+                    if digits.len() != 2 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        return Err(ctx.err("a hex fill value needs exactly 2 hex digits after 0x"));
+                    }
+                    u8::from_str_radix(digits, 16).ok()
+                }
+                _ => {
+                    return Err(ctx.err(
+                        "expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or \"0x…\"",
+                    ));
+                }
+            };
+            code.ok_or_else(|| ctx.err(format!("{} has no {s}", format.name())))
+        }
+        Value::Number(n) => {
+            let owned = n.to_string();
+            let text = text.unwrap_or(&owned);
+            format
+                .round_decimal(text)
+                .ok_or_else(|| ctx.err(format!("{n} is out of range")))
+        }
+        _ => Err(ctx.err("expected a number or a string")),
+    }
+}
+
+fn minifloat_to_json(format: MiniFloat, code: u8) -> Value {
+    let value = format.decode(code);
+    if value.is_nan() {
+        if Some(code) == format.nan() {
+            Value::String("NaN".into())
+        } else {
+            Value::String(format!("0x{code:02x}"))
+        }
+    } else if value.is_infinite() {
+        Value::String(if value > 0.0 { "Infinity" } else { "-Infinity" }.into())
+    } else {
+        serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number)
+    }
 }
 
 fn byte_list(ctx: &Ctx<'_>, items: &[Value]) -> Result<Vec<u8>> {
@@ -410,9 +532,9 @@ fn float(ctx: &Ctx<'_>, value: &Value, text: Option<&str>, kind: Float) -> Resul
             let bits = match kind {
                 Float::F64 => text.parse::<f64>().map(f64::to_bits),
                 Float::F32 => text.parse::<f32>().map(|x| u64::from(x.to_bits())),
-                Float::F16 => text
+                Float::F16 | Float::BF16 => text
                     .parse::<f64>()
-                    .map(|_| u64::from(decimal_to_f16(text).to_bits())),
+                    .map(|x| round_decimal_16(text, kind).unwrap_or(kind.bits_for(x))),
             }
             .map_err(|e| ctx.err(format!("not a number: {e}")))?;
             if kind.to_f64(bits).is_infinite() {
@@ -428,81 +550,68 @@ impl Float {
     fn bits_for(self, value: f64) -> u64 {
         match self {
             Self::F16 => u64::from(f16::from_f64(value).to_bits()),
+            Self::BF16 => u64::from(bf16::from_f64(value).to_bits()),
             Self::F32 => u64::from((value as f32).to_bits()),
             Self::F64 => value.to_bits(),
         }
     }
-}
 
-/// Round a JSON decimal number to the nearest `f16`, ties to even, exactly.
-///
-/// Parsing to `f64` first and then rounding to `f16` rounds twice; that gives a wrong answer
-/// only when the `f64` lands exactly on the midpoint between two `f16` values while the
-/// decimal does not. In that case the decimal is compared with the midpoint digit by digit.
-fn decimal_to_f16(text: &str) -> f16 {
-    let (negative, magnitude) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let x: f64 = magnitude.parse().unwrap_or(f64::NAN);
-    let nearest = f16::from_f64(x);
-    let mut result = nearest;
-    let nearest_value = nearest.to_f64();
-    if nearest_value != x && x.is_finite() {
-        // The two f16 neighbours of x (the upper one may be +inf, standing for 2^16).
-        let (lo, hi) = if nearest_value < x {
-            (nearest, f16::from_bits(nearest.to_bits() + 1))
-        } else {
-            (f16::from_bits(nearest.to_bits() - 1), nearest)
-        };
-        let hi_value = if hi.is_infinite() {
-            65536.0
-        } else {
-            hi.to_f64()
-        };
-        let midpoint = (lo.to_f64() + hi_value) / 2.0;
-        if x == midpoint {
-            result = match compare_decimal(magnitude, midpoint) {
-                Ordering::Greater => hi,
-                Ordering::Less => lo,
-                Ordering::Equal => nearest,
-            };
+    /// The power of two at which finite numbers round to infinity (2^(emax + 1)).
+    fn overflow_threshold(self) -> f64 {
+        match self {
+            Self::F16 => 65536.0,
+            Self::BF16 | Self::F32 => 2f64.powi(128),
+            Self::F64 => f64::MAX,
         }
     }
-    if negative { -result } else { result }
 }
 
-/// Split a non-negative decimal into significant digits (no leading or trailing zeros) and the
-/// power of ten of the position just before the first digit: value = 0.d1d2d3… × 10^exp.
-fn normalize_decimal(text: &str) -> (Vec<u8>, i64) {
-    let (mantissa, exponent) = match text.find(['e', 'E']) {
-        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().unwrap_or(0)),
-        None => (text, 0),
+/// Round a JSON decimal to the nearest `float16` or `bfloat16` (ties to even), exactly.
+///
+/// Parsing to `f64` first and then rounding to 16 bits rounds twice; that is wrong only when
+/// the `f64` lands exactly on the midpoint between two 16-bit values while the decimal does
+/// not, so at midpoints [`minifloat::pick`] compares the decimal digits themselves.
+fn round_decimal_16(text: &str, kind: Float) -> Option<u64> {
+    let x: f64 = text.trim().parse().ok()?;
+    let nearest = kind.bits_for(x);
+    let nearest_value = kind.to_f64(nearest);
+    if nearest_value == x || !x.is_finite() {
+        return Some(nearest);
+    }
+    // Neighbours in value order; an infinity stands for the power of two just past the top.
+    let (up, down) = (next_up_16(nearest), next_down_16(nearest));
+    let (lo, hi) = if nearest_value < x {
+        (nearest, up)
+    } else {
+        (down, nearest)
     };
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let mut digits: Vec<u8> = int_part.bytes().chain(frac_part.bytes()).collect();
-    let mut exp = exponent.saturating_add(int_part.len() as i64);
-    let leading = digits.iter().take_while(|&&d| d == b'0').count();
-    digits.drain(..leading);
-    exp = exp.saturating_sub(leading as i64);
-    while digits.last() == Some(&b'0') {
-        digits.pop();
-    }
-    (digits, exp)
+    let value = |bits: u64| {
+        let v = kind.to_f64(bits);
+        if v.is_infinite() {
+            v.signum() * kind.overflow_threshold()
+        } else {
+            v
+        }
+    };
+    Some(minifloat::pick(text, x, (lo, value(lo)), (hi, value(hi))))
 }
 
-/// Compare a non-negative decimal's exact value with a positive `f64`'s exact value.
-fn compare_decimal(text: &str, value: f64) -> Ordering {
-    let (a_digits, a_exp) = normalize_decimal(text);
-    // 60 significant digits print every f16 midpoint exactly.
-    let (b_digits, b_exp) = normalize_decimal(&format!("{value:.60e}"));
-    match (a_digits.is_empty(), b_digits.is_empty()) {
-        (true, true) => return Ordering::Equal,
-        (true, false) => return Ordering::Less,
-        (false, true) => return Ordering::Greater,
-        (false, false) => {}
+/// The next 16-bit IEEE code toward +infinity.
+fn next_up_16(bits: u64) -> u64 {
+    match bits {
+        0x8000 => 0x0001,
+        b if b & 0x8000 == 0 => b + 1,
+        b => b - 1,
     }
-    a_exp.cmp(&b_exp).then_with(|| a_digits.cmp(&b_digits))
+}
+
+/// The next 16-bit IEEE code toward -infinity.
+fn next_down_16(bits: u64) -> u64 {
+    match bits {
+        0x0000 => 0x8001,
+        b if b & 0x8000 == 0 => b - 1,
+        b => b + 1,
+    }
 }
 
 #[cfg(test)]
@@ -806,6 +915,80 @@ mod tests {
                 .as_bytes()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn small_floats_and_ints() {
+        assert_eq!(
+            fv(json!("NaN"), DataType::BFloat16),
+            0x7fc0u16.to_ne_bytes()
+        );
+        assert_eq!(
+            fv(json!(1.5), DataType::BFloat16),
+            bf16::from_f32(1.5).to_ne_bytes()
+        );
+        // 1 + 2^-8 is the midpoint of 1 (even) and 1 + 2^-7 for bfloat16.
+        assert_eq!(
+            text("1.00390625", DataType::BFloat16),
+            bf16::ONE.to_ne_bytes()
+        );
+        assert_eq!(
+            text("1.0039062500000000000000001", DataType::BFloat16),
+            (bf16::ONE + bf16::EPSILON).to_ne_bytes()
+        );
+        let f = FillValue::from_json(&json!("0x7fc1"), &DataType::BFloat16).unwrap();
+        assert_eq!(f.to_json(&DataType::BFloat16).unwrap(), json!("0x7fc1"));
+        let e4m3fn = DataType::MiniFloat(MiniFloat::E4M3FN);
+        assert_eq!(fv(json!(0.0), e4m3fn), [0]);
+        assert_eq!(fv(json!("NaN"), e4m3fn), [0x7f]);
+        assert!(err(json!("Infinity"), e4m3fn).contains("has no Infinity"));
+        assert!(err(json!(1000), e4m3fn).contains("out of range"));
+        assert_eq!(FillValue::new([0x3c]).to_json(&e4m3fn).unwrap(), json!(1.5));
+        let e5m2 = DataType::MiniFloat(MiniFloat::E5M2);
+        assert_eq!(fv(json!("-Infinity"), e5m2), [0xfc]);
+        assert_eq!(
+            FillValue::new([0xfc]).to_json(&e5m2).unwrap(),
+            json!("-Infinity")
+        );
+        assert_eq!(
+            FillValue::new([0x7f]).to_json(&e5m2).unwrap(),
+            json!("0x7f")
+        );
+        assert!(err(json!("NaN"), DataType::MiniFloat(MiniFloat::F4E2M1FN)).contains("has no NaN"));
+        assert_eq!(fv(json!(-8), DataType::Int4), [0xf8]);
+        assert_eq!(
+            FillValue::new([0xf8]).to_json(&DataType::Int4).unwrap(),
+            json!(-8)
+        );
+        assert!(err(json!(8), DataType::Int4).contains("out of range"));
+        assert!(err(json!(-3), DataType::Int2).contains("out of range"));
+        assert_eq!(fv(json!(15), DataType::UInt4), [15]);
+        assert!(err(json!(4), DataType::UInt2).contains("out of range"));
+    }
+
+    #[test]
+    fn fixed_length_text_and_bytes() {
+        let utf32 = DataType::FixedLengthUtf32 { length_bytes: 12 };
+        let mut expected: Vec<u8> = "ab"
+            .chars()
+            .flat_map(|c| u32::from(c).to_ne_bytes())
+            .collect();
+        expected.resize(12, 0);
+        assert_eq!(fv(json!("ab"), utf32), expected);
+        assert_eq!(
+            FillValue::new(expected).to_json(&utf32).unwrap(),
+            json!("ab")
+        );
+        assert!(err(json!("abcd"), utf32).contains("longer than 3"));
+        let s4 = DataType::NullTerminatedBytes { length_bytes: 4 };
+        assert_eq!(fv(json!("YWI="), s4), b"ab\0\0");
+        assert_eq!(
+            FillValue::new(*b"ab\0\0").to_json(&s4).unwrap(),
+            json!("YWI=")
+        );
+        let v3 = DataType::RawBytes { length_bytes: 3 };
+        assert_eq!(fv(json!("AAAA"), v3), [0, 0, 0]);
+        assert!(err(json!("AA=="), v3).contains("expected 3 bytes"));
     }
 
     #[test]

@@ -43,6 +43,7 @@ mod extension;
 mod fill_value;
 mod json;
 mod metadata;
+mod minifloat;
 mod node;
 mod region;
 
