@@ -372,7 +372,7 @@ impl DataType {
             let bits: u64 = bits
                 .parse()
                 .map_err(|_| Error::invalid(field, format!("raw bits type {name} is too large")))?;
-            if bits == 0 || bits % 8 != 0 {
+            if bits == 0 || !bits.is_multiple_of(8) {
                 return Err(Error::invalid(
                     field,
                     format!(

@@ -484,9 +484,10 @@ fn int<T: TryFrom<i64> + TryFrom<u64>>(ctx: &Ctx<'_>) -> Result<T> {
         return Err(ctx.err("expected an integer"));
     }
     // |f| < 2^63 converts exactly to i64; 2^63 <= f < 2^64 exactly to u64.
-    if f >= -9.223_372_036_854_775_808e18 && f < 9.223_372_036_854_775_808e18 {
+    let two_63 = 2f64.powi(63);
+    if (-two_63..two_63).contains(&f) {
         T::try_from(f as i64).map_err(|_| out_of_range())
-    } else if (0.0..1.844_674_407_370_955_2e19).contains(&f) {
+    } else if (0.0..2f64.powi(64)).contains(&f) {
         T::try_from(f as u64).map_err(|_| out_of_range())
     } else {
         Err(out_of_range())

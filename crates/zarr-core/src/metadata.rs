@@ -60,7 +60,7 @@ pub enum NodeMetadata {
     /// An array's metadata.
     Array(Box<ArrayMetadata>),
     /// A group's metadata.
-    Group(GroupMetadata),
+    Group(Box<GroupMetadata>),
 }
 
 impl NodeMetadata {
@@ -107,7 +107,7 @@ impl NodeMetadata {
             "array" => Ok(Self::Array(Box::new(ArrayMetadata::parse_map(
                 map, fill_text,
             )?))),
-            "group" => Ok(Self::Group(GroupMetadata::parse_map(map)?)),
+            "group" => Ok(Self::Group(Box::new(GroupMetadata::parse_map(map)?))),
             other => Err(Error::invalid(
                 "node_type",
                 format!("expected \"array\" or \"group\", found {other:?}"),
@@ -159,7 +159,7 @@ impl From<ArrayMetadata> for NodeMetadata {
 
 impl From<GroupMetadata> for NodeMetadata {
     fn from(value: GroupMetadata) -> Self {
-        Self::Group(value)
+        Self::Group(Box::new(value))
     }
 }
 
