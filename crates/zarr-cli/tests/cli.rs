@@ -12,13 +12,20 @@ fn zarr(args: &[&str]) -> Output {
 }
 
 fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 #[test]
 fn info_describes_an_array() {
-    let out = stdout(&zarr(&["info", &format!("{FIXTURES}/zarr-python/shard_2d")]));
+    let out = stdout(&zarr(&[
+        "info",
+        &format!("{FIXTURES}/zarr-python/shard_2d"),
+    ]));
     assert!(out.contains("shape       [6, 8]"), "{out}");
     assert!(out.contains("data type   uint16"), "{out}");
     assert!(out.contains("grid        [2, 2] chunks"), "{out}");
@@ -27,7 +34,10 @@ fn info_describes_an_array() {
 
 #[test]
 fn info_describes_a_group_and_its_children() {
-    let out = stdout(&zarr(&["info", &format!("{FIXTURES}/zarr-python/nested_groups")]));
+    let out = stdout(&zarr(&[
+        "info",
+        &format!("{FIXTURES}/zarr-python/nested_groups"),
+    ]));
     assert!(out.contains("level: \"root\""), "{out}");
     assert!(out.contains("a/  group"), "{out}");
     assert!(out.contains("root_array  array [3] int32"), "{out}");
@@ -35,7 +45,11 @@ fn info_describes_a_group_and_its_children() {
 
 #[test]
 fn info_json_is_the_metadata() {
-    let out = stdout(&zarr(&["info", "--json", &format!("{FIXTURES}/tensorstore/uint16_zstd")]));
+    let out = stdout(&zarr(&[
+        "info",
+        "--json",
+        &format!("{FIXTURES}/tensorstore/uint16_zstd"),
+    ]));
     let value: serde_json::Value = serde_json::from_str(&out).unwrap();
     let original: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(format!("{FIXTURES}/tensorstore/uint16_zstd/zarr.json")).unwrap(),
@@ -51,7 +65,10 @@ fn errors_are_one_line_with_the_cause_and_exit_1() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("zarr: reading /definitely/not/here/zarr.json: "), "{err}");
+    assert!(
+        err.starts_with("zarr: reading /definitely/not/here/zarr.json: "),
+        "{err}"
+    );
     let out = zarr(&["info", &format!("{FIXTURES}/zarr-python/structured")]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
