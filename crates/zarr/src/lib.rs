@@ -5,12 +5,12 @@
 //!
 //! | module | crate | what it holds |
 //! |---|---|---|
-//! | [`metadata`] | `zarr-core` | metadata, data types, fill values, chunk grids, node paths |
-//! | [`store`] | `zarr-store` | async store traits and backends |
-//! | [`codecs`] | `zarr-codecs` | codec traits, codec chains and the registry |
-//! | [`sharding`] | `zarr-sharding` | the sharding codec and storage transformer |
-//! | [`vlen`] | `zarr-vlen` | variable-length strings and binary |
-//! | [`array`] | `zarr-array` | arrays, groups and region I/O |
+//! | [`metadata`](mod@metadata) | `zarr-core` | metadata, data types, fill values, chunk grids, node paths |
+//! | [`store`](mod@store) | `zarr-store` | async store traits and backends |
+//! | [`codecs`](mod@codecs) | `zarr-codecs` | codec traits, codec chains and the registry |
+//! | [`sharding`](mod@sharding) | `zarr-sharding` | the sharding codec and storage transformer |
+//! | [`vlen`](mod@vlen) | `zarr-vlen` | variable-length strings and binary |
+//! | [`array`](mod@array) | `zarr-array` | arrays, groups and region I/O |
 //!
 //! ```
 //! use zarr::metadata::NodeMetadata;
