@@ -480,12 +480,7 @@ impl ChunkGrid {
         {
             return Self::from_draft_json(map, field);
         }
-        let extension = ExtensionObject::from_json(value, field)?;
-        if !extension.must_understand {
-            return Err(Error::MustUnderstandNotAllowed {
-                field: field.to_owned(),
-            });
-        }
+        let extension = ExtensionObject::from_json_understood(value, field)?;
         let name = extension.name.as_str();
         if !matches!(name, "regular" | "rectilinear" | "rectangular") {
             return Err(Error::UnknownExtension {

@@ -153,12 +153,7 @@ impl ChunkKeyEncoding {
     /// [`Error::UnknownExtension`] for an unknown encoding, [`Error::MustUnderstandNotAllowed`]
     /// for `"must_understand": false`, [`Error::InvalidField`] for a bad separator.
     pub fn from_json(value: &Value, field: &str) -> Result<Self> {
-        let ext = ExtensionObject::from_json(value, field)?;
-        if !ext.must_understand {
-            return Err(Error::MustUnderstandNotAllowed {
-                field: field.to_owned(),
-            });
-        }
+        let ext = ExtensionObject::from_json_understood(value, field)?;
         let config_field = json::join(field, "configuration");
         let config = ext.configuration_or_empty();
         json::deny_unknown(&config, &["separator"], &config_field)?;

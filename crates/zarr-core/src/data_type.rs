@@ -297,12 +297,7 @@ impl DataType {
     /// [`Error::MustUnderstandNotAllowed`] for `"must_understand": false`, and
     /// [`Error::InvalidField`] for a malformed configuration.
     pub fn from_json(value: &Value, field: &str) -> Result<Self> {
-        let ext = ExtensionObject::from_json(value, field)?;
-        if !ext.must_understand {
-            return Err(Error::MustUnderstandNotAllowed {
-                field: field.to_owned(),
-            });
-        }
+        let ext = ExtensionObject::from_json_understood(value, field)?;
         let config_field = json::join(field, "configuration");
         let no_configuration = |dt: DataType| -> Result<DataType> {
             match &ext.configuration {

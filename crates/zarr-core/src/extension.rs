@@ -104,6 +104,21 @@ impl ExtensionObject {
         })
     }
 
+    /// Parse an extension at a point where `"must_understand": false` is not allowed
+    /// (`data_type`, `chunk_grid`, `chunk_key_encoding`).
+    ///
+    /// # Errors
+    /// As [`ExtensionObject::from_json`], and [`Error::MustUnderstandNotAllowed`].
+    pub(crate) fn from_json_understood(value: &Value, field: &str) -> Result<Self> {
+        let ext = Self::from_json(value, field)?;
+        if !ext.must_understand {
+            return Err(Error::MustUnderstandNotAllowed {
+                field: field.to_owned(),
+            });
+        }
+        Ok(ext)
+    }
+
     /// The object form: `{"name": ..., "configuration": ...}`, with `"must_understand": false`
     /// when set. Codecs are always written this way (zarr-python refuses the short-hand).
     pub fn to_json(&self) -> Value {

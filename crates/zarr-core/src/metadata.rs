@@ -855,27 +855,23 @@ fn raw_fill_value(text: &str) -> Option<&str> {
         .map(RawValue::get)
 }
 
-impl serde::Serialize for NodeMetadata {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        self.to_value()
-            .map_err(serde::ser::Error::custom)?
-            .serialize(serializer)
-    }
+/// `Serialize` through the JSON document, so serde users get exactly what `to_value` writes.
+macro_rules! serialize_via_value {
+    ($($t:ty),*) => {$(
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                serde::Serialize::serialize(
+                    &self.to_value().map_err(serde::ser::Error::custom)?,
+                    serializer,
+                )
+            }
+        }
+    )*};
 }
-
-impl serde::Serialize for ArrayMetadata {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        self.to_value()
-            .map_err(serde::ser::Error::custom)?
-            .serialize(serializer)
-    }
-}
+serialize_via_value!(NodeMetadata, ArrayMetadata);
 
 impl serde::Serialize for GroupMetadata {
     fn serialize<S: serde::Serializer>(
