@@ -350,25 +350,44 @@ impl Tiles {
     }
 }
 
-const BLOCK: usize = 32;
+/// The tile side for `N`-byte elements: a tile row is about two cache lines, and a tile is at
+/// most 8 KiB, so the scratch tile stays in L1.
+const fn block(n: usize) -> usize {
+    let b = 128 / n;
+    if b < 8 {
+        8
+    } else if b > 64 {
+        64
+    } else {
+        b
+    }
+}
 
+/// Transpose tile by tile through a small scratch buffer: each tile's source rows are read
+/// front to back into the scratch (transposing there, in L1), then written out as contiguous
+/// output rows. Reading or writing the large arrays with a stride instead makes every access
+/// a cache miss when the stride is a power of two (a 64^3 chunk's planes are 8 KiB apart,
+/// which maps them all to one L1 set).
 fn permute_typed<const N: usize>(src: &[u8], dst: &mut [u8], plan: &Plan) {
     let (src, _) = src.as_chunks::<N>();
     let (dst, _) = dst.as_chunks_mut::<N>();
     let t = Tiles::new(plan);
+    let block = block(N);
+    let mut scratch = vec![[0u8; N]; block * block];
     t.for_each_base(|sbase, dbase| {
-        for b0 in (0..t.len_b).step_by(BLOCK) {
-            let b1 = (b0 + BLOCK).min(t.len_b);
-            for a0 in (0..t.len_a).step_by(BLOCK) {
-                let a1 = (a0 + BLOCK).min(t.len_a);
-                for b in b0..b1 {
-                    let row =
-                        &src[sbase + b * t.src_stride_b + a0..sbase + b * t.src_stride_b + a1];
-                    let mut out = dbase + b + a0 * t.dst_stride_a;
-                    for v in row {
-                        dst[out] = *v;
-                        out += t.dst_stride_a;
+        for b0 in (0..t.len_b).step_by(block) {
+            let bn = block.min(t.len_b - b0);
+            for a0 in (0..t.len_a).step_by(block) {
+                let an = block.min(t.len_a - a0);
+                for b in 0..bn {
+                    let start = sbase + (b0 + b) * t.src_stride_b + a0;
+                    for (a, v) in src[start..start + an].iter().enumerate() {
+                        scratch[a * block + b] = *v;
                     }
+                }
+                for a in 0..an {
+                    let start = dbase + b0 + (a0 + a) * t.dst_stride_a;
+                    dst[start..start + bn].copy_from_slice(&scratch[a * block..a * block + bn]);
                 }
             }
         }
