@@ -368,6 +368,12 @@ impl CodecChain {
     /// [`Error::OutputSize`] if `out` has the wrong length; [`Error::Unsupported`] for
     /// variable-length data; otherwise as [`CodecChain::decode`].
     pub fn decode_into(&self, encoded: Bytes, out: &mut [u8]) -> Result<()> {
+        if self.decoded.element_size().is_none() {
+            return Err(Error::unsupported(
+                "chain",
+                "decoding variable-length data into a buffer (use `decode`)",
+            ));
+        }
         let size = self.decoded.fixed_size_usize()?;
         if out.len() != size {
             return Err(Error::output_size(size, out.len()));

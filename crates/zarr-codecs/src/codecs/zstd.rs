@@ -173,6 +173,29 @@ impl ZstdCodec {
     }
 }
 
+/// The most a zstd frame can expand: every block holds at most 128 KiB and takes at least 4
+/// bytes (an RLE block), so no frame decodes to more than 32768 times its length.
+const MAX_RATIO: u64 = 32_768;
+
+impl ZstdCodec {
+    /// Check the frames' claimed total before allocating for it: against the chunk, and
+    /// against what frames of this length can hold at all.
+    fn check_claim(encoded: &[u8], expected: ExpectedSize, size: u64) -> Result<()> {
+        expected.check_claim(Self::NAME, size)?;
+        if size > (encoded.len() as u64).saturating_mul(MAX_RATIO) {
+            return Err(Error::corrupt(
+                Self::NAME,
+                format!(
+                    "frames of {} bytes claim {size} decoded bytes, more than zstd can encode \
+                     in that space",
+                    encoded.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl BytesToBytesCodec for ZstdCodec {
     fn to_metadata(&self) -> ExtensionObject {
         let mut map = config::map([("level", Value::from(self.level))]);
@@ -200,8 +223,8 @@ impl BytesToBytesCodec for ZstdCodec {
     fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
         match Self::content_size(&encoded)? {
             Some(size) => {
-                expected.check_claim(Self::NAME, size)?;
-                // `size` is at most the limit, which the caller could allocate.
+                Self::check_claim(&encoded, expected, size)?;
+                // `size` is at most the limit and what the frames can hold.
                 let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(usize::MAX));
                 let produced =
                     with_decompressor(|d| d.decompress_to_buffer(&encoded[..], &mut out))
@@ -236,7 +259,7 @@ impl BytesToBytesCodec for ZstdCodec {
         let expected = ExpectedSize::Exact(out.len() as u64);
         match Self::content_size(&encoded)? {
             Some(size) => {
-                expected.check_claim(Self::NAME, size)?;
+                Self::check_claim(&encoded, expected, size)?;
                 let produced = with_decompressor(|d| d.decompress_to_buffer(&encoded[..], out))
                     .map_err(Self::io_error)?;
                 expected.check(Self::NAME, produced as u64)

@@ -252,9 +252,18 @@ fn zstd_frame_claiming_a_huge_size() {
     }
     let e = decode_fails(
         &chain(json!([{"name": "zstd", "configuration": {"level": 1}}])),
-        frame,
+        frame.clone(),
     );
     assert!(matches!(e, Error::DecodedSizeLimit { .. }), "{e:?}");
+    // Even with no limit, 19 bytes of frame cannot hold 2^40 bytes.
+    let e = codec
+        .decode(frame, ExpectedSize::AtMost(u64::MAX))
+        .unwrap_err();
+    assert!(matches!(e, Error::Corrupt { .. }), "{e:?}");
+    // The most compressible data there is stays within that bound.
+    let zeros = codec.encode(Bytes::from(vec![0u8; 4 << 20])).unwrap();
+    let decoded = codec.decode(zeros, ExpectedSize::AtMost(u64::MAX)).unwrap();
+    assert_eq!(decoded.len(), 4 << 20);
 }
 
 /// A blosc header claiming 2^31 bytes is refused before anything is allocated.
