@@ -136,7 +136,7 @@ impl TransposeCodec {
                 permute(&bytes, &shape, perm, elem, &mut out);
                 Ok(ArrayBytes::Fixed(out.into()))
             }
-            ArrayBytes::Variable(v) => Ok(ArrayBytes::Variable(permute_vlen(&v, &shape, perm))),
+            ArrayBytes::Variable(v) => Ok(ArrayBytes::Variable(permute_vlen(&v, &shape, perm)?)),
         }
     }
 }
@@ -198,7 +198,7 @@ fn usize_shape(shape: &[u64]) -> Result<Vec<usize>> {
 }
 
 /// Permute variable-length elements.
-fn permute_vlen(v: &VlenBytes, shape: &[usize], perm: &[usize]) -> VlenBytes {
+fn permute_vlen(v: &VlenBytes, shape: &[usize], perm: &[usize]) -> Result<VlenBytes> {
     // Permute the element indices, then gather.
     let indices: Vec<u8> = (0..v.len() as u64).flat_map(u64::to_ne_bytes).collect();
     let mut permuted = vec![0u8; indices.len()];
@@ -212,8 +212,8 @@ fn permute_vlen(v: &VlenBytes, shape: &[usize], perm: &[usize]) -> VlenBytes {
         values.extend_from_slice(v.get(i).unwrap_or_default());
         offsets.push(values.len() as u64);
     }
-    // Same elements, rearranged: the layout is valid by construction.
-    VlenBytes::try_new(offsets, Bytes::from(values)).unwrap_or_else(|_| v.clone())
+    // Same elements, rearranged: the layout is valid by construction, and checked anyway.
+    VlenBytes::try_new(offsets, Bytes::from(values))
 }
 
 /// A permutation after simplification: `shape` of the source, `perm` (output dimension `i` is

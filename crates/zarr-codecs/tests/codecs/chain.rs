@@ -657,3 +657,49 @@ fn zstd_configurations() {
         assert_eq!(c.decode(stored).unwrap(), ArrayBytes::fixed(values.clone()));
     }
 }
+
+/// A chain is shared across threads: each thread uses its own zstd contexts, and blosc's
+/// context functions take no global lock.
+#[test]
+fn chains_decode_in_parallel() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CodecChain>();
+    assert_send_sync::<CodecRegistry>();
+    assert_send_sync::<Codec>();
+
+    let r = repr(&[32, 32], DataType::Float32);
+    let chains = [
+        chain(
+            json!([{"name": "bytes", "configuration": {"endian": "little"}},
+                   {"name": "zstd", "configuration": {"level": 3, "checksum": true}}]),
+            r.clone(),
+        )
+        .unwrap(),
+        chain(
+            json!([{"name": "transpose", "configuration": {"order": [1, 0]}},
+                   {"name": "bytes", "configuration": {"endian": "big"}},
+                   {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 5, "shuffle": "shuffle", "typesize": 4}},
+                   {"name": "crc32c"}]),
+            r,
+        )
+        .unwrap(),
+    ];
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            let chains = &chains;
+            scope.spawn(move || {
+                for i in 0..50u32 {
+                    let values: Vec<u8> = (0..1024u32)
+                        .flat_map(|v| ((v * (t + 1) + i) as f32).to_ne_bytes())
+                        .collect();
+                    for c in chains {
+                        let stored = c.encode(ArrayBytes::fixed(values.clone())).unwrap();
+                        let mut out = vec![0u8; 4096];
+                        c.decode_into(stored, &mut out).unwrap();
+                        assert_eq!(out, values);
+                    }
+                }
+            });
+        }
+    });
+}
