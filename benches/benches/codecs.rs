@@ -5,7 +5,7 @@
 //! Run: `cargo bench -p zarr-benches --bench codecs`.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -53,9 +53,91 @@ fn chain(codecs: serde_json::Value) -> CodecChain {
     CodecChain::from_metadata(&list, repr, &CodecRegistry::with_defaults()).unwrap()
 }
 
+/// Time `a` and `b` alternately, `rounds` times each, and return their total times: on a
+/// shared machine, neighbours slow both sides alike, so the ratio is steadier than two
+/// separate measurements.
+fn paired(rounds: u32, mut a: impl FnMut(), mut b: impl FnMut()) -> (Duration, Duration) {
+    let (mut ta, mut tb) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..rounds {
+        let first_a = round % 2 == 0;
+        for side in 0..2 {
+            let start = Instant::now();
+            if (side == 0) == first_a {
+                a();
+                ta += start.elapsed();
+            } else {
+                b();
+                tb += start.elapsed();
+            }
+        }
+    }
+    (ta, tb)
+}
+
+/// Chain vs raw zstd on the same chunk, paired; printed to stderr.
+fn zstd_overhead(data: &Bytes) {
+    let chain = chain(serde_json::json!([
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "zstd", "configuration": {"level": 1}}
+    ]));
+    let encoded = chain.encode(ArrayBytes::Fixed(data.clone())).unwrap();
+    let size = data.len();
+    let gib =
+        |d: Duration, n: u32| (size as f64 * f64::from(n)) / d.as_secs_f64() / f64::from(1 << 30);
+    let rounds = 400;
+
+    let mut out = vec![0u8; size];
+    let mut raw_out = vec![0u8; size];
+    let mut decompressor = zstd::bulk::Decompressor::new().unwrap();
+    let (chain_t, raw_t) = paired(
+        rounds,
+        || {
+            chain
+                .decode_into(black_box(encoded.clone()), &mut out)
+                .unwrap()
+        },
+        || {
+            decompressor
+                .decompress_to_buffer(black_box(&encoded[..]), &mut raw_out[..])
+                .unwrap();
+        },
+    );
+    eprintln!(
+        "paired decode: chain decode_into {:.2} GiB/s, raw decompress_to_buffer {:.2} GiB/s, \
+         chain/raw throughput {:.3}",
+        gib(chain_t, rounds),
+        gib(raw_t, rounds),
+        raw_t.as_secs_f64() / chain_t.as_secs_f64()
+    );
+
+    let mut compressor = zstd::bulk::Compressor::new(1).unwrap();
+    let (chain_t, raw_t) = paired(
+        rounds / 4,
+        || {
+            drop(
+                chain
+                    .encode(ArrayBytes::Fixed(black_box(data).clone()))
+                    .unwrap(),
+            )
+        },
+        || drop(compressor.compress(black_box(&data[..])).unwrap()),
+    );
+    eprintln!(
+        "paired encode: chain encode {:.2} GiB/s, raw compress {:.2} GiB/s, chain/raw \
+         throughput {:.3}",
+        gib(chain_t, rounds / 4),
+        gib(raw_t, rounds / 4),
+        raw_t.as_secs_f64() / chain_t.as_secs_f64()
+    );
+}
+
 fn codecs(c: &mut Criterion) {
     let data = Bytes::from(chunk());
     let size = data.len();
+    // Only under `cargo bench` (not when `cargo test` runs benches once as a smoke test).
+    if std::env::args().any(|a| a == "--bench") {
+        zstd_overhead(&data);
+    }
     let chains = [
         (
             "bytes+zstd(1)",
