@@ -120,6 +120,11 @@
 //! is stopped. Truncated and corrupt data, failed checksums and wrong sizes are typed
 //! [`Error`]s naming the codec, never panics.
 //!
+//! # Feature flags
+//!
+//! None. c-blosc is always built (by `blosc-src`, with lz4, zlib, zstd and snappy, so every
+//! `cname` works), as are zstd and a pure-Rust deflate for gzip.
+//!
 //! # Why these choices
 //!
 //! - `bytes::Bytes` between codecs: codecs that do not change the data (`bytes` on a native
