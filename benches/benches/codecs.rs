@@ -1,0 +1,245 @@
+//! Codec throughput on one 64^3 `uint16` chunk (512 KiB; a smooth pattern plus noise, about
+//! 3.2x compressible with zstd level 1): encode and decode through `CodecChain`, and raw
+//! `zstd::bulk` on the same chunk in the same run, so the chain's overhead is visible.
+//!
+//! Run: `cargo bench -p zarr-benches --bench codecs`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use zarr_codecs::{ArrayBytes, ChunkRepresentation, CodecChain, CodecRegistry};
+use zarr_core::{DataType, ExtensionObject, FillValue};
+
+const SIDE: u64 = 64;
+
+/// A smooth field plus one bit of noise, native byte order: zstd level 1 compresses it about
+/// 3.2x.
+fn chunk() -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut out = Vec::with_capacity((SIDE * SIDE * SIDE * 2) as usize);
+    for z in 0..SIDE {
+        for y in 0..SIDE {
+            for x in 0..SIDE {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let smooth = 2_000.0
+                    + 40.0 * (x as f64 / 16.0).sin()
+                    + 30.0 * (y as f64 / 11.0).cos()
+                    + z as f64;
+                let value = smooth as u16 + (state & 1) as u16;
+                out.extend_from_slice(&value.to_ne_bytes());
+            }
+        }
+    }
+    out
+}
+
+fn chain(codecs: serde_json::Value) -> CodecChain {
+    let list: Vec<ExtensionObject> = codecs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| ExtensionObject::from_json(v, "codecs").unwrap())
+        .collect();
+    let repr = ChunkRepresentation::try_new(
+        vec![SIDE; 3],
+        DataType::UInt16,
+        FillValue::new(0u16.to_ne_bytes()),
+    )
+    .unwrap();
+    CodecChain::from_metadata(&list, repr, &CodecRegistry::with_defaults()).unwrap()
+}
+
+/// Time `a` and `b` alternately, `rounds` times each, and return their total times: on a
+/// shared machine, neighbours slow both sides alike, so the ratio is steadier than two
+/// separate measurements.
+fn paired(rounds: u32, mut a: impl FnMut(), mut b: impl FnMut()) -> (Duration, Duration) {
+    let (mut ta, mut tb) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..rounds {
+        let first_a = round % 2 == 0;
+        for side in 0..2 {
+            let start = Instant::now();
+            if (side == 0) == first_a {
+                a();
+                ta += start.elapsed();
+            } else {
+                b();
+                tb += start.elapsed();
+            }
+        }
+    }
+    (ta, tb)
+}
+
+/// Chain vs raw zstd on the same chunk, paired; printed to stderr.
+fn zstd_overhead(data: &Bytes) {
+    let chain = chain(serde_json::json!([
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "zstd", "configuration": {"level": 1}}
+    ]));
+    let encoded = chain.encode(ArrayBytes::Fixed(data.clone())).unwrap();
+    let size = data.len();
+    let gib =
+        |d: Duration, n: u32| (size as f64 * f64::from(n)) / d.as_secs_f64() / f64::from(1 << 30);
+    let rounds = 400;
+
+    let mut out = vec![0u8; size];
+    let mut raw_out = vec![0u8; size];
+    let mut decompressor = zstd::bulk::Decompressor::new().unwrap();
+    let (chain_t, raw_t) = paired(
+        rounds,
+        || {
+            chain
+                .decode_into(black_box(encoded.clone()), &mut out)
+                .unwrap()
+        },
+        || {
+            decompressor
+                .decompress_to_buffer(black_box(&encoded[..]), &mut raw_out[..])
+                .unwrap();
+        },
+    );
+    eprintln!(
+        "paired decode: chain decode_into {:.2} GiB/s, raw decompress_to_buffer {:.2} GiB/s, \
+         chain/raw throughput {:.3}",
+        gib(chain_t, rounds),
+        gib(raw_t, rounds),
+        raw_t.as_secs_f64() / chain_t.as_secs_f64()
+    );
+
+    let mut compressor = zstd::bulk::Compressor::new(1).unwrap();
+    let (chain_t, raw_t) = paired(
+        rounds / 4,
+        || {
+            drop(
+                chain
+                    .encode(ArrayBytes::Fixed(black_box(data).clone()))
+                    .unwrap(),
+            )
+        },
+        || drop(compressor.compress(black_box(&data[..])).unwrap()),
+    );
+    eprintln!(
+        "paired encode: chain encode {:.2} GiB/s, raw compress {:.2} GiB/s, chain/raw \
+         throughput {:.3}",
+        gib(chain_t, rounds / 4),
+        gib(raw_t, rounds / 4),
+        raw_t.as_secs_f64() / chain_t.as_secs_f64()
+    );
+}
+
+fn codecs(c: &mut Criterion) {
+    let data = Bytes::from(chunk());
+    let size = data.len();
+    // Only under `cargo bench` (not when `cargo test` runs benches once as a smoke test).
+    if std::env::args().any(|a| a == "--bench") {
+        zstd_overhead(&data);
+    }
+    let chains = [
+        (
+            "bytes+zstd(1)",
+            chain(serde_json::json!([
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "zstd", "configuration": {"level": 1}}
+            ])),
+        ),
+        (
+            "bytes",
+            chain(serde_json::json!([{"name": "bytes", "configuration": {"endian": "little"}}])),
+        ),
+        (
+            "bytes(big)",
+            chain(serde_json::json!([{"name": "bytes", "configuration": {"endian": "big"}}])),
+        ),
+        (
+            "bytes+blosc(lz4,shuffle)",
+            chain(serde_json::json!([
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+                    "shuffle": "shuffle", "typesize": 2, "blocksize": 0}}
+            ])),
+        ),
+        (
+            "transpose[2,1,0]+bytes",
+            chain(serde_json::json!([
+                {"name": "transpose", "configuration": {"order": [2, 1, 0]}},
+                {"name": "bytes", "configuration": {"endian": "little"}}
+            ])),
+        ),
+        (
+            "transpose[1,2,0]+bytes",
+            chain(serde_json::json!([
+                {"name": "transpose", "configuration": {"order": [1, 2, 0]}},
+                {"name": "bytes", "configuration": {"endian": "little"}}
+            ])),
+        ),
+    ];
+
+    let mut group = c.benchmark_group("codecs 64^3 uint16");
+    group.throughput(Throughput::Bytes(size as u64));
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+
+    for (name, chain) in &chains {
+        let encoded = chain.encode(ArrayBytes::Fixed(data.clone())).unwrap();
+        eprintln!(
+            "{name}: {size} -> {} bytes (ratio {:.2})",
+            encoded.len(),
+            size as f64 / encoded.len() as f64
+        );
+        group.bench_function(format!("{name}/encode"), |b| {
+            b.iter(|| {
+                chain
+                    .encode(ArrayBytes::Fixed(black_box(&data).clone()))
+                    .unwrap()
+            })
+        });
+        group.bench_function(format!("{name}/decode"), |b| {
+            b.iter(|| chain.decode(black_box(encoded.clone())).unwrap())
+        });
+        let mut out = vec![0u8; size];
+        group.bench_function(format!("{name}/decode_into"), |b| {
+            b.iter(|| {
+                chain
+                    .decode_into(black_box(encoded.clone()), &mut out)
+                    .unwrap()
+            })
+        });
+    }
+
+    // The same chunk through zstd directly: what the chain is measured against.
+    let raw = zstd::bulk::compress(&data, 1).unwrap();
+    let raw = Bytes::from(raw);
+    group.bench_function("raw zstd(1)/compress (new context)", |b| {
+        b.iter(|| zstd::bulk::compress(black_box(&data), 1).unwrap())
+    });
+    let mut compressor = zstd::bulk::Compressor::new(1).unwrap();
+    group.bench_function("raw zstd(1)/compress (reused context)", |b| {
+        b.iter(|| compressor.compress(black_box(&data)).unwrap())
+    });
+    group.bench_function("raw zstd(1)/decompress (new context, new Vec)", |b| {
+        b.iter(|| zstd::bulk::decompress(black_box(&raw), size).unwrap())
+    });
+    let mut decompressor = zstd::bulk::Decompressor::new().unwrap();
+    let mut out = vec![0u8; size];
+    group.bench_function(
+        "raw zstd(1)/decompress_to_buffer (reused context and buffer)",
+        |b| {
+            b.iter(|| {
+                decompressor
+                    .decompress_to_buffer(black_box(&raw[..]), &mut out[..])
+                    .unwrap()
+            })
+        },
+    );
+    group.bench_function("raw memcpy (new Vec)", |b| {
+        b.iter(|| black_box(&data[..]).to_vec())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, codecs);
+criterion_main!(benches);

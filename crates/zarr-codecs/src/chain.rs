@@ -1,0 +1,506 @@
+//! The codec chain: an array's `codecs`, validated and ready to encode and decode chunks.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use zarr_core::{ArrayMetadata, ExtensionObject, Region};
+
+use crate::array_bytes::ArrayBytes;
+use crate::codec::{ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec, ExpectedSize};
+use crate::error::{Error, Result};
+use crate::registry::CodecRegistry;
+use crate::representation::ChunkRepresentation;
+use crate::strided;
+
+/// The default [`CodecChain::size_limit`]: 4 GiB.
+pub const DEFAULT_SIZE_LIMIT: u64 = 1 << 32;
+
+/// An array's codecs, checked against its chunk representation, ready to encode and decode
+/// chunks.
+///
+/// Building a chain checks everything that can be checked before the first chunk is read:
+/// the codecs are in order (array->array codecs, exactly one array->bytes codec, bytes->bytes
+/// codecs), every codec is known (or marked `"must_understand": false`, in which case it is
+/// skipped), every configuration is valid, and every codec can take the representation it
+/// will be given (a transpose order of the chunk's rank, an `endian` for multi-byte types).
+///
+/// Decoding bounds every allocation by the size of the decoded chunk: for fixed-size data
+/// types each bytes->bytes decoder is told the exact size it must produce. For
+/// variable-length data, and after a codec whose output size is unknown, the bound is the
+/// chain's [`size_limit`](Self::size_limit).
+///
+/// A chain is cheap to clone (the codecs are shared) and is `Send + Sync`: decode chunks on
+/// as many threads as you like.
+///
+/// ```
+/// use zarr_codecs::{ArrayBytes, ChunkRepresentation, CodecChain, CodecRegistry};
+/// use zarr_core::{ArrayMetadata, DataType, ExtensionObject, FillValue};
+///
+/// let metadata = ArrayMetadata::from_json(r#"{
+///   "zarr_format": 3, "node_type": "array", "shape": [100, 100], "data_type": "int32",
+///   "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [10, 20]}},
+///   "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+///   "codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}},
+///              {"name": "bytes", "configuration": {"endian": "big"}},
+///              {"name": "zstd", "configuration": {"level": 3}},
+///              {"name": "crc32c"}]
+/// }"#)?;
+/// let registry = CodecRegistry::with_defaults();
+/// let chain = CodecChain::from_array_metadata(&metadata, vec![10, 20], &registry)?;
+///
+/// let values: Vec<u8> = (0..200i32).flat_map(i32::to_ne_bytes).collect();
+/// let encoded = chain.encode(ArrayBytes::fixed(values.clone()))?;
+/// assert_eq!(chain.decode(encoded.clone())?, ArrayBytes::fixed(values.clone()));
+///
+/// // Or straight into a buffer of your own.
+/// let mut out = vec![0u8; 800];
+/// chain.decode_into(encoded, &mut out)?;
+/// assert_eq!(out, values);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CodecChain {
+    /// The codecs in metadata order, for rebuilding with another shape or limit.
+    codecs: Vec<Codec>,
+    /// Each array->array codec with the representation it encodes.
+    array_to_array: Vec<(Arc<dyn ArrayToArrayCodec>, ChunkRepresentation)>,
+    array_to_bytes: Arc<dyn ArrayToBytesCodec>,
+    /// The representation the array->bytes codec encodes.
+    bytes_repr: ChunkRepresentation,
+    /// Each bytes->bytes codec with the size of its decoded output.
+    bytes_to_bytes: Vec<(Arc<dyn BytesToBytesCodec>, ExpectedSize)>,
+    /// The size of the chain's output.
+    encoded_size: ExpectedSize,
+    decoded: ChunkRepresentation,
+    /// Ignorable codecs that were not understood, with their position in the metadata.
+    skipped: Vec<(usize, ExtensionObject)>,
+    size_limit: u64,
+}
+
+impl CodecChain {
+    /// A chain from codecs built in code.
+    ///
+    /// # Errors
+    /// [`Error::InvalidChain`] if the codecs are out of order or there is not exactly one
+    /// array->bytes codec; [`Error::IncompatibleRepresentation`] if a codec cannot take its
+    /// input.
+    pub fn new(codecs: Vec<Codec>, decoded: ChunkRepresentation) -> Result<Self> {
+        Self::build(codecs, decoded, Vec::new(), DEFAULT_SIZE_LIMIT)
+    }
+
+    /// A chain from an array's `codecs` metadata, building each codec with `registry`.
+    ///
+    /// `decoded` is the representation of a chunk: the chunk shape of the grid, the array's
+    /// data type and fill value.
+    ///
+    /// # Errors
+    /// [`Error::UnknownCodec`] for a codec that is not registered and not marked
+    /// `"must_understand": false`; whatever a constructor returns
+    /// ([`Error::InvalidConfiguration`], ...); and as [`CodecChain::new`].
+    pub fn from_metadata(
+        metadata: &[ExtensionObject],
+        decoded: ChunkRepresentation,
+        registry: &CodecRegistry,
+    ) -> Result<Self> {
+        let mut codecs = Vec::with_capacity(metadata.len());
+        let mut skipped = Vec::new();
+        // The representation the next codec sees; it stops changing at the array->bytes codec.
+        let mut current = decoded.clone();
+        let mut seen_array_to_bytes = false;
+        for (index, meta) in metadata.iter().enumerate() {
+            let Some(codec) = registry.build(meta, &current)? else {
+                if meta.must_understand {
+                    return Err(Error::UnknownCodec {
+                        name: meta.name.clone(),
+                        index,
+                    });
+                }
+                skipped.push((index, meta.clone()));
+                continue;
+            };
+            match &codec {
+                Codec::ArrayToArray(c) if !seen_array_to_bytes => {
+                    current = c.encoded_representation(&current)?;
+                }
+                Codec::ArrayToBytes(_) => seen_array_to_bytes = true,
+                _ => {}
+            }
+            codecs.push(codec);
+        }
+        Self::build(codecs, decoded, skipped, DEFAULT_SIZE_LIMIT)
+    }
+
+    /// A chain for chunks of `chunk_shape` of an array: its `codecs`, data type and fill
+    /// value.
+    ///
+    /// # Errors
+    /// As [`CodecChain::from_metadata`]; [`Error::InvalidRepresentation`] if the shape's size
+    /// overflows.
+    pub fn from_array_metadata(
+        array: &ArrayMetadata,
+        chunk_shape: Vec<u64>,
+        registry: &CodecRegistry,
+    ) -> Result<Self> {
+        let decoded =
+            ChunkRepresentation::try_new(chunk_shape, array.data_type, array.fill_value.clone())?;
+        Self::from_metadata(&array.codecs, decoded, registry)
+    }
+
+    /// The same codecs for chunks of another shape (rectilinear grids have several), checked
+    /// again against the new shape.
+    ///
+    /// # Errors
+    /// As [`CodecChain::new`].
+    pub fn with_chunk_shape(&self, shape: Vec<u64>) -> Result<Self> {
+        let decoded = self.decoded.with_shape(shape)?;
+        Self::build(
+            self.codecs.clone(),
+            decoded,
+            self.skipped.clone(),
+            self.size_limit,
+        )
+    }
+
+    /// The same chain with another limit on the decoded size of variable-size data (see
+    /// [`size_limit`](Self::size_limit)).
+    #[must_use]
+    pub fn with_size_limit(self, limit: u64) -> Self {
+        let (codecs, decoded, skipped) = (
+            self.codecs.clone(),
+            self.decoded.clone(),
+            self.skipped.clone(),
+        );
+        // Rebuilding with the same codecs and representation cannot fail.
+        Self::build(codecs, decoded, skipped, limit).unwrap_or(self)
+    }
+
+    fn build(
+        codecs: Vec<Codec>,
+        decoded: ChunkRepresentation,
+        skipped: Vec<(usize, ExtensionObject)>,
+        size_limit: u64,
+    ) -> Result<Self> {
+        let mut array_to_array = Vec::new();
+        let mut array_to_bytes: Option<(Arc<dyn ArrayToBytesCodec>, Option<u64>)> = None;
+        let mut bytes_codecs = Vec::new();
+        let mut repr = decoded.clone();
+        let name = |c: &Codec| c.to_metadata().name;
+        for codec in &codecs {
+            match codec {
+                Codec::ArrayToArray(c) => {
+                    if let Some((a2b, _)) = &array_to_bytes {
+                        return Err(Error::InvalidChain {
+                            reason: format!(
+                                "array->array codec `{}` comes after the array->bytes codec `{}`",
+                                name(codec),
+                                a2b.to_metadata().name
+                            ),
+                        });
+                    }
+                    let next = c.encoded_representation(&repr)?;
+                    array_to_array.push((Arc::clone(c), repr));
+                    repr = next;
+                }
+                Codec::ArrayToBytes(c) => {
+                    if let Some((a2b, _)) = &array_to_bytes {
+                        return Err(Error::InvalidChain {
+                            reason: format!(
+                                "two array->bytes codecs, `{}` and `{}` (exactly one is allowed)",
+                                a2b.to_metadata().name,
+                                name(codec)
+                            ),
+                        });
+                    }
+                    let size = c.encoded_size(&repr)?;
+                    array_to_bytes = Some((Arc::clone(c), size));
+                }
+                Codec::BytesToBytes(c) => {
+                    if array_to_bytes.is_none() {
+                        return Err(Error::InvalidChain {
+                            reason: format!(
+                                "bytes->bytes codec `{}` comes before the array->bytes codec",
+                                name(codec)
+                            ),
+                        });
+                    }
+                    bytes_codecs.push(Arc::clone(c));
+                }
+            }
+        }
+        let Some((array_to_bytes, size)) = array_to_bytes else {
+            return Err(Error::InvalidChain {
+                reason: "there is no array->bytes codec (such as `bytes`); exactly one is \
+                         required"
+                    .into(),
+            });
+        };
+        let mut size = size.map_or(ExpectedSize::AtMost(size_limit), ExpectedSize::Exact);
+        let mut bytes_to_bytes = Vec::with_capacity(bytes_codecs.len());
+        for c in bytes_codecs {
+            bytes_to_bytes.push((Arc::clone(&c), size));
+            size = c
+                .encoded_size(size)
+                .unwrap_or(ExpectedSize::AtMost(size_limit));
+        }
+        Ok(Self {
+            codecs,
+            array_to_array,
+            array_to_bytes,
+            bytes_repr: repr,
+            bytes_to_bytes,
+            encoded_size: size,
+            decoded,
+            skipped,
+            size_limit,
+        })
+    }
+
+    /// The representation of a decoded chunk.
+    pub fn decoded_representation(&self) -> &ChunkRepresentation {
+        &self.decoded
+    }
+
+    /// The most bytes a decoder may produce where the size is not fixed by the data type
+    /// (variable-length data, or after a codec whose output size is unknown). Default
+    /// [`DEFAULT_SIZE_LIMIT`].
+    pub fn size_limit(&self) -> u64 {
+        self.size_limit
+    }
+
+    /// The codecs in use, in metadata order (without skipped ones).
+    pub fn codecs(&self) -> &[Codec] {
+        &self.codecs
+    }
+
+    /// The codecs that were skipped because they are not registered and are marked
+    /// `"must_understand": false`.
+    pub fn skipped(&self) -> impl Iterator<Item = &ExtensionObject> + '_ {
+        self.skipped.iter().map(|(_, meta)| meta)
+    }
+
+    /// The chain's metadata: every codec in object form, in order (skipped codecs are kept at
+    /// their positions, as they were given).
+    pub fn to_metadata(&self) -> Vec<ExtensionObject> {
+        let mut out: Vec<ExtensionObject> = self.codecs.iter().map(Codec::to_metadata).collect();
+        for (index, meta) in &self.skipped {
+            out.insert((*index).min(out.len()), meta.clone());
+        }
+        out
+    }
+
+    /// The size of every encoded chunk, when it is the same for all (no compression: e.g.
+    /// `bytes` + `crc32c` gives `n + 4`). Sharding uses this for its index.
+    pub fn encoded_size(&self) -> Option<u64> {
+        match self.encoded_size {
+            ExpectedSize::Exact(n) => Some(n),
+            ExpectedSize::AtMost(_) => None,
+        }
+    }
+
+    /// Encode a chunk.
+    ///
+    /// # Errors
+    /// [`Error::SkippedCodec`] if the chain skipped an ignorable codec;
+    /// [`Error::UnexpectedArray`] if `array` does not match the decoded representation;
+    /// whatever a codec returns.
+    pub fn encode(&self, array: ArrayBytes) -> Result<Bytes> {
+        if let Some((_, meta)) = self.skipped.first() {
+            return Err(Error::SkippedCodec {
+                name: meta.name.clone(),
+            });
+        }
+        array.validate(&self.decoded)?;
+        let mut array = array;
+        for (codec, repr) in &self.array_to_array {
+            array = codec.encode(array, repr)?;
+        }
+        let mut bytes = self.array_to_bytes.encode(array, &self.bytes_repr)?;
+        for (codec, _) in &self.bytes_to_bytes {
+            bytes = codec.encode(bytes)?;
+        }
+        Ok(bytes)
+    }
+
+    /// Decode the bytes->bytes codecs from the last down to (not including) `stop`.
+    fn decode_bytes_to(&self, mut bytes: Bytes, stop: usize) -> Result<Bytes> {
+        for (codec, expected) in self.bytes_to_bytes[stop..].iter().rev() {
+            bytes = codec.decode(bytes, *expected)?;
+            // Checked here too, so a codec from elsewhere cannot break the bound.
+            expected.check(&codec.to_metadata().name, bytes.len() as u64)?;
+        }
+        Ok(bytes)
+    }
+
+    /// Decode the array->array codecs from the last down to (not including) `stop`.
+    fn decode_arrays_to(&self, mut array: ArrayBytes, stop: usize) -> Result<ArrayBytes> {
+        for (codec, repr) in self.array_to_array[stop..].iter().rev() {
+            array = codec.decode(array, repr)?;
+            array.validate_for(&codec.to_metadata().name, repr)?;
+        }
+        Ok(array)
+    }
+
+    fn decode_array_to_bytes(&self, bytes: Bytes) -> Result<ArrayBytes> {
+        let array = self.array_to_bytes.decode(bytes, &self.bytes_repr)?;
+        array.validate_for(&self.array_to_bytes.to_metadata().name, &self.bytes_repr)?;
+        Ok(array)
+    }
+
+    /// Decode a chunk.
+    ///
+    /// # Errors
+    /// Whatever a codec returns for malformed data; [`Error::UnexpectedArray`] /
+    /// [`Error::DecodedSizeMismatch`] if the result does not match the chunk.
+    pub fn decode(&self, encoded: Bytes) -> Result<ArrayBytes> {
+        let bytes = self.decode_bytes_to(encoded, 0)?;
+        let array = self.decode_array_to_bytes(bytes)?;
+        self.decode_arrays_to(array, 0)
+    }
+
+    /// Decode a chunk of a fixed-size data type straight into `out`, which must hold exactly
+    /// the decoded chunk (C order, native byte order).
+    ///
+    /// Without array->array codecs, the last decoding step writes directly into `out`: with
+    /// `bytes` + a compressor, the compressor decompresses into `out` and the byte order is
+    /// fixed in place, so the chunk is written once.
+    ///
+    /// # Errors
+    /// [`Error::OutputSize`] if `out` has the wrong length; [`Error::Unsupported`] for
+    /// variable-length data; otherwise as [`CodecChain::decode`].
+    pub fn decode_into(&self, encoded: Bytes, out: &mut [u8]) -> Result<()> {
+        if self.decoded.element_size().is_none() {
+            return Err(Error::unsupported(
+                "chain",
+                "decoding variable-length data into a buffer (use `decode`)",
+            ));
+        }
+        let size = self.decoded.fixed_size_usize()?;
+        if out.len() != size {
+            return Err(Error::output_size(size, out.len()));
+        }
+        if self.array_to_array.is_empty() {
+            if let Some((first, _)) = self.bytes_to_bytes.first()
+                && self.array_to_bytes.supports_in_place(&self.bytes_repr)
+            {
+                let bytes = self.decode_bytes_to(encoded, 1)?;
+                first.decode_into(bytes, out)?;
+                return self.array_to_bytes.decode_in_place(out, &self.bytes_repr);
+            }
+            let bytes = self.decode_bytes_to(encoded, 0)?;
+            return self
+                .array_to_bytes
+                .decode_into(bytes, &self.bytes_repr, out);
+        }
+        let bytes = self.decode_bytes_to(encoded, 0)?;
+        let array = self.decode_array_to_bytes(bytes)?;
+        let array = self.decode_arrays_to(array, 1)?;
+        let (first, repr) = &self.array_to_array[0];
+        first.decode_into(array, repr, out)
+    }
+
+    /// Whether [`decode_region_into`](Self::decode_region_into) can decode part of a chunk
+    /// without decoding all of it: with `bytes` alone, or `bytes` and `blosc`.
+    pub fn can_partially_decode(&self) -> bool {
+        self.partial_path().is_some()
+    }
+
+    fn partial_path(&self) -> Option<PartialPath> {
+        if !self.array_to_array.is_empty() {
+            return None;
+        }
+        match self.bytes_to_bytes.as_slice() {
+            [] if self.array_to_bytes.can_partially_decode() => Some(PartialPath::ArrayToBytes),
+            [(only, _)]
+                if only.can_partially_decode()
+                    && self.array_to_bytes.supports_in_place(&self.bytes_repr) =>
+            {
+                Some(PartialPath::BytesToBytes)
+            }
+            _ => None,
+        }
+    }
+
+    /// Decode the elements of `region` (chunk coordinates) into `out`, in the region's C
+    /// order. Decodes only what the region needs when the chain allows it (see
+    /// [`can_partially_decode`](Self::can_partially_decode)) and the region is small;
+    /// otherwise decodes the chunk and copies the region out.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if the region does not lie in the chunk; [`Error::OutputSize`]
+    /// if `out` does not hold it; otherwise as [`CodecChain::decode`].
+    pub fn decode_region_into(
+        &self,
+        encoded: Bytes,
+        region: &Region,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let elem = self.decoded.element_size().ok_or_else(|| {
+            Error::unsupported("chain", "partial decoding of variable-length data")
+        })?;
+        let n = strided::check_region(&self.decoded, region)?;
+        if out.len() != n * elem {
+            return Err(Error::output_size(n * elem, out.len()));
+        }
+        let total = self.decoded.fixed_size_usize()?;
+        if out.len() == total {
+            return self.decode_into(encoded, out);
+        }
+        match self.partial_path() {
+            Some(PartialPath::ArrayToBytes) => {
+                return self.array_to_bytes.partial_decode_into(
+                    encoded,
+                    &self.bytes_repr,
+                    region,
+                    out,
+                );
+            }
+            Some(PartialPath::BytesToBytes)
+                if worth_partial(&self.decoded, region, elem, total)? =>
+            {
+                let (codec, expected) = &self.bytes_to_bytes[0];
+                let mut written = 0;
+                strided::for_each_run(self.decoded.shape(), region, elem, |offset, len| {
+                    codec.partial_decode_into(
+                        &encoded,
+                        *expected,
+                        offset as u64,
+                        &mut out[written..written + len],
+                    )?;
+                    written += len;
+                    Ok(())
+                })?;
+                let region_repr = self.decoded.with_shape(region.shape())?;
+                return self.array_to_bytes.decode_in_place(out, &region_repr);
+            }
+            _ => {}
+        }
+        let mut whole = vec![0u8; total];
+        self.decode_into(encoded, &mut whole)?;
+        strided::extract_region(&whole, &self.decoded, region, out)
+    }
+}
+
+enum PartialPath {
+    /// The array->bytes codec decodes regions itself.
+    ArrayToBytes,
+    /// The single bytes->bytes codec decodes byte ranges; the array->bytes codec converts in
+    /// place.
+    BytesToBytes,
+}
+
+/// Whether decoding runs one by one beats decoding the whole chunk: a small part in few runs.
+fn worth_partial(
+    repr: &ChunkRepresentation,
+    region: &Region,
+    elem: usize,
+    total: usize,
+) -> Result<bool> {
+    let mut runs = 0usize;
+    let mut bytes = 0usize;
+    strided::for_each_run(repr.shape(), region, elem, |_, len| {
+        runs += 1;
+        bytes += len;
+        Ok(())
+    })?;
+    Ok(runs <= 64 && bytes.saturating_mul(4) <= total)
+}

@@ -1,0 +1,455 @@
+//! The `bytes` codec: fixed-size elements in a stated byte order.
+
+use bytes::Bytes;
+use serde_json::Value;
+use zarr_core::{DataType, ExtensionObject, Region};
+
+use crate::array_bytes::ArrayBytes;
+use crate::codec::{ArrayToBytesCodec, copy_exact};
+use crate::config::{self, Config};
+use crate::error::{Error, Result};
+use crate::representation::ChunkRepresentation;
+use crate::strided;
+
+/// A byte order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endian {
+    /// Least significant byte first.
+    Little,
+    /// Most significant byte first.
+    Big,
+}
+
+impl Endian {
+    /// The byte order of this machine.
+    pub const NATIVE: Self = if cfg!(target_endian = "little") {
+        Self::Little
+    } else {
+        Self::Big
+    };
+
+    /// `"little"` or `"big"`, as written in metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Little => "little",
+            Self::Big => "big",
+        }
+    }
+}
+
+/// The `bytes` codec (array->bytes): every element's bytes, one after another in C order, in
+/// the configured byte order.
+///
+/// Configuration: `endian`, `"little"` or `"big"`. It is required for data types whose
+/// elements have more than one byte that needs ordering, and may be left out for 1-byte
+/// types. Byte order applies per *component*: a `complex64` element is two `float32`s, each
+/// swapped on its own; `r<N>`, `raw_bytes` and `null_terminated_bytes` are opaque bytes and
+/// never swapped; `fixed_length_utf32` swaps each 4-byte code unit.
+///
+/// `bool` elements must be 0 or 1: decoding any other byte is an
+/// [`Error::InvalidElement`] error rather than a silently reinterpreted value.
+///
+/// Decoding can write straight into a caller's buffer ([`ArrayToBytesCodec::decode_into`]),
+/// convert in place, and decode any region without touching the rest of the chunk.
+///
+/// ```
+/// use zarr_codecs::{ArrayBytes, ArrayToBytesCodec, BytesCodec, ChunkRepresentation, Endian};
+/// use zarr_core::{DataType, FillValue};
+///
+/// let repr = ChunkRepresentation::try_new(vec![2], DataType::UInt16, FillValue::new([0, 0]))?;
+/// let codec = BytesCodec::new(Some(Endian::Big));
+/// let native: Vec<u8> = [0x0102u16, 0x0304].iter().flat_map(|v| v.to_ne_bytes()).collect();
+/// let encoded = codec.encode(ArrayBytes::fixed(native.clone()), &repr)?;
+/// assert_eq!(&encoded[..], &[1, 2, 3, 4]);
+/// assert_eq!(codec.decode(encoded, &repr)?, ArrayBytes::fixed(native));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BytesCodec {
+    endian: Option<Endian>,
+}
+
+impl BytesCodec {
+    /// The codec's name in metadata.
+    pub const NAME: &'static str = "bytes";
+
+    /// A `bytes` codec with the given byte order (`None` only suits 1-byte types).
+    pub fn new(endian: Option<Endian>) -> Self {
+        Self { endian }
+    }
+
+    /// Little-endian, the usual choice.
+    pub fn little() -> Self {
+        Self::new(Some(Endian::Little))
+    }
+
+    /// The configured byte order.
+    pub fn endian(&self) -> Option<Endian> {
+        self.endian
+    }
+
+    /// Parse `{"name": "bytes", "configuration": {"endian": ...}}`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfiguration`] for an `endian` other than `"little"`/`"big"` or an
+    /// unknown key.
+    pub fn from_metadata(metadata: &ExtensionObject) -> Result<Self> {
+        let config = Config::new(metadata, &["endian"])?;
+        let endian = match config.get("endian") {
+            None => None,
+            Some(v) => Some(match config.str("endian", v)? {
+                "little" => Endian::Little,
+                "big" => Endian::Big,
+                _ => return Err(config.error("endian", "\"little\" or \"big\"", v)),
+            }),
+        };
+        Ok(Self { endian })
+    }
+
+    /// How many bytes are swapped as a unit for `data_type`: 1 when the byte order does not
+    /// matter.
+    fn swap_width(data_type: &DataType) -> Result<usize> {
+        Ok(match data_type {
+            DataType::Bool
+            | DataType::Int8
+            | DataType::UInt8
+            | DataType::MiniFloat(_)
+            | DataType::Int2
+            | DataType::Int4
+            | DataType::UInt2
+            | DataType::UInt4
+            | DataType::RawBits(_)
+            | DataType::NullTerminatedBytes { .. }
+            | DataType::RawBytes { .. } => 1,
+            DataType::Int16 | DataType::UInt16 | DataType::Float16 | DataType::BFloat16 => 2,
+            DataType::Int32
+            | DataType::UInt32
+            | DataType::Float32
+            | DataType::Complex64
+            | DataType::FixedLengthUtf32 { .. } => 4,
+            DataType::Int64
+            | DataType::UInt64
+            | DataType::Float64
+            | DataType::Complex128
+            | DataType::DateTime64 { .. }
+            | DataType::TimeDelta64 { .. } => 8,
+            DataType::String | DataType::Bytes => {
+                return Err(Error::incompatible(
+                    Self::NAME,
+                    format!(
+                        "data type {data_type} has variable-length elements (use a vlen codec)"
+                    ),
+                ));
+            }
+            other => {
+                return Err(Error::incompatible(
+                    Self::NAME,
+                    format!("the byte layout of data type {other} is not known"),
+                ));
+            }
+        })
+    }
+
+    /// The swap width to apply for `repr`: 1 for no swapping.
+    fn width(&self, repr: &ChunkRepresentation) -> Result<usize> {
+        let width = Self::swap_width(repr.data_type())?;
+        match self.endian {
+            None if width > 1 => Err(Error::incompatible(
+                Self::NAME,
+                format!(
+                    "`endian` is required for data type {} ({width}-byte components)",
+                    repr.data_type()
+                ),
+            )),
+            Some(endian) if endian != Endian::NATIVE => Ok(width),
+            _ => Ok(1),
+        }
+    }
+
+    /// Convert between stored and native order: swap in place when the buffer is not shared,
+    /// copy otherwise.
+    fn convert(&self, data: Bytes, repr: &ChunkRepresentation) -> Result<Bytes> {
+        let width = self.width(repr)?;
+        if width == 1 {
+            return Ok(data);
+        }
+        Ok(match data.try_into_mut() {
+            Ok(mut owned) => {
+                swap_in_place(&mut owned, width);
+                owned.freeze()
+            }
+            Err(shared) => {
+                let mut out = vec![0u8; shared.len()];
+                swap_copy(&shared, &mut out, width);
+                out.into()
+            }
+        })
+    }
+
+    fn check_len(bytes: &[u8], repr: &ChunkRepresentation) -> Result<()> {
+        let expected = repr.fixed_size().unwrap_or(0);
+        if bytes.len() as u64 != expected {
+            return Err(Error::UnexpectedArray {
+                codec: Self::NAME.into(),
+                expected: format!(
+                    "{expected} bytes ({} x {})",
+                    repr.num_elements(),
+                    repr.data_type()
+                ),
+                found: format!("{} bytes", bytes.len()),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl ArrayToBytesCodec for BytesCodec {
+    fn to_metadata(&self) -> ExtensionObject {
+        match self.endian {
+            None => ExtensionObject::new(Self::NAME),
+            Some(e) => ExtensionObject::with_configuration(
+                Self::NAME,
+                config::map([("endian", Value::from(e.as_str()))]),
+            ),
+        }
+    }
+
+    fn encoded_size(&self, decoded: &ChunkRepresentation) -> Result<Option<u64>> {
+        self.width(decoded)?;
+        Ok(decoded.fixed_size())
+    }
+
+    fn encode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<Bytes> {
+        let bytes = array.into_fixed(Self::NAME)?;
+        Self::check_len(&bytes, decoded)?;
+        self.convert(bytes, decoded)
+    }
+
+    fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
+        Self::check_len(&bytes, decoded)?;
+        let out = self.convert(bytes, decoded)?;
+        check_elements(&out, decoded)?;
+        Ok(ArrayBytes::Fixed(out))
+    }
+
+    fn decode_into(
+        &self,
+        bytes: Bytes,
+        decoded: &ChunkRepresentation,
+        out: &mut [u8],
+    ) -> Result<()> {
+        Self::check_len(&bytes, decoded)?;
+        let width = self.width(decoded)?;
+        if width == 1 {
+            copy_exact(&bytes, out)?;
+        } else {
+            if bytes.len() != out.len() {
+                return Err(Error::output_size(bytes.len(), out.len()));
+            }
+            swap_copy(&bytes, out, width);
+        }
+        check_elements(out, decoded)
+    }
+
+    fn supports_in_place(&self, decoded: &ChunkRepresentation) -> bool {
+        self.width(decoded).is_ok()
+    }
+
+    fn decode_in_place(&self, data: &mut [u8], decoded: &ChunkRepresentation) -> Result<()> {
+        Self::check_len(data, decoded)?;
+        let width = self.width(decoded)?;
+        if width > 1 {
+            swap_in_place(data, width);
+        }
+        check_elements(data, decoded)
+    }
+
+    fn can_partially_decode(&self) -> bool {
+        true
+    }
+
+    fn partial_decode_into(
+        &self,
+        bytes: Bytes,
+        decoded: &ChunkRepresentation,
+        region: &Region,
+        out: &mut [u8],
+    ) -> Result<()> {
+        Self::check_len(&bytes, decoded)?;
+        let width = self.width(decoded)?;
+        decoded.fixed_size_usize()?;
+        let elem = decoded.element_size().unwrap_or(1);
+        let n = strided::check_region(decoded, region)?;
+        if out.len() != n * elem {
+            return Err(Error::output_size(n * elem, out.len()));
+        }
+        let mut written = 0;
+        strided::for_each_run(decoded.shape(), region, elem, |offset, len| {
+            let dst = &mut out[written..written + len];
+            let src = &bytes[offset..offset + len];
+            if width == 1 {
+                dst.copy_from_slice(src);
+            } else {
+                swap_copy(src, dst, width);
+            }
+            written += len;
+            Ok(())
+        })?;
+        check_elements(out, decoded)
+    }
+}
+
+/// Refuse decoded values that are not valid elements (`bool` bytes other than 0 and 1).
+fn check_elements(data: &[u8], repr: &ChunkRepresentation) -> Result<()> {
+    if *repr.data_type() == DataType::Bool
+        && let Some(index) = data.iter().position(|&b| b > 1)
+    {
+        return Err(Error::InvalidElement {
+            codec: BytesCodec::NAME.into(),
+            index: index as u64,
+            data_type: "bool".into(),
+            reason: format!("byte {:#04x} is neither 0 nor 1", data[index]),
+        });
+    }
+    Ok(())
+}
+
+macro_rules! swap_fns {
+    ($in_place:ident, $copy:ident, $int:ty, $n:literal) => {
+        fn $in_place(data: &mut [u8]) {
+            let (chunks, _) = data.as_chunks_mut::<$n>();
+            for c in chunks {
+                *c = <$int>::from_ne_bytes(*c).swap_bytes().to_ne_bytes();
+            }
+        }
+        fn $copy(src: &[u8], dst: &mut [u8]) {
+            let (s, _) = src.as_chunks::<$n>();
+            let (d, _) = dst.as_chunks_mut::<$n>();
+            for (d, s) in d.iter_mut().zip(s) {
+                *d = <$int>::from_ne_bytes(*s).swap_bytes().to_ne_bytes();
+            }
+        }
+    };
+}
+
+swap_fns!(swap2, swap_copy2, u16, 2);
+swap_fns!(swap4, swap_copy4, u32, 4);
+swap_fns!(swap8, swap_copy8, u64, 8);
+
+/// Reverse the bytes of every `width`-byte unit of `data` in place.
+pub(crate) fn swap_in_place(data: &mut [u8], width: usize) {
+    match width {
+        0 | 1 => {}
+        2 => swap2(data),
+        4 => swap4(data),
+        8 => swap8(data),
+        _ => data.chunks_exact_mut(width).for_each(<[u8]>::reverse),
+    }
+}
+
+/// Copy `src` into `dst` (same length), reversing every `width`-byte unit.
+pub(crate) fn swap_copy(src: &[u8], dst: &mut [u8], width: usize) {
+    debug_assert_eq!(src.len(), dst.len());
+    match width {
+        0 | 1 => dst.copy_from_slice(src),
+        2 => swap_copy2(src, dst),
+        4 => swap_copy4(src, dst),
+        8 => swap_copy8(src, dst),
+        _ => {
+            for (d, s) in dst.chunks_exact_mut(width).zip(src.chunks_exact(width)) {
+                for (x, y) in d.iter_mut().zip(s.iter().rev()) {
+                    *x = *y;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zarr_core::FillValue;
+
+    fn repr(shape: Vec<u64>, dt: DataType) -> ChunkRepresentation {
+        let fill = FillValue::default_for(&dt);
+        ChunkRepresentation::try_new(shape, dt, fill).unwrap()
+    }
+
+    #[test]
+    fn complex_swaps_per_component() {
+        let r = repr(vec![1], DataType::Complex64);
+        let native: Vec<u8> = [1.0f32, -2.0]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        let be = BytesCodec::new(Some(Endian::Big))
+            .encode(ArrayBytes::fixed(native), &r)
+            .unwrap();
+        let expected: Vec<u8> = [1.0f32, -2.0]
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect();
+        assert_eq!(&be[..], &expected[..]);
+    }
+
+    #[test]
+    fn endian_is_required_for_multibyte_types_only() {
+        let codec = BytesCodec::new(None);
+        assert!(codec.encoded_size(&repr(vec![2], DataType::UInt8)).is_ok());
+        assert!(
+            codec
+                .encoded_size(&repr(vec![2], DataType::RawBits(3)))
+                .is_ok()
+        );
+        let e = codec
+            .encoded_size(&repr(vec![2], DataType::Int32))
+            .unwrap_err();
+        assert!(e.to_string().contains("`bytes`"), "{e}");
+        assert!(e.to_string().contains("endian"), "{e}");
+        let e = BytesCodec::little()
+            .encoded_size(&repr(vec![2], DataType::String))
+            .unwrap_err();
+        assert!(matches!(e, Error::IncompatibleRepresentation { .. }));
+    }
+
+    #[test]
+    fn bad_bool_is_refused() {
+        let r = repr(vec![3], DataType::Bool);
+        let e = BytesCodec::new(None)
+            .decode(Bytes::from_static(&[0, 1, 2]), &r)
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidElement { index: 2, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn configuration_is_checked() {
+        let bad = ExtensionObject::with_configuration(
+            "bytes",
+            config::map([("endian", Value::from("middle"))]),
+        );
+        assert!(BytesCodec::from_metadata(&bad).is_err());
+        let extra = ExtensionObject::with_configuration(
+            "bytes",
+            config::map([("order", Value::from("C"))]),
+        );
+        let e = BytesCodec::from_metadata(&extra).unwrap_err();
+        assert!(e.to_string().contains("unknown key `order`"), "{e}");
+    }
+
+    #[test]
+    fn swaps() {
+        for width in [2usize, 3, 4, 8, 16] {
+            let src: Vec<u8> = (0..width as u8 * 3).collect();
+            let mut dst = vec![0; src.len()];
+            swap_copy(&src, &mut dst, width);
+            let mut in_place = src.clone();
+            swap_in_place(&mut in_place, width);
+            assert_eq!(dst, in_place);
+            let expected: Vec<u8> = src
+                .chunks(width)
+                .flat_map(|c| c.iter().rev().copied())
+                .collect();
+            assert_eq!(dst, expected);
+        }
+    }
+}

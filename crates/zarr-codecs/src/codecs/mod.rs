@@ -1,0 +1,71 @@
+//! The codecs this crate implements, and helpers they share.
+
+pub(crate) mod blosc;
+pub(crate) mod bytes;
+pub(crate) mod crc32c;
+pub(crate) mod gzip;
+pub(crate) mod transpose;
+pub(crate) mod zstd;
+
+use std::io::{ErrorKind, Read};
+
+use crate::error::{Error, Result};
+
+fn stream_error(codec: &str, source: std::io::Error) -> Error {
+    Error::Decompression {
+        codec: codec.to_owned(),
+        source,
+    }
+}
+
+/// Read a decoder to its end into `out`, returning how many bytes it produced; fail with
+/// [`Error::DecodedSizeLimit`] as soon as it produces more than `out` holds.
+pub(crate) fn read_exact_bounded(
+    decoder: &mut impl Read,
+    out: &mut [u8],
+    codec: &str,
+) -> Result<usize> {
+    let mut filled = 0;
+    while filled < out.len() {
+        match decoder.read(&mut out[filled..]) {
+            Ok(0) => return Ok(filled),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(stream_error(codec, e)),
+        }
+    }
+    // Full: one more byte is too many.
+    let mut probe = [0u8; 1];
+    loop {
+        match decoder.read(&mut probe) {
+            Ok(0) => return Ok(filled),
+            Ok(_) => {
+                return Err(Error::DecodedSizeLimit {
+                    codec: codec.to_owned(),
+                    claimed: filled as u64 + 1,
+                    limit: filled as u64,
+                });
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(stream_error(codec, e)),
+        }
+    }
+}
+
+/// Read a decoder to its end, failing with [`Error::DecodedSizeLimit`] as soon as the output
+/// exceeds `limit` bytes (so at most `limit + 1` bytes are ever buffered).
+pub(crate) fn read_bounded(decoder: &mut impl Read, limit: u64, codec: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    decoder
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| stream_error(codec, e))?;
+    if out.len() as u64 > limit {
+        return Err(Error::DecodedSizeLimit {
+            codec: codec.to_owned(),
+            claimed: out.len() as u64,
+            limit,
+        });
+    }
+    Ok(out)
+}

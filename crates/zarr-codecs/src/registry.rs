@@ -1,0 +1,163 @@
+//! The codec registry: codec names to constructors.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use zarr_core::ExtensionObject;
+
+use crate::codec::Codec;
+use crate::codecs::blosc::BloscCodec;
+use crate::codecs::bytes::BytesCodec;
+use crate::codecs::crc32c::Crc32cCodec;
+use crate::codecs::gzip::GzipCodec;
+use crate::codecs::transpose::TransposeCodec;
+use crate::codecs::zstd::ZstdCodec;
+use crate::error::Result;
+use crate::representation::ChunkRepresentation;
+
+/// A function that builds a codec from its metadata.
+///
+/// It receives the codec's metadata (name, configuration, `must_understand`), the
+/// representation the codec will see (for an array->array or array->bytes codec, the array
+/// it encodes; for a bytes->bytes codec, the array the chain's array->bytes codec encodes,
+/// which tells it the element size), and the registry itself (for codecs that contain codec
+/// chains of their own, like `sharding_indexed`).
+pub type CodecConstructor = Arc<
+    dyn Fn(&ExtensionObject, &ChunkRepresentation, &CodecRegistry) -> Result<Codec> + Send + Sync,
+>;
+
+/// Codec names mapped to constructors.
+///
+/// [`CodecRegistry::with_defaults`] knows every codec of this crate: `bytes`, `transpose`,
+/// `gzip`, `zstd`, `blosc` and `crc32c`. Other crates add theirs the same way a user does:
+///
+/// ```
+/// use std::sync::Arc;
+/// use bytes::Bytes;
+/// use zarr_codecs::{BytesToBytesCodec, Codec, CodecRegistry, ExpectedSize, Result};
+/// use zarr_core::ExtensionObject;
+///
+/// /// Flips every bit: a toy bytes->bytes codec.
+/// #[derive(Debug)]
+/// struct Invert;
+///
+/// impl BytesToBytesCodec for Invert {
+///     fn to_metadata(&self) -> ExtensionObject {
+///         ExtensionObject::new("example.invert")
+///     }
+///     fn encode(&self, decoded: Bytes) -> Result<Bytes> {
+///         Ok(decoded.iter().map(|b| !b).collect::<Vec<u8>>().into())
+///     }
+///     fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
+///         expected.check("example.invert", encoded.len() as u64)?;
+///         self.encode(encoded)
+///     }
+/// }
+///
+/// let mut registry = CodecRegistry::with_defaults();
+/// registry.register("example.invert", |_meta, _repr, _registry| {
+///     Ok(Codec::BytesToBytes(Arc::new(Invert)))
+/// });
+/// assert!(registry.contains("example.invert"));
+/// assert!(registry.contains("zstd"));
+/// ```
+#[derive(Clone, Default)]
+pub struct CodecRegistry {
+    constructors: BTreeMap<String, CodecConstructor>,
+}
+
+impl fmt::Debug for CodecRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.constructors.keys()).finish()
+    }
+}
+
+impl CodecRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A registry with every codec of this crate.
+    pub fn with_defaults() -> Self {
+        let mut registry = Self::new();
+        registry
+            .register(BytesCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToBytes(Arc::new(BytesCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(TransposeCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToArray(Arc::new(
+                    TransposeCodec::from_metadata(meta)?,
+                )))
+            })
+            .register(GzipCodec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(GzipCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(ZstdCodec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(ZstdCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(BloscCodec::NAME, |meta, repr, _| {
+                let typesize = repr.element_size().unwrap_or(1);
+                Ok(Codec::BytesToBytes(Arc::new(BloscCodec::from_metadata(
+                    meta, typesize,
+                )?)))
+            })
+            .register(Crc32cCodec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(Crc32cCodec::from_metadata(
+                    meta,
+                )?)))
+            });
+        registry
+    }
+
+    /// Register `constructor` under `name`, replacing any constructor already registered
+    /// under that name.
+    pub fn register<F>(&mut self, name: impl Into<String>, constructor: F) -> &mut Self
+    where
+        F: Fn(&ExtensionObject, &ChunkRepresentation, &CodecRegistry) -> Result<Codec>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.constructors.insert(name.into(), Arc::new(constructor));
+        self
+    }
+
+    /// Remove the constructor registered under `name`, returning it.
+    pub fn unregister(&mut self, name: &str) -> Option<CodecConstructor> {
+        self.constructors.remove(name)
+    }
+
+    /// Whether a codec called `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.constructors.contains_key(name)
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.constructors.keys().map(String::as_str)
+    }
+
+    /// Build the codec `metadata` names, or `None` if no codec of that name is registered.
+    ///
+    /// # Errors
+    /// Whatever the constructor returns: typically
+    /// [`Error::InvalidConfiguration`](crate::Error::InvalidConfiguration).
+    pub fn build(
+        &self,
+        metadata: &ExtensionObject,
+        input: &ChunkRepresentation,
+    ) -> Result<Option<Codec>> {
+        match self.constructors.get(&metadata.name) {
+            None => Ok(None),
+            Some(constructor) => constructor(metadata, input, self).map(Some),
+        }
+    }
+}
