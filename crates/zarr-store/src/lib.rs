@@ -1,3 +1,17 @@
 //! Async store traits for Zarr with filesystem, memory and `object_store` backends.
-//!
-//! **Status:** filled in by the project's issue #3; it exports nothing yet.
+
+mod error;
+pub mod fallback;
+mod key;
+mod memory;
+mod range;
+mod traits;
+
+pub use error::{Error, Result};
+pub use key::{StoreKey, StorePrefix};
+pub use memory::MemoryStore;
+pub use range::{ByteRange, ByteRangeForm};
+pub use traits::{ListDir, ListableStore, ReadableStore, ReadableStoreExt, Store, WritableStore};
+
+#[cfg(feature = "testing")]
+pub mod testing;

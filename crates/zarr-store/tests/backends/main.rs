@@ -1,0 +1,5 @@
+//! Every backend of the crate against the conformance suite, plus backend-specific tests.
+//!
+//! One test binary (with one module per backend) keeps link time down.
+
+mod memory;
