@@ -115,10 +115,10 @@ pub enum Error {
 
     /// A value or prefix cannot be written because a value occupies one of its parent
     /// "directories" (the filesystem cannot hold both `a` and `a/b`).
-    #[error("cannot write {key}: {} is a value, not a directory", path.display())]
+    #[error("cannot write {key:?}: {} is a value, not a directory", path.display())]
     ParentIsAValue {
         /// The key being written.
-        key: StoreKey,
+        key: String,
         /// The path of the value in the way.
         path: PathBuf,
     },

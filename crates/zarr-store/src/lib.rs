@@ -2,12 +2,16 @@
 
 mod error;
 pub mod fallback;
+#[cfg(unix)]
+mod filesystem;
 mod key;
 mod memory;
 mod range;
 mod traits;
 
 pub use error::{Error, Result};
+#[cfg(unix)]
+pub use filesystem::{FilesystemOptions, FilesystemStore, IoStats};
 pub use key::{StoreKey, StorePrefix};
 pub use memory::MemoryStore;
 pub use range::{ByteRange, ByteRangeForm};

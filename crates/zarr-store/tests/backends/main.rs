@@ -2,4 +2,5 @@
 //!
 //! One test binary (with one module per backend) keeps link time down.
 
+mod filesystem;
 mod memory;
