@@ -6,6 +6,7 @@ pub mod fallback;
 mod filesystem;
 mod key;
 mod memory;
+mod object;
 mod range;
 mod traits;
 
@@ -14,6 +15,7 @@ pub use error::{Error, Result};
 pub use filesystem::{FilesystemOptions, FilesystemStore, IoStats};
 pub use key::{StoreKey, StorePrefix};
 pub use memory::MemoryStore;
+pub use object::{ObjectStoreAdapter, ObjectStoreOptions};
 pub use range::{ByteRange, ByteRangeForm};
 pub use traits::{ListDir, ListableStore, ReadableStore, ReadableStoreExt, Store, WritableStore};
 

@@ -4,3 +4,4 @@
 
 mod filesystem;
 mod memory;
+mod object_local;
