@@ -9,6 +9,7 @@ mod memory;
 mod object;
 mod range;
 mod traits;
+mod wrappers;
 
 pub use error::{Error, Result};
 #[cfg(unix)]
@@ -18,6 +19,7 @@ pub use memory::MemoryStore;
 pub use object::{ObjectStoreAdapter, ObjectStoreOptions};
 pub use range::{ByteRange, ByteRangeForm};
 pub use traits::{ListDir, ListableStore, ReadableStore, ReadableStoreExt, Store, WritableStore};
+pub use wrappers::{Operation, PrefixStore, RecordingStore, StoreStats};
 
 #[cfg(feature = "testing")]
 pub mod testing;

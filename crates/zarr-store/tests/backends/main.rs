@@ -5,3 +5,5 @@
 mod filesystem;
 mod memory;
 mod object_local;
+mod suite_self_test;
+mod wrappers;
