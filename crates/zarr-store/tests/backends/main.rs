@@ -5,5 +5,6 @@
 mod filesystem;
 mod memory;
 mod object_local;
+mod s3;
 mod suite_self_test;
 mod wrappers;
