@@ -182,7 +182,7 @@ impl ObjectStoreAdapter {
     /// | `s3://bucket/path`, `s3a://…`, `https://…amazonaws.com/…` | Amazon S3 | `s3` |
     /// | `gs://bucket/path` | Google Cloud Storage | `gcs` |
     /// | `az://container/path`, `abfs[s]://…`, `https://…blob.core.windows.net/…` | Azure | `azure` |
-    /// | `http://host/path`, `https://host/path` | HTTP, **read-only** | `http` |
+    /// | `http://host/path`, `https://host/path` | HTTP, **read-only** (plain HTTP allowed for `http://`) | `http` |
     /// | `file:///absolute/path` | local filesystem (`object_store`'s) | always |
     /// | `memory:///path` | a new, empty in-memory store | always |
     ///
@@ -288,6 +288,10 @@ impl ObjectStoreAdapter {
                 use object_store::ClientConfigKey;
                 use object_store::http::HttpBuilder;
                 let mut builder = HttpBuilder::new().with_url(&parsed[..url::Position::BeforePath]);
+                // An explicit http:// URL asks for plain HTTP.
+                if parsed.scheme() == "http" {
+                    builder = builder.with_config(ClientConfigKey::AllowHttp, "true");
+                }
                 for (key, value) in options {
                     let config: ClientConfigKey = parse_option(&key, "http")?;
                     builder = builder.with_config(config, value);
@@ -414,8 +418,8 @@ impl ObjectStoreAdapter {
         ranges: &[ByteRange],
     ) -> Result<Option<Vec<Bytes>>> {
         let path = self.path(key)?;
-        // Empty ranges cannot be requested over HTTP; they need the size to be checked.
-        if ranges.iter().any(|r| r.known_len() == Some(0)) {
+        // Empty ranges cannot be requested over HTTP; alone, they need a HEAD for the size.
+        if ranges.iter().all(|r| r.known_len() == Some(0)) {
             return self.read_with_size(key, &path, ranges).await;
         }
         match self.read_direct(key, &path, ranges).await {
@@ -442,7 +446,13 @@ impl ObjectStoreAdapter {
     ) -> Result<Vec<Bytes>, FetchError> {
         let mut bounded: Vec<(usize, Range<u64>)> = Vec::new();
         let mut requests: Vec<(GetRange, Vec<usize>)> = Vec::new();
+        // Empty ranges are checked against the size the other responses report.
+        let mut empty: Vec<usize> = Vec::new();
         for (i, range) in ranges.iter().enumerate() {
+            if range.known_len() == Some(0) {
+                empty.push(i);
+                continue;
+            }
             match range.form() {
                 ByteRangeForm::Bounded { start, end } => bounded.push((i, start..end)),
                 ByteRangeForm::FromOffset { start } => {
@@ -465,6 +475,13 @@ impl ObjectStoreAdapter {
             .try_collect()
             .await?;
         let mut out = vec![Bytes::new(); ranges.len()];
+        if let Some(size) = fetched.first().map(|f| f.size) {
+            for &i in &empty {
+                ranges[i]
+                    .resolve(size)
+                    .map_err(|e| FetchError::Other(e.with_key(key)))?;
+            }
+        }
         for ((_, members), fetched) in requests.iter().zip(fetched) {
             for &i in members {
                 let wanted = ranges[i]

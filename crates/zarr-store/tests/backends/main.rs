@@ -3,6 +3,7 @@
 //! One test binary (with one module per backend) keeps link time down.
 
 mod filesystem;
+mod http;
 mod memory;
 mod object_local;
 mod s3;
