@@ -41,6 +41,28 @@ pub struct FilesystemOptions {
     /// How many values one [`get_partial_values`](ReadableStore::get_partial_values) call reads
     /// at once (each on a blocking thread). Default 32.
     pub max_concurrency: usize,
+    /// Where blocking file I/O runs. Default [`BlockingStrategy::SpawnBlocking`].
+    pub blocking: BlockingStrategy,
+}
+
+/// Where a [`FilesystemStore`] runs its blocking file I/O, so that it never stalls the async
+/// runtime. Without a Tokio runtime, I/O always runs inline on the calling thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BlockingStrategy {
+    /// Each operation (and each value of a `get_partial_values` batch) is a task on Tokio's
+    /// blocking thread pool (`spawn_blocking`). Operations awaited together (`join!`,
+    /// `buffer_unordered`) run in parallel. Each costs a hand-off to another thread and back,
+    /// which dominates small reads on a busy machine.
+    #[default]
+    SpawnBlocking,
+    /// On a multi-threaded runtime, an operation runs on the calling thread after Tokio hands
+    /// that worker's other tasks to another thread (`block_in_place`): no hand-off latency, but
+    /// futures polled by the same task (in a `join!`, or a buffered stream) wait for each other,
+    /// and a batch reads its values one after the other. Falls back to `SpawnBlocking` on a
+    /// current-thread runtime, where blocking in place is not possible. Best for a caller
+    /// that awaits one read at a time.
+    BlockInPlace,
 }
 
 impl Default for FilesystemOptions {
@@ -49,6 +71,7 @@ impl Default for FilesystemOptions {
             durable: false,
             coalesce_gap: 4096,
             max_concurrency: 32,
+            blocking: BlockingStrategy::SpawnBlocking,
         }
     }
 }
@@ -65,6 +88,13 @@ impl FilesystemOptions {
     #[must_use]
     pub fn with_coalesce_gap(mut self, bytes: u64) -> Self {
         self.coalesce_gap = bytes;
+        self
+    }
+
+    /// Set [`blocking`](FilesystemOptions::blocking).
+    #[must_use]
+    pub fn with_blocking(mut self, blocking: BlockingStrategy) -> Self {
+        self.blocking = blocking;
         self
     }
 
@@ -192,6 +222,43 @@ fn temp_name() -> String {
     format!(".zarr-tmp\\{:x}.{n:x}", std::process::id())
 }
 
+/// Whether `openat2` is worth trying (it is missing before Linux 5.6, or may be filtered).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+static OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Open `path` (relative, `/`-separated) below `root` in one system call that refuses every
+/// symbolic link and any escape from `root`: `openat2` with `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS`. `None` where that call is not available; callers then walk the path
+/// one component at a time, which guarantees the same.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn open_beneath(
+    root: BorrowedFd<'_>,
+    path: &str,
+    flags: OFlags,
+) -> Option<std::result::Result<OwnedFd, Errno>> {
+    use rustix::fs::ResolveFlags;
+    if !OPENAT2.load(Ordering::Relaxed) {
+        return None;
+    }
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
+        Err(Errno::NOSYS | Errno::PERM) => {
+            OPENAT2.store(false, Ordering::Relaxed);
+            None
+        }
+        result => Some(result),
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn open_beneath(
+    _root: BorrowedFd<'_>,
+    _path: &str,
+    _flags: OFlags,
+) -> Option<std::result::Result<OwnedFd, Errno>> {
+    None
+}
+
 /// Whether a directory entry's name could be a key segment.
 fn is_key_segment(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['\\', '/', '\0'])
@@ -267,13 +334,18 @@ impl FilesystemStore {
         F: FnOnce(&Inner) -> Result<T> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => handle
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            // Without a Tokio runtime there is no runtime to protect: run inline.
+            return f(&inner);
+        };
+        match (self.inner.options.blocking, handle.runtime_flavor()) {
+            (BlockingStrategy::BlockInPlace, tokio::runtime::RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(move || f(&inner))
+            }
+            _ => handle
                 .spawn_blocking(move || f(&inner))
                 .await
                 .map_err(Error::TaskFailed)?,
-            // Without a Tokio runtime there is no blocking pool to protect: run inline.
-            Err(_) => f(&inner),
         }
     }
 }
@@ -320,6 +392,26 @@ impl Inner {
     /// `Ok(None)` if it does not exist (or a value sits where a directory should be) and
     /// `missing` is `Absent`.
     fn open_dir(
+        &self,
+        segments: &[&str],
+        missing: Missing,
+        what: &'static str,
+        name: &str,
+    ) -> Result<Option<DirFd<'_>>> {
+        if segments.is_empty() {
+            return Ok(Some(DirFd::Root(self.root_fd.as_fd())));
+        }
+        match open_beneath(self.root_fd.as_fd(), &segments.join("/"), DIR_FLAGS) {
+            Some(Ok(fd)) => return Ok(Some(DirFd::Owned(fd))),
+            Some(Err(Errno::NOENT)) if missing == Missing::Absent => return Ok(None),
+            // Links, missing directories to create, old kernels: walk for the exact answer.
+            _ => {}
+        }
+        self.walk_dir(segments, missing, what, name)
+    }
+
+    /// [`open_dir`](Inner::open_dir) one component at a time.
+    fn walk_dir(
         &self,
         segments: &[&str],
         missing: Missing,
@@ -377,12 +469,46 @@ impl Inner {
 
     /// Open the value file of `key`, or `None` if there is none.
     fn open_value(&self, key: &StoreKey) -> Result<Option<(File, u64)>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd = match open_beneath(self.root_fd.as_fd(), key.as_str(), flags) {
+            Some(Ok(fd)) => fd,
+            Some(Err(Errno::NOENT)) => return Ok(None),
+            // A link or a value on the way (Linux may answer ENOTDIR for a link opened with
+            // O_NOFOLLOW), or no openat2: walk for the exact answer.
+            _ => match self.walk_value(key, flags)? {
+                Some(fd) => fd,
+                None => return Ok(None),
+            },
+        };
+        Counters::add(&self.counters.opens, 1);
+        self.inspect_value(key, File::from(fd))
+    }
+
+    /// Check that an opened entry is a value, and measure it.
+    fn inspect_value(&self, key: &StoreKey, file: File) -> Result<Option<(File, u64)>> {
+        let meta = file.metadata().map_err(|e| Error::Io {
+            operation: "inspect",
+            path: self.root.join(key.as_str()),
+            source: e,
+        })?;
+        if meta.is_dir() {
+            return Ok(None);
+        }
+        if !meta.is_file() {
+            return Err(Error::NotAFile {
+                path: self.root.join(key.as_str()),
+            });
+        }
+        Ok(Some((file, meta.len())))
+    }
+
+    /// Open the value file of `key` one component at a time.
+    fn walk_value(&self, key: &StoreKey, flags: OFlags) -> Result<Option<OwnedFd>> {
         let segments: Vec<&str> = key.segments().collect();
         let (name, parents) = segments.split_last().unwrap_or((&"", &[]));
-        let Some(dir) = self.open_dir(parents, Missing::Absent, "key", key.as_str())? else {
+        let Some(dir) = self.walk_dir(parents, Missing::Absent, "key", key.as_str())? else {
             return Ok(None);
         };
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let fd = match rustix::fs::openat(dir.as_fd(), *name, flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT | Errno::NOTDIR) => return Ok(None),
@@ -398,22 +524,7 @@ impl Inner {
             }
             Err(err) => return Err(self.io_error("open", &segments, err)),
         };
-        Counters::add(&self.counters.opens, 1);
-        let file = File::from(fd);
-        let meta = file.metadata().map_err(|e| Error::Io {
-            operation: "inspect",
-            path: self.path_of(&segments),
-            source: e,
-        })?;
-        if meta.is_dir() {
-            return Ok(None);
-        }
-        if !meta.is_file() {
-            return Err(Error::NotAFile {
-                path: self.path_of(&segments),
-            });
-        }
-        Ok(Some((file, meta.len())))
+        Ok(Some(fd))
     }
 
     fn read_whole(&self, key: &StoreKey) -> Result<Option<Bytes>> {
@@ -997,5 +1108,31 @@ impl ListableStore for FilesystemStore {
             Ok(ListDir { keys, prefixes })
         })
         .await
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use super::*;
+
+    /// The component-by-component walk alone (as on kernels without `openat2`, or other Unix
+    /// systems) keeps every guarantee.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_walk_without_openat2_passes_the_conformance_suite() {
+        // Only this test in this binary touches the filesystem store.
+        OPENAT2.store(false, Ordering::Relaxed);
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        let store = FilesystemStore::new(dir.path().join("store")).unwrap();
+        let suite = crate::testing::SuiteOptions::default().with_large_value_bytes(1 << 20);
+        crate::testing::run_conformance_with(Arc::new(store), &suite).await;
+        let linked = FilesystemStore::new(dir.path()).unwrap();
+        assert!(matches!(
+            linked.get(&StoreKey::new("link/x")).await,
+            Err(Error::SymlinkRefused { .. })
+        ));
+        assert!(!OPENAT2.load(Ordering::Relaxed));
     }
 }

@@ -13,7 +13,7 @@ mod wrappers;
 
 pub use error::{Error, Result};
 #[cfg(unix)]
-pub use filesystem::{FilesystemOptions, FilesystemStore, IoStats};
+pub use filesystem::{BlockingStrategy, FilesystemOptions, FilesystemStore, IoStats};
 pub use key::{StoreKey, StorePrefix};
 pub use memory::MemoryStore;
 pub use object::{ObjectStoreAdapter, ObjectStoreOptions};

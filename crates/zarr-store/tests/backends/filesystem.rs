@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use zarr_store::{
-    ByteRange, Error, FilesystemOptions, FilesystemStore, ListDir, ListableStore, ReadableStore,
-    StoreKey, StorePrefix, WritableStore, testing,
+    BlockingStrategy, ByteRange, Error, FilesystemOptions, FilesystemStore, ListDir, ListableStore,
+    ReadableStore, StoreKey, StorePrefix, WritableStore, testing,
 };
 
 fn key(s: &str) -> StoreKey {
@@ -26,6 +26,30 @@ async fn durable_filesystem_store_passes_the_conformance_suite() {
     let store = FilesystemStore::with_options(dir.path(), options).unwrap();
     let suite = testing::SuiteOptions::default().with_large_value_bytes(8 << 20);
     testing::run_conformance_with(Arc::new(store), &suite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn block_in_place_filesystem_store_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = FilesystemOptions::default().with_blocking(BlockingStrategy::BlockInPlace);
+    let store = FilesystemStore::with_options(dir.path(), options).unwrap();
+    testing::run_conformance(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn block_in_place_falls_back_to_the_blocking_pool_on_a_current_thread_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = FilesystemOptions::default().with_blocking(BlockingStrategy::BlockInPlace);
+    let store = FilesystemStore::with_options(dir.path(), options).unwrap();
+    // block_in_place would panic here; the store must not call it.
+    store
+        .set(&key("k"), Bytes::from_static(b"v"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&key("k")).await.unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
 }
 
 #[tokio::test]
