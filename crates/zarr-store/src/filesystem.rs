@@ -242,7 +242,11 @@ fn open_beneath(
     }
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
-        Err(Errno::NOSYS | Errno::PERM) => {
+        Err(err @ (Errno::NOSYS | Errno::PERM)) => {
+            tracing::debug!(
+                error = %std::io::Error::from(err),
+                "openat2 is not available: resolving paths one component at a time"
+            );
             OPENAT2.store(false, Ordering::Relaxed);
             None
         }
@@ -596,7 +600,13 @@ impl Inner {
             value: len,
             key: Some(key.clone()),
         })?;
-        let mut buf = vec![0u8; len];
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(len).map_err(|_| Error::TooLarge {
+            what: "byte range",
+            value: len as u64,
+            key: Some(key.clone()),
+        })?;
+        buf.resize(len, 0);
         let mut filled = 0;
         while filled < len {
             let offset = range.start + filled as u64;
@@ -685,7 +695,14 @@ impl Inner {
         let result = self.fill_and_rename(key, &segments, &dir, &temp, file, name, value);
         if result.is_err() {
             // Best effort: the temporary file is invisible to the store anyway.
-            let _ = rustix::fs::unlinkat(dir.as_fd(), temp.as_str(), AtFlags::empty());
+            if let Err(err) = rustix::fs::unlinkat(dir.as_fd(), temp.as_str(), AtFlags::empty()) {
+                tracing::warn!(
+                    key = key.as_str(),
+                    temp = temp.as_str(),
+                    error = %std::io::Error::from(err),
+                    "cannot remove the temporary file of a failed write"
+                );
+            }
         }
         result
     }
@@ -953,6 +970,11 @@ impl Inner {
         let path = || self.root.join(prefix);
         for (name, kind) in self.read_entries(dir, path)? {
             if !is_key_segment(&name) {
+                tracing::trace!(
+                    prefix,
+                    name = name.as_str(),
+                    "not listed: not a key segment"
+                );
                 continue;
             }
             match kind {

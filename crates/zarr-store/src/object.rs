@@ -429,11 +429,18 @@ impl ObjectStoreAdapter {
             // If the careful path answers (for example an empty range at the very end, which
             // servers refuse), its answer stands; otherwise report the original failure unless
             // the size shows a range past the end.
-            Err(FetchError::Other(err)) => match self.read_with_size(key, &path, ranges).await {
-                Err(checked @ Error::RangeOutOfBounds { .. }) => Err(checked),
-                Ok(answer) => Ok(answer),
-                Err(_) => Err(err),
-            },
+            Err(FetchError::Other(err)) => {
+                tracing::debug!(
+                    key = key.as_str(),
+                    error = %err,
+                    "range request failed: checking the ranges against the object's size"
+                );
+                match self.read_with_size(key, &path, ranges).await {
+                    Err(checked @ Error::RangeOutOfBounds { .. }) => Err(checked),
+                    Ok(answer) => Ok(answer),
+                    Err(_) => Err(err),
+                }
+            }
         }
     }
 
@@ -712,7 +719,13 @@ impl ListableStore for ObjectStoreAdapter {
         };
         let mut keys: Vec<StoreKey> = listed
             .iter()
-            .filter_map(|meta| self.key_of(&meta.location))
+            .filter_map(|meta| {
+                let key = self.key_of(&meta.location);
+                if key.is_none() {
+                    tracing::trace!(object = %meta.location, "not listed: not a valid key");
+                }
+                key
+            })
             .filter(|key| key.has_prefix(prefix))
             .collect();
         keys.sort();
