@@ -689,11 +689,26 @@ impl WritableStore for ObjectStoreAdapter {
 
     async fn erase_prefix(&self, prefix: &StorePrefix) -> Result<()> {
         self.check_writable("erase_prefix")?;
-        let keys = self.list_prefix(prefix).await?;
-        let paths = keys
-            .iter()
-            .map(|key| self.path(key))
-            .collect::<Result<Vec<_>>>()?;
+        // Every object below the prefix goes, including any whose name is not a valid key
+        // (and so is never listed): the whole sub-tree, as on the filesystem.
+        let path = self.prefix_path(prefix)?;
+        let listed: Vec<_> = match self.store.list(path.as_ref()).try_collect().await {
+            Ok(listed) => listed,
+            Err(object_store::Error::NotFound { .. }) => Vec::new(),
+            Err(err) => {
+                return Err(Error::ObjectStore {
+                    operation: "list",
+                    path: path.map(|p| p.to_string()).unwrap_or_default(),
+                    source: err,
+                });
+            }
+        };
+        // An object named exactly like the prefix (without its "/") is not below it.
+        let paths = listed
+            .into_iter()
+            .map(|meta| meta.location)
+            .filter(|location| Some(location) != path.as_ref())
+            .collect();
         self.delete_all(paths).await
     }
 }

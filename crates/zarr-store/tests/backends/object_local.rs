@@ -153,3 +153,25 @@ async fn read_only_adapters_refuse_every_write() {
         assert!(matches!(result, Err(Error::ReadOnly { .. })), "{result:?}");
     }
 }
+
+#[tokio::test]
+async fn erase_prefix_removes_objects_that_are_not_valid_keys() {
+    use object_store::ObjectStore;
+    let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let store = ObjectStoreAdapter::new(Arc::clone(&inner));
+    // Written by another tool: a backslash is fine in an object name, not in a key.
+    let odd = object_store::path::Path::parse("a/b\\c").unwrap();
+    inner
+        .put(&odd, Bytes::from_static(b"x").into())
+        .await
+        .unwrap();
+    inner
+        .put(&"a".into(), Bytes::from_static(b"x").into())
+        .await
+        .unwrap();
+    assert_eq!(store.list().await.unwrap(), vec![StoreKey::new("a")]);
+    store.erase_prefix(&StorePrefix::new("a/")).await.unwrap();
+    assert!(inner.head(&odd).await.is_err());
+    // The object named like the prefix is not below it.
+    assert_eq!(store.list().await.unwrap(), vec![StoreKey::new("a")]);
+}
