@@ -1,3 +1,1 @@
-pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
-}
+pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> { anyhow::bail!("not yet") }
