@@ -67,8 +67,9 @@ impl ObjectStoreOptions {
 ///   shard index at the end of an object is read without knowing its length. Objects are read
 ///   concurrently. Every range is checked against the object's size reported with the
 ///   response, so a range beyond the end is [`Error::RangeOutOfBounds`], never a short answer.
-///   (The adapter coalesces itself rather than calling `ObjectStore::get_ranges`, whose
-///   default slices merged responses assuming every range lies inside the object.)
+///   (The adapter coalesces itself rather than calling `ObjectStore::get_ranges`: for HTTP
+///   backends its default implementation slices a merged response as if every range lay
+///   inside the object, answering a range past the end short or panicking.)
 /// - [`list_dir`](ListableStore::list_dir) is one delimiter listing.
 /// - `set_partial_values` reads, patches and rewrites each touched object (object stores have
 ///   no partial writes).

@@ -263,3 +263,34 @@ async fn http_store_is_read_only() {
     assert!(server.take_log().is_empty());
     assert_eq!(store.get(key).await.unwrap().as_ref(), Some(&values[0].1));
 }
+
+/// object_store's default `get_ranges` merges these into one request for bytes 0..30 of a
+/// 15-byte file, then answers 12..30 with 3 bytes and panics slicing 20..30. The adapter
+/// coalesces itself and checks each range against the size in the response.
+#[tokio::test]
+async fn coalesced_ranges_past_the_end_are_errors_not_short_answers() {
+    let mut files = HashMap::new();
+    files.insert("f".to_owned(), Bytes::from_static(b"0123456789abcde"));
+    let (_server, base) = RangeServer::start(files).await;
+    let store = ObjectStoreAdapter::from_url(&base).unwrap();
+    let key = StoreKey::new("f");
+    for far in [ByteRange::new(12, 30), ByteRange::new(20, 30)] {
+        let result = store
+            .get_partial_values(&[(key.clone(), ByteRange::new(0, 10)), (key.clone(), far)])
+            .await;
+        match result {
+            Err(Error::RangeOutOfBounds {
+                range, size: 15, ..
+            }) => assert_eq!(range, far),
+            other => panic!("{far}: {other:?}"),
+        }
+    }
+    let fine = store
+        .get_partial_values(&[
+            (key.clone(), ByteRange::new(0, 10)),
+            (key, ByteRange::new(12, 15)),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(fine[1].as_deref(), Some(&b"cde"[..]));
+}
