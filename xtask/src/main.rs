@@ -3,12 +3,15 @@
 //! - `ci`: the whole CI sequence (format check, clippy with warnings denied, tests, doc tests,
 //!   rustdoc with warnings denied). This is what `.ci/run` and the README's test command run.
 //! - `fixtures`: regenerate the fixture corpus written by zarr-python and tensorstore.
+//! - `s3-server`: start the S3 test server (moto) and print the variables that point the tests
+//!   at it, for running the S3 tests by hand.
 
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
 mod fixtures;
+mod servers;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -16,6 +19,7 @@ fn main() -> Result<()> {
     match task {
         "ci" => ci(),
         "fixtures" => fixtures::run(&args[1..]),
+        "s3-server" => s3_server(),
         "help" | "--help" | "-h" => {
             print_help();
             Ok(())
@@ -32,7 +36,8 @@ fn print_help() {
         "usage: cargo xtask <task>\n\n\
          tasks:\n  \
          ci        format check, clippy -D warnings, tests, doc tests, rustdoc -D warnings\n  \
-         fixtures  regenerate the fixture corpus with pinned zarr-python and tensorstore"
+         fixtures  regenerate the fixture corpus with pinned zarr-python and tensorstore\n  \
+         s3-server start the S3 test server (moto) and print the variables for the tests"
     );
 }
 
@@ -73,12 +78,28 @@ fn ci() -> Result<()> {
         ],
         &[],
     )?;
-    cargo(&["test", "--workspace", "--all-targets"], &[])?;
-    cargo(&["test", "--workspace", "--doc"], &[])?;
+    // The object-store tests run against a real S3 server; they never skip in CI.
+    let s3 = servers::start_s3()
+        .context("cannot start the S3 test server (moto) that the object-store tests need")?;
+    let env = s3.env();
+    let envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    cargo(&["test", "--workspace", "--all-targets"], &envs)?;
+    cargo(&["test", "--workspace", "--doc"], &envs)?;
+    drop(s3);
     cargo(
         &["doc", "--workspace", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
     eprintln!("==> ci: all steps passed");
     Ok(())
+}
+
+/// Start the S3 test server and keep it running until interrupted.
+fn s3_server() -> Result<()> {
+    let server = servers::start_s3()?;
+    println!("# The S3 test server runs until Ctrl-C. In another shell:");
+    for (key, value) in server.env() {
+        println!("export {key}={value}");
+    }
+    server.wait()
 }

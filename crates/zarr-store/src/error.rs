@@ -1,0 +1,217 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+use crate::{ByteRange, StoreKey};
+
+/// A `Result` whose error defaults to this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in a store.
+///
+/// A missing key is not an error: reads answer `Ok(None)` for it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A string is not a valid store key.
+    #[error("invalid store key {key:?}: {reason}")]
+    InvalidKey {
+        /// The rejected string.
+        key: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+
+    /// A string is not a valid store prefix.
+    #[error("invalid store prefix {prefix:?}: {reason}")]
+    InvalidPrefix {
+        /// The rejected string.
+        prefix: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+
+    /// A byte range that cannot exist whatever the value: its end is before its start, or its
+    /// end does not fit in a `u64`.
+    #[error("invalid byte range: start {start} with {what} {value}")]
+    InvalidByteRange {
+        /// The first byte of the range.
+        start: u64,
+        /// Which quantity was wrong (`"end"` or `"length"`).
+        what: &'static str,
+        /// Its value.
+        value: u64,
+    },
+
+    /// A byte range reaches beyond the end of the value it was applied to.
+    #[error("byte range {range} is beyond the end of the {size}-byte value{}", key_context(key.as_ref()))]
+    RangeOutOfBounds {
+        /// The key whose value was read, when known.
+        key: Option<StoreKey>,
+        /// The requested range.
+        range: ByteRange,
+        /// The size of the value in bytes.
+        size: u64,
+    },
+
+    /// Two writes of one `set_partial_values` call overlap in the same value.
+    #[error(
+        "overlapping partial writes to {key}: bytes {first_start}..{first_end} and {second_start}..{second_end}"
+    )]
+    OverlappingWrites {
+        /// The key written twice.
+        key: StoreKey,
+        /// Start of the earlier write.
+        first_start: u64,
+        /// End (exclusive) of the earlier write.
+        first_end: u64,
+        /// Start of the later write.
+        second_start: u64,
+        /// End (exclusive) of the later write.
+        second_end: u64,
+    },
+
+    /// A value or offset does not fit in this machine's memory (`usize`), or an offset plus a
+    /// length overflows `u64`.
+    #[error("{what} of {value} bytes is too large for this platform{}", key_context(key.as_ref()))]
+    TooLarge {
+        /// What was too large (for example `"value"` or `"partial write end"`).
+        what: &'static str,
+        /// The size in bytes (saturated at `u64::MAX`).
+        value: u64,
+        /// The key involved, when known.
+        key: Option<StoreKey>,
+    },
+
+    /// The store refuses writes (for example a store opened from an `http(s)://` URL).
+    #[error("{store} is read-only: cannot {operation}")]
+    ReadOnly {
+        /// A description of the store.
+        store: String,
+        /// The refused operation.
+        operation: &'static str,
+    },
+
+    /// A key or prefix would reach outside the root of a [`FilesystemStore`] through a symbolic
+    /// link, which the store never follows.
+    ///
+    /// [`FilesystemStore`]: crate::FilesystemStore
+    #[error("{what} {name:?} crosses the symbolic link {}, which the store does not follow", path.display())]
+    SymlinkRefused {
+        /// `"key"` or `"prefix"`.
+        what: &'static str,
+        /// The key or prefix.
+        name: String,
+        /// The symbolic link that was found.
+        path: PathBuf,
+    },
+
+    /// A filesystem entry at a key's path is neither a regular file nor a directory.
+    #[error("{} is not a regular file", path.display())]
+    NotAFile {
+        /// The path of the entry.
+        path: PathBuf,
+    },
+
+    /// A value or prefix cannot be written because a value occupies one of its parent
+    /// "directories" (the filesystem cannot hold both `a` and `a/b`).
+    #[error("cannot write {key:?}: {} is a value, not a directory", path.display())]
+    ParentIsAValue {
+        /// The key being written.
+        key: String,
+        /// The path of the value in the way.
+        path: PathBuf,
+    },
+
+    /// An I/O error on the local filesystem.
+    #[error("cannot {operation} {}", path.display())]
+    Io {
+        /// What the store was doing (for example `"read"`, `"rename"`).
+        operation: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An error from an `object_store` backend.
+    #[error("object store cannot {operation} {path:?}")]
+    ObjectStore {
+        /// What the adapter was doing (for example `"get"`, `"list"`).
+        operation: &'static str,
+        /// The object path involved.
+        path: String,
+        /// The backend's error.
+        #[source]
+        source: object_store::Error,
+    },
+
+    /// A URL could not be parsed or names a store this build cannot open.
+    #[error("cannot open a store from {url:?}: {reason}")]
+    UnsupportedUrl {
+        /// The URL.
+        url: String,
+        /// Why it cannot be opened.
+        reason: String,
+    },
+
+    /// A URL could not be parsed.
+    #[error("cannot parse the store URL {url:?}")]
+    InvalidUrl {
+        /// The URL.
+        url: String,
+        /// The parser's error.
+        #[source]
+        source: url::ParseError,
+    },
+
+    /// A configuration option given with a URL is not known to its backend.
+    #[error("unknown option {key:?} for {backend} stores")]
+    UnknownOption {
+        /// The option's name.
+        key: String,
+        /// The backend (for example `"s3"`).
+        backend: &'static str,
+    },
+
+    /// A background task doing blocking I/O panicked or was cancelled.
+    #[error("a blocking store task failed")]
+    TaskFailed(#[source] tokio::task::JoinError),
+}
+
+fn key_context(key: Option<&StoreKey>) -> String {
+    match key {
+        Some(key) => format!(" at {key}"),
+        None => String::new(),
+    }
+}
+
+impl Error {
+    /// Attach a key to a [`RangeOutOfBounds`](Error::RangeOutOfBounds) or
+    /// [`TooLarge`](Error::TooLarge) error that was produced without one.
+    #[must_use]
+    pub fn with_key(self, at: &StoreKey) -> Self {
+        match self {
+            Self::RangeOutOfBounds {
+                key: None,
+                range,
+                size,
+            } => Self::RangeOutOfBounds {
+                key: Some(at.clone()),
+                range,
+                size,
+            },
+            Self::TooLarge {
+                what,
+                value,
+                key: None,
+            } => Self::TooLarge {
+                what,
+                value,
+                key: Some(at.clone()),
+            },
+            other => other,
+        }
+    }
+}

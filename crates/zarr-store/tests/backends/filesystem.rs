@@ -1,0 +1,397 @@
+use std::os::unix::fs::symlink;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use zarr_store::{
+    BlockingStrategy, ByteRange, Error, FilesystemOptions, FilesystemStore, ListDir, ListableStore,
+    ReadableStore, StoreKey, StorePrefix, WritableStore, testing,
+};
+
+fn key(s: &str) -> StoreKey {
+    StoreKey::new(s)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn filesystem_store_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path().join("store")).unwrap();
+    testing::run_conformance(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn durable_filesystem_store_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = FilesystemOptions::default().with_durable(true);
+    let store = FilesystemStore::with_options(dir.path(), options).unwrap();
+    let suite = testing::SuiteOptions::default().with_large_value_bytes(8 << 20);
+    testing::run_conformance_with(Arc::new(store), &suite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn block_in_place_filesystem_store_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = FilesystemOptions::default().with_blocking(BlockingStrategy::BlockInPlace);
+    let store = FilesystemStore::with_options(dir.path(), options).unwrap();
+    testing::run_conformance(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn block_in_place_falls_back_to_the_blocking_pool_on_a_current_thread_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = FilesystemOptions::default().with_blocking(BlockingStrategy::BlockInPlace);
+    let store = FilesystemStore::with_options(dir.path(), options).unwrap();
+    // block_in_place would panic here; the store must not call it.
+    store
+        .set(&key("k"), Bytes::from_static(b"v"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&key("k")).await.unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+}
+
+#[tokio::test]
+async fn keys_map_to_files_under_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path()).unwrap();
+    store
+        .set(&key("a/b/c"), Bytes::from_static(b"abc"))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(dir.path().join("a/b/c")).unwrap(), b"abc");
+    std::fs::write(dir.path().join("a/external"), b"made outside").unwrap();
+    assert_eq!(
+        store.get(&key("a/external")).await.unwrap().as_deref(),
+        Some(&b"made outside"[..])
+    );
+    // A directory is not a value.
+    assert_eq!(store.get(&key("a/b")).await.unwrap(), None);
+    assert_eq!(store.size(&key("a/b")).await.unwrap(), None);
+    // A value where a directory would have to be.
+    assert_eq!(store.get(&key("a/b/c/d")).await.unwrap(), None);
+    match store.set(&key("a/b/c/d"), Bytes::new()).await {
+        Err(Error::ParentIsAValue { key, path }) => {
+            assert_eq!(key, "a/b/c/d");
+            assert_eq!(path, dir.path().canonicalize().unwrap().join("a/b/c"));
+        }
+        other => panic!("expected ParentIsAValue, got {other:?}"),
+    }
+    assert_eq!(std::fs::read(dir.path().join("a/b/c")).unwrap(), b"abc");
+    // Erasing the last value removes the directories it leaves empty.
+    store.erase(&key("a/b/c")).await.unwrap();
+    assert!(!dir.path().join("a/b").exists());
+    assert!(dir.path().join("a/external").exists());
+}
+
+#[test]
+fn dot_dot_and_absolute_keys_cannot_be_made() {
+    // The store only takes validated keys and prefixes, and these never validate.
+    for bad in [
+        "..",
+        "../x",
+        "a/../../x",
+        "/etc/passwd",
+        "a/./b",
+        "a\\..\\x",
+        "a//b",
+        "x\0y",
+    ] {
+        assert!(bad.parse::<StoreKey>().is_err(), "{bad:?}");
+        assert!(
+            format!("{bad}/").parse::<StorePrefix>().is_err(),
+            "{bad:?}/"
+        );
+    }
+}
+
+/// A store rooted inside `base/root`, with an outside directory holding a secret and links
+/// pointing out of (and within) the root.
+fn store_with_links() -> (tempfile::TempDir, FilesystemStore) {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("root");
+    let outside = base.path().join("outside");
+    std::fs::create_dir_all(root.join("data/sub")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret"), b"secret").unwrap();
+    std::fs::write(root.join("data/value"), b"inside").unwrap();
+    symlink(&outside, root.join("dirlink")).unwrap();
+    symlink(outside.join("secret"), root.join("filelink")).unwrap();
+    symlink("../../outside", root.join("data/sub/relative")).unwrap();
+    symlink(root.join("data"), root.join("innerlink")).unwrap();
+    let store = FilesystemStore::new(&root).unwrap();
+    (base, store)
+}
+
+fn assert_refused<T: std::fmt::Debug>(what: &str, result: Result<T, Error>) {
+    match result {
+        Err(Error::SymlinkRefused { .. }) => {}
+        other => panic!("{what}: expected SymlinkRefused, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn symlinks_are_never_followed() {
+    let (base, store) = store_with_links();
+    let outside = base.path().join("outside");
+    for k in [
+        "dirlink/secret",
+        "filelink",
+        "data/sub/relative/secret",
+        "innerlink/value",
+    ] {
+        let k = key(k);
+        assert_refused("get", store.get(&k).await);
+        assert_refused("size", store.size(&k).await);
+        assert_refused(
+            "get_partial_values",
+            store
+                .get_partial_values(&[(k.clone(), ByteRange::suffix(2))])
+                .await,
+        );
+        if k.as_str() != "filelink" {
+            assert_refused("erase", store.erase(&k).await);
+        }
+    }
+    assert_refused(
+        "set through a link",
+        store.set(&key("dirlink/new"), Bytes::new()).await,
+    );
+    assert_refused(
+        "set through a relative link",
+        store.set(&key("data/sub/relative/new"), Bytes::new()).await,
+    );
+    assert!(!outside.join("new").exists());
+    assert_refused(
+        "set_partial_values through a link",
+        store
+            .set_partial_values(&[(key("dirlink/secret"), 0, Bytes::from_static(b"XX"))])
+            .await,
+    );
+    assert_refused(
+        "list_prefix",
+        store.list_prefix(&StorePrefix::new("dirlink/")).await,
+    );
+    assert_refused(
+        "list_dir",
+        store.list_dir(&StorePrefix::new("innerlink/")).await,
+    );
+    // Listings skip links.
+    assert_eq!(store.list().await.unwrap(), vec![key("data/value")]);
+    assert_eq!(
+        store.list_dir(&StorePrefix::root()).await.unwrap(),
+        ListDir {
+            keys: vec![],
+            prefixes: vec![StorePrefix::new("data/")]
+        }
+    );
+    // Replacing a link by a value replaces the link, not its target.
+    store
+        .set(&key("filelink"), Bytes::from_static(b"mine"))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"secret");
+    assert_eq!(
+        store.get(&key("filelink")).await.unwrap().as_deref(),
+        Some(&b"mine"[..])
+    );
+    // Erasing a key that is a link removes the link, not its target.
+    symlink(outside.join("secret"), store.root().join("data/filelink")).unwrap();
+    store.erase(&key("data/filelink")).await.unwrap();
+    assert!(std::fs::symlink_metadata(store.root().join("data/filelink")).is_err());
+    assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"secret");
+    // Erasing a prefix that is a link removes the link only; erasing everything never
+    // reaches outside.
+    store
+        .erase_prefix(&StorePrefix::new("dirlink/"))
+        .await
+        .unwrap();
+    assert!(std::fs::symlink_metadata(store.root().join("dirlink")).is_err());
+    store.erase_prefix(&StorePrefix::root()).await.unwrap();
+    assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"secret");
+    assert_eq!(std::fs::read_dir(store.root()).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn a_root_behind_a_symlink_is_resolved_once() {
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir(base.path().join("real")).unwrap();
+    symlink(base.path().join("real"), base.path().join("alias")).unwrap();
+    let store = FilesystemStore::new(base.path().join("alias")).unwrap();
+    assert_eq!(
+        store.root(),
+        base.path().join("real").canonicalize().unwrap()
+    );
+    store
+        .set(&key("k"), Bytes::from_static(b"v"))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(base.path().join("real/k")).unwrap(), b"v");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_are_atomic_for_concurrent_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(FilesystemStore::new(dir.path()).unwrap());
+    let k = key("value");
+    let small = Bytes::from(vec![0xAA; 1 << 20]);
+    let large = Bytes::from(vec![0xBB; 3 << 20]);
+    store.set(&k, small.clone()).await.unwrap();
+    let writer = {
+        let (store, k, small, large) =
+            (Arc::clone(&store), k.clone(), small.clone(), large.clone());
+        tokio::spawn(async move {
+            for i in 0..60 {
+                let value = if i % 2 == 0 {
+                    large.clone()
+                } else {
+                    small.clone()
+                };
+                store.set(&k, value).await.unwrap();
+            }
+        })
+    };
+    let mut reads = 0;
+    while !writer.is_finished() {
+        let value = store
+            .get(&k)
+            .await
+            .unwrap()
+            .expect("the value never disappears");
+        let uniform = (value.len() == small.len() && value.iter().all(|&b| b == 0xAA))
+            || (value.len() == large.len() && value.iter().all(|&b| b == 0xBB));
+        assert!(uniform, "torn read of {} bytes", value.len());
+        reads += 1;
+    }
+    writer.await.unwrap();
+    assert!(reads > 0);
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["value"]);
+}
+
+#[tokio::test]
+async fn a_failed_write_leaves_the_old_value_and_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path()).unwrap();
+    store
+        .set(&key("d/x"), Bytes::from_static(b"x"))
+        .await
+        .unwrap();
+    // "d" is a directory of values: it cannot be replaced by a value.
+    let err = store
+        .set(&key("d"), Bytes::from_static(b"value"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err:?}");
+    assert_eq!(
+        store.get(&key("d/x")).await.unwrap().as_deref(),
+        Some(&b"x"[..])
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["d"]);
+}
+
+#[tokio::test]
+async fn leftover_temporary_files_are_invisible_and_erased_with_their_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path()).unwrap();
+    store
+        .set(&key("a/v"), Bytes::from_static(b"v"))
+        .await
+        .unwrap();
+    // What a crash in the middle of a write leaves behind.
+    std::fs::write(dir.path().join("a/.zarr-tmp\\1.0"), b"partial").unwrap();
+    assert_eq!(store.list().await.unwrap(), vec![key("a/v")]);
+    store.erase_prefix(&StorePrefix::new("a/")).await.unwrap();
+    assert!(!dir.path().join("a").exists());
+}
+
+#[tokio::test]
+async fn many_ranges_in_one_file_cost_one_open_and_no_whole_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path()).unwrap();
+    let size = 64u64 << 20;
+    let value = testing::pattern(size as usize, 9);
+    let k = key("shard");
+    store.set(&k, value.clone()).await.unwrap();
+    store.reset_io_stats();
+    // 1,000 ranges of 100 bytes, 64 KiB apart: too far apart to share a read.
+    let requests: Vec<_> = (0..1000u64)
+        .map(|i| {
+            (
+                k.clone(),
+                ByteRange::with_length(i * 65_536 + 7, 100).unwrap(),
+            )
+        })
+        .collect();
+    let got = store.get_partial_values(&requests).await.unwrap();
+    for ((_, range), got) in requests.iter().zip(&got) {
+        assert_eq!(got.as_ref().unwrap(), &range.slice(&value).unwrap());
+    }
+    let stats = store.io_stats();
+    assert_eq!(stats.opens, 1, "{stats:?}");
+    assert_eq!(stats.whole_reads, 0, "{stats:?}");
+    assert_eq!(stats.positional_reads, 1000, "{stats:?}");
+    assert_eq!(stats.bytes_read, 100_000, "{stats:?}");
+
+    // Adjacent ranges (the inner chunks of a shard) share positional reads.
+    store.reset_io_stats();
+    let adjacent: Vec<_> = (0..1000u64)
+        .map(|i| {
+            (
+                k.clone(),
+                ByteRange::with_length((1 << 20) + i * 100, 100).unwrap(),
+            )
+        })
+        .collect();
+    let got = store.get_partial_values(&adjacent).await.unwrap();
+    for ((_, range), got) in adjacent.iter().zip(&got) {
+        assert_eq!(got.as_ref().unwrap(), &range.slice(&value).unwrap());
+    }
+    let stats = store.io_stats();
+    assert_eq!((stats.opens, stats.whole_reads), (1, 0), "{stats:?}");
+    assert_eq!(stats.positional_reads, 1, "{stats:?}");
+    assert_eq!(stats.bytes_read, 100_000, "{stats:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_io_does_not_run_on_the_async_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path()).unwrap();
+    let k = key("big");
+    store.set(&k, testing::pattern(16 << 20, 1)).await.unwrap();
+    let order = AtomicUsize::new(0);
+    let (read_done, other_done) = tokio::join!(
+        async {
+            store.get(&k).await.unwrap().unwrap();
+            order.fetch_add(1, Ordering::SeqCst)
+        },
+        async { order.fetch_add(1, Ordering::SeqCst) },
+    );
+    // On a single-threaded runtime, the other task ran while the read was in flight.
+    assert_eq!((other_done, read_done), (0, 1));
+}
+
+#[test]
+fn works_without_a_tokio_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path()).unwrap();
+    futures::executor::block_on(async {
+        store
+            .set(&key("k"), Bytes::from_static(b"v"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.get(&key("k")).await.unwrap().as_deref(),
+            Some(&b"v"[..])
+        );
+    });
+}
