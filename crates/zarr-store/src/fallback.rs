@@ -61,6 +61,28 @@ pub(crate) fn distinct_keys<'a>(
     (distinct, slots)
 }
 
+/// A `get_partial_values` request grouped by value: the distinct keys in first-seen order,
+/// the ranges asked of each (in request order), and for each request the index of its key.
+pub(crate) struct RangesByKey<'a> {
+    pub(crate) keys: Vec<&'a StoreKey>,
+    pub(crate) ranges: Vec<Vec<ByteRange>>,
+    pub(crate) slots: Vec<usize>,
+}
+
+/// Group `key_ranges` by key, so a backend reads each value once for all of its ranges.
+pub(crate) fn ranges_by_key(key_ranges: &[(StoreKey, ByteRange)]) -> RangesByKey<'_> {
+    let (keys, slots) = distinct_keys(key_ranges.iter().map(|(key, _)| key));
+    let mut ranges: Vec<Vec<ByteRange>> = vec![Vec::new(); keys.len()];
+    for ((_, range), &slot) in key_ranges.iter().zip(&slots) {
+        ranges[slot].push(*range);
+    }
+    RangesByKey {
+        keys,
+        ranges,
+        slots,
+    }
+}
+
 /// The writes of a `set_partial_values` call to one key, sorted by offset, empty ones dropped.
 #[derive(Debug)]
 pub(crate) struct KeyWrites<'a> {

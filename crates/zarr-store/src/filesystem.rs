@@ -19,7 +19,7 @@ use futures::StreamExt;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::fallback::{KeyWrites, distinct_keys, group_partial_writes, patch_value};
+use crate::fallback::{KeyWrites, RangesByKey, group_partial_writes, patch_value, ranges_by_key};
 use crate::{
     ByteRange, Error, ListDir, ListableStore, ReadableStore, Result, StoreKey, StorePrefix,
     WritableStore,
@@ -1025,12 +1025,12 @@ impl ReadableStore for FilesystemStore {
         &self,
         key_ranges: &[(StoreKey, ByteRange)],
     ) -> Result<Vec<Option<Bytes>>> {
-        let (keys, slots) = distinct_keys(key_ranges.iter().map(|(key, _)| key));
         // One blocking task per value, holding all of that value's ranges.
-        let mut per_key: Vec<Vec<ByteRange>> = vec![Vec::new(); keys.len()];
-        for ((_, range), &slot) in key_ranges.iter().zip(&slots) {
-            per_key[slot].push(*range);
-        }
+        let RangesByKey {
+            keys,
+            ranges: per_key,
+            slots,
+        } = ranges_by_key(key_ranges);
         let tasks: Vec<_> = keys
             .iter()
             .zip(per_key)

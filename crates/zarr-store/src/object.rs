@@ -12,7 +12,7 @@ use object_store::{
 };
 use url::Url;
 
-use crate::fallback::distinct_keys;
+use crate::fallback::{RangesByKey, ranges_by_key};
 use crate::{
     ByteRange, ByteRangeForm, Error, ListDir, ListableStore, ReadableStore, Result, StoreKey,
     StorePrefix, WritableStore, fallback,
@@ -631,11 +631,11 @@ impl ReadableStore for ObjectStoreAdapter {
         &self,
         key_ranges: &[(StoreKey, ByteRange)],
     ) -> Result<Vec<Option<Bytes>>> {
-        let (keys, slots) = distinct_keys(key_ranges.iter().map(|(key, _)| key));
-        let mut per_key: Vec<Vec<ByteRange>> = vec![Vec::new(); keys.len()];
-        for ((_, range), &slot) in key_ranges.iter().zip(&slots) {
-            per_key[slot].push(*range);
-        }
+        let RangesByKey {
+            keys,
+            ranges: per_key,
+            slots,
+        } = ranges_by_key(key_ranges);
         let reads: Vec<_> = keys
             .iter()
             .zip(&per_key)
