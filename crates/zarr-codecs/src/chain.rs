@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::registry::CodecRegistry;
 use crate::representation::ChunkRepresentation;
 use crate::strided;
+use crate::view::ArrayViewMut;
 
 /// The default [`CodecChain::size_limit`]: 4 GiB.
 pub const DEFAULT_SIZE_LIMIT: u64 = 1 << 32;
@@ -478,6 +479,89 @@ impl CodecChain {
         self.decode_into(encoded, &mut whole)?;
         strided::extract_region(&whole, &self.decoded, region, out)
     }
+}
+
+impl CodecChain {
+    /// Decode `region` (chunk coordinates) of a chunk straight into `view`, which has the
+    /// region's shape and usually is the chunk's place in a larger output buffer.
+    ///
+    /// When the region is the whole chunk and the view is contiguous, the chunk is decoded
+    /// straight into it ([`decode_into`](Self::decode_into)); otherwise the chunk (or the
+    /// region, when the chain decodes regions) is decoded into a per-thread scratch buffer
+    /// that is reused across calls, and copied into the view in contiguous runs.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if the region does not lie in the chunk or does not have the
+    /// view's shape; otherwise as [`CodecChain::decode`].
+    pub fn decode_into_view(
+        &self,
+        encoded: Bytes,
+        region: &Region,
+        view: &mut ArrayViewMut<'_>,
+    ) -> Result<()> {
+        let elem = self.decoded.element_size().ok_or_else(|| {
+            Error::unsupported("chain", "decoding variable-length data into a view")
+        })?;
+        if view.element_size() != elem {
+            return Err(Error::output_size(elem, view.element_size()));
+        }
+        strided::check_region(&self.decoded, region)?;
+        if region.shape() != view.shape() {
+            return Err(Error::InvalidRegion {
+                reason: format!(
+                    "region {region} of the chunk does not have the view's shape {:?}",
+                    view.shape()
+                ),
+            });
+        }
+        let whole = region.shape() == self.decoded.shape();
+        if whole && let Some(out) = view.as_contiguous_mut() {
+            return self.decode_into(encoded, out);
+        }
+        with_scratch(|scratch| {
+            if whole || !self.can_partially_decode() {
+                let size = self.decoded.fixed_size_usize()?;
+                let buf = scratch_slice(scratch, size);
+                self.decode_into(encoded, buf)?;
+                view.copy_from(buf, self.decoded.shape(), region)
+            } else {
+                let shape = region.shape();
+                let size = view.num_bytes();
+                let buf = scratch_slice(scratch, size);
+                self.decode_region_into(encoded, region, buf)?;
+                view.copy_from(buf, &shape, &Region::full(&shape))
+            }
+        })
+    }
+}
+
+thread_local! {
+    /// Per-thread scratch for [`CodecChain::decode_into_view`]: decoding many chunks on a
+    /// pool thread reuses one buffer instead of allocating (and page-faulting) per chunk.
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Run `f` with this thread's scratch buffer. The buffer is taken out while `f` runs, so a
+/// nested call (a sharded chunk decoding its inner chunks) gets a fresh one, not a panic.
+fn with_scratch<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    let mut scratch = SCRATCH.with(std::cell::Cell::take);
+    let result = f(&mut scratch);
+    // Keep at most 64 MiB per thread between calls.
+    if scratch.capacity() <= 64 << 20 {
+        SCRATCH.with(|cell| {
+            let previous = cell.replace(scratch);
+            drop(previous);
+        });
+    }
+    result
+}
+
+/// The first `n` bytes of `scratch`, growing it (zeroing only new bytes) when needed.
+fn scratch_slice(scratch: &mut Vec<u8>, n: usize) -> &mut [u8] {
+    if scratch.len() < n {
+        scratch.resize(n, 0);
+    }
+    &mut scratch[..n]
 }
 
 enum PartialPath {

@@ -15,7 +15,8 @@
 //! - [`CodecRegistry`]: names to constructors; [`CodecRegistry::with_defaults`] holds every
 //!   codec here, and other crates (sharding, variable-length strings) or users add theirs.
 //! - [`CodecChain`]: a validated chain with `encode`, `decode`, `decode_into` (straight into a
-//!   caller's buffer) and `decode_region_into` (part of a chunk).
+//!   caller's buffer), `decode_region_into` (part of a chunk) and `decode_into_view` (into a
+//!   chunk's place in a larger output, see [`ArrayViewMut`]).
 //!
 //! The codecs: [`BytesCodec`], [`TransposeCodec`], [`GzipCodec`], [`ZstdCodec`],
 //! [`BloscCodec`] and [`Crc32cCodec`].
@@ -145,6 +146,7 @@ mod error;
 mod registry;
 mod representation;
 mod strided;
+mod view;
 
 pub use array_bytes::{ArrayBytes, VlenBytes};
 pub use chain::{CodecChain, DEFAULT_SIZE_LIMIT};
@@ -158,3 +160,4 @@ pub use codecs::zstd::ZstdCodec;
 pub use error::{Error, Result};
 pub use registry::{CodecConstructor, CodecRegistry};
 pub use representation::ChunkRepresentation;
+pub use view::ArrayViewMut;

@@ -703,3 +703,57 @@ fn chains_decode_in_parallel() {
         }
     });
 }
+
+/// `decode_into_view` puts a chunk (whole or part, through every decode path) at its place
+/// in a larger output, the same as decoding and copying by hand.
+#[test]
+fn decode_into_view_places_chunks_in_a_larger_output() {
+    use zarr_codecs::ArrayViewMut;
+    let chains = [
+        json!([{"name": "bytes", "configuration": {"endian": "little"}}]),
+        json!([{"name": "bytes", "configuration": {"endian": "big"}}, {"name": "zstd"}]),
+        json!([{"name": "transpose", "configuration": {"order": [1, 0]}},
+               {"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]),
+    ];
+    let values: Vec<i16> = (0..12).collect();
+    for codecs in chains {
+        let c = chain(codecs.clone(), repr(&[3, 4], DataType::Int16)).unwrap();
+        let stored = c.encode(ArrayBytes::fixed(ne_i16(&values))).unwrap();
+        // Output 5x6 of i16; put chunk region [1..3, 1..4] at output [3..5, 0..3], and the
+        // whole chunk at [0..3, 2..6] (not contiguous).
+        let mut out = vec![0u8; 5 * 6 * 2];
+        let view = ArrayViewMut::new(&mut out, &[5, 6], 2).unwrap();
+        let mut part = unsafe { view.subview(Region::try_new(vec![3..5, 0..3]).unwrap()) }.unwrap();
+        c.decode_into_view(
+            stored.clone(),
+            &Region::try_new(vec![1..3, 1..4]).unwrap(),
+            &mut part,
+        )
+        .unwrap();
+        let mut whole =
+            unsafe { view.subview(Region::try_new(vec![0..3, 2..6]).unwrap()) }.unwrap();
+        c.decode_into_view(stored.clone(), &Region::full(&[3, 4]), &mut whole)
+            .unwrap();
+        let got: Vec<i16> = out
+            .chunks_exact(2)
+            .map(|b| i16::from_ne_bytes([b[0], b[1]]))
+            .collect();
+        #[rustfmt::skip]
+        let expected = [
+            0, 0, 0, 1, 2, 3,
+            0, 0, 4, 5, 6, 7,
+            0, 0, 8, 9, 10, 11,
+            5, 6, 7, 0, 0, 0,
+            9, 10, 11, 0, 0, 0,
+        ];
+        assert_eq!(got, expected, "{codecs}");
+        // A view of the wrong shape is an error, not a partial write.
+        let view = ArrayViewMut::new(&mut out, &[5, 6], 2).unwrap();
+        let mut small =
+            unsafe { view.subview(Region::try_new(vec![0..1, 0..1]).unwrap()) }.unwrap();
+        assert!(
+            c.decode_into_view(stored, &Region::full(&[3, 4]), &mut small)
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,499 @@
+//! [`ArrayViewMut`]: a region of one C-order output buffer that parallel decoders write into.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use zarr_core::Region;
+
+use crate::error::{Error, Result};
+
+/// A mutable view of a region of a C-order buffer of fixed-size elements.
+///
+/// A read allocates one output buffer and decodes every chunk straight into its place in it.
+/// Chunks occupy disjoint regions of the output but not disjoint byte ranges, so safe
+/// `split_at_mut` cannot hand each decoder its part. An `ArrayViewMut` is the part: it knows
+/// the whole buffer's shape and its own region, and writes only inside that region.
+///
+/// Views of disjoint regions may be written from different threads at once; views are made
+/// with the `unsafe` [`subview`](Self::subview), whose caller promises that views used at the
+/// same time do not overlap. Every write is bounds-checked against the view's region.
+///
+/// ```
+/// use zarr_codecs::ArrayViewMut;
+/// use zarr_core::Region;
+///
+/// let mut out = vec![0u8; 16]; // a 4x4 array of u8
+/// let mut view = ArrayViewMut::new(&mut out, &[4, 4], 1)?;
+/// // The 2x2 block at rows 1..3, columns 2..4, from a 2x2 chunk.
+/// let mut block = unsafe { view.subview(Region::try_new(vec![1..3, 2..4])?)? };
+/// block.copy_from(&[1, 2, 3, 4], &[2, 2], &Region::full(&[2, 2]))?;
+/// assert_eq!(out, [0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0, 0, 0, 0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ArrayViewMut<'a> {
+    ptr: *mut u8,
+    len: usize,
+    shape: Vec<u64>,
+    region: Region,
+    elem: usize,
+    _marker: PhantomData<&'a mut [u8]>,
+}
+
+// SAFETY: a view is a `&mut [u8]` restricted to a region; sending it to another thread is as
+// safe as sending the slice. Views that share a buffer are only made by `subview`, whose
+// caller guarantees that concurrently used views do not overlap.
+unsafe impl Send for ArrayViewMut<'_> {}
+// SAFETY: shared references allow no writes (every writing method takes `&mut self`).
+unsafe impl Sync for ArrayViewMut<'_> {}
+
+impl<'a> ArrayViewMut<'a> {
+    /// A view of all of `buffer`, a C-order array of `shape` with `element_size`-byte
+    /// elements.
+    ///
+    /// # Errors
+    /// [`Error::OutputSize`] if the buffer does not hold exactly that array.
+    pub fn new(buffer: &'a mut [u8], shape: &[u64], element_size: usize) -> Result<Self> {
+        let expected = shape
+            .iter()
+            .try_fold(element_size as u64, |acc, &d| acc.checked_mul(d))
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| Error::InvalidRegion {
+                reason: format!("an array of shape {shape:?} does not fit in memory"),
+            })?;
+        if buffer.len() != expected {
+            return Err(Error::output_size(expected, buffer.len()));
+        }
+        Ok(Self {
+            ptr: buffer.as_mut_ptr(),
+            len: buffer.len(),
+            shape: shape.to_vec(),
+            region: Region::full(shape),
+            elem: element_size,
+            _marker: PhantomData,
+        })
+    }
+
+    /// A view of `region`, given in the coordinates of this view's region (`0..n` is the
+    /// view's first `n` elements along a dimension).
+    ///
+    /// # Safety
+    /// The new view aliases this one. While both are in use, the caller must not write
+    /// through this view to the sub-region, and views made by `subview` that are used at the
+    /// same time (from any thread) must cover disjoint regions.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if `region` has the wrong rank or lies outside this view.
+    pub unsafe fn subview(&self, region: Region) -> Result<ArrayViewMut<'a>> {
+        let own = self.region.ranges();
+        if region.rank() != own.len() {
+            return Err(Error::InvalidRegion {
+                reason: format!(
+                    "region {region} has {} dimensions, the view {}",
+                    region.rank(),
+                    own.len()
+                ),
+            });
+        }
+        let mut ranges = Vec::with_capacity(own.len());
+        for (r, o) in region.ranges().iter().zip(own) {
+            if r.end > o.end - o.start {
+                return Err(Error::InvalidRegion {
+                    reason: format!("region {region} lies outside the view of shape {:?}", {
+                        self.region.shape()
+                    }),
+                });
+            }
+            ranges.push(o.start + r.start..o.start + r.end);
+        }
+        Ok(ArrayViewMut {
+            ptr: self.ptr,
+            len: self.len,
+            shape: self.shape.clone(),
+            region: Region::try_new(ranges).map_err(|e| Error::InvalidRegion {
+                reason: e.to_string(),
+            })?,
+            elem: self.elem,
+            _marker: PhantomData,
+        })
+    }
+
+    /// The shape of the view (of its region).
+    pub fn shape(&self) -> Vec<u64> {
+        self.region.shape()
+    }
+
+    /// The view's region within the whole buffer.
+    pub fn region(&self) -> &Region {
+        &self.region
+    }
+
+    /// The shape of the whole buffer.
+    pub fn buffer_shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// Bytes per element.
+    pub fn element_size(&self) -> usize {
+        self.elem
+    }
+
+    /// The number of bytes the view covers.
+    pub fn num_bytes(&self) -> usize {
+        self.region
+            .ranges()
+            .iter()
+            .map(|r| (r.end - r.start) as usize)
+            .product::<usize>()
+            * self.elem
+    }
+
+    /// The view as one contiguous slice, when its region is contiguous in the buffer (it
+    /// spans whole trailing dimensions), so a decoder can write straight into it.
+    pub fn as_contiguous_mut(&mut self) -> Option<&mut [u8]> {
+        let range = contiguous_range(&self.shape, &self.region, self.elem)?;
+        debug_assert!(range.end <= self.len);
+        // SAFETY: the range lies inside the buffer (the region lies inside the shape, which
+        // `new` checked against the buffer length) and inside this view's region, which no
+        // other live view overlaps (the `subview` contract); `&mut self` excludes other
+        // access through this view.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) })
+    }
+
+    /// Copy `src_region` of `src`, a C-order array of `src_shape`, into the whole view. The
+    /// region's shape must equal the view's shape. Contiguous runs are copied in bulk.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if the shapes differ or the region lies outside `src_shape`;
+    /// [`Error::OutputSize`] if `src` does not hold `src_shape`.
+    pub fn copy_from(&mut self, src: &[u8], src_shape: &[u64], src_region: &Region) -> Result<()> {
+        let src_len = checked_len(src_shape, self.elem)?;
+        if src.len() != src_len {
+            return Err(Error::output_size(src_len, src.len()));
+        }
+        src_region
+            .check_within(src_shape)
+            .map_err(|e| Error::InvalidRegion {
+                reason: e.to_string(),
+            })?;
+        if src_region.shape() != self.region.shape() {
+            return Err(Error::InvalidRegion {
+                reason: format!(
+                    "a region of shape {:?} cannot fill a view of shape {:?}",
+                    src_region.shape(),
+                    self.region.shape()
+                ),
+            });
+        }
+        let ptr = self.ptr;
+        for_each_paired_run(
+            src_shape,
+            src_region,
+            &self.shape,
+            &self.region,
+            self.elem,
+            |s, d, n| {
+                // SAFETY: `d..d + n` lies inside this view's region of the buffer (the runs
+                // walk the region, which lies inside the shape `new` checked), which no other
+                // live view overlaps; `src` was checked to hold `src_shape`.
+                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(s), ptr.add(d), n) };
+            },
+        );
+        Ok(())
+    }
+
+    /// Copy the whole view out into `dst_region` of `dst`, a C-order array of `dst_shape`
+    /// (the reverse of [`copy_from`](Self::copy_from)).
+    ///
+    /// # Errors
+    /// As [`copy_from`](Self::copy_from).
+    pub fn copy_to(&self, dst: &mut [u8], dst_shape: &[u64], dst_region: &Region) -> Result<()> {
+        let dst_len = checked_len(dst_shape, self.elem)?;
+        if dst.len() != dst_len {
+            return Err(Error::output_size(dst_len, dst.len()));
+        }
+        dst_region
+            .check_within(dst_shape)
+            .map_err(|e| Error::InvalidRegion {
+                reason: e.to_string(),
+            })?;
+        if dst_region.shape() != self.region.shape() {
+            return Err(Error::InvalidRegion {
+                reason: format!(
+                    "a view of shape {:?} cannot fill a region of shape {:?}",
+                    self.region.shape(),
+                    dst_region.shape()
+                ),
+            });
+        }
+        let ptr = self.ptr;
+        for_each_paired_run(
+            &self.shape,
+            &self.region,
+            dst_shape,
+            dst_region,
+            self.elem,
+            |s, d, n| {
+                // SAFETY: `s..s + n` lies inside this view's region of the buffer; `dst` was
+                // checked to hold `dst_shape`.
+                unsafe { std::ptr::copy_nonoverlapping(ptr.add(s), dst.as_mut_ptr().add(d), n) };
+            },
+        );
+        Ok(())
+    }
+
+    /// Set every element of the view to `element` (one element's bytes, e.g. the fill value).
+    ///
+    /// # Errors
+    /// [`Error::OutputSize`] if `element` is not one element long.
+    pub fn fill(&mut self, element: &[u8]) -> Result<()> {
+        if element.len() != self.elem {
+            return Err(Error::output_size(self.elem, element.len()));
+        }
+        let ptr = self.ptr;
+        let uniform = element.iter().all(|&b| b == element[0]);
+        for_each_run(&self.shape, &self.region, self.elem, |offset, n| {
+            // SAFETY: the run lies inside this view's region of the buffer.
+            let run = unsafe { std::slice::from_raw_parts_mut(ptr.add(offset), n) };
+            if uniform {
+                run.fill(element[0]);
+            } else {
+                for chunk in run.chunks_exact_mut(element.len()) {
+                    chunk.copy_from_slice(element);
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// `shape`'s size in bytes as a `usize`.
+fn checked_len(shape: &[u64], elem: usize) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(elem as u64, |acc, &d| acc.checked_mul(d))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::InvalidRegion {
+            reason: format!("an array of shape {shape:?} does not fit in memory"),
+        })
+}
+
+/// Byte strides of a C-order array.
+fn strides(shape: &[u64], elem: usize) -> Vec<usize> {
+    let mut strides = vec![elem; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1] as usize;
+    }
+    strides
+}
+
+/// The byte range of `region` in a C-order buffer of `shape`, if it is contiguous.
+fn contiguous_range(shape: &[u64], region: &Region, elem: usize) -> Option<Range<usize>> {
+    let ranges = region.ranges();
+    let strides = strides(shape, elem);
+    let start: usize = ranges
+        .iter()
+        .zip(&strides)
+        .map(|(r, s)| r.start as usize * s)
+        .sum();
+    if ranges.iter().any(|r| r.start == r.end) {
+        return Some(start..start);
+    }
+    // Contiguous when, after the first dimension with more than one index, every dimension
+    // is whole.
+    let first_wide = ranges.iter().position(|r| r.end - r.start > 1);
+    if let Some(d) = first_wide {
+        for (r, &extent) in ranges[d + 1..].iter().zip(&shape[d + 1..]) {
+            if r.start != 0 || r.end != extent {
+                return None;
+            }
+        }
+    }
+    let len = ranges
+        .iter()
+        .map(|r| (r.end - r.start) as usize)
+        .product::<usize>()
+        * elem;
+    Some(start..start + len)
+}
+
+/// Call `f(offset, len)` for each contiguous run of `region` in a C-order buffer of `shape`.
+fn for_each_run(shape: &[u64], region: &Region, elem: usize, mut f: impl FnMut(usize, usize)) {
+    let full = Region::full(region.shape().as_slice());
+    for_each_paired_run(shape, region, &region.shape(), &full, elem, |s, _, n| {
+        f(s, n)
+    });
+}
+
+/// Call `f(src_offset, dst_offset, len)` for each run that is contiguous in both a region
+/// of a C-order `src_shape` buffer and an equally shaped region of a `dst_shape` buffer, in
+/// C order. Both regions must lie within their shapes and have the same shape.
+fn for_each_paired_run(
+    src_shape: &[u64],
+    src_region: &Region,
+    dst_shape: &[u64],
+    dst_region: &Region,
+    elem: usize,
+    mut f: impl FnMut(usize, usize, usize),
+) {
+    let sr = src_region.ranges();
+    let dr = dst_region.ranges();
+    let rank = sr.len();
+    if sr.iter().any(|r| r.start == r.end) {
+        return;
+    }
+    let ss = strides(src_shape, elem);
+    let ds = strides(dst_shape, elem);
+    // Merge trailing dimensions that are whole in both buffers into one run.
+    let mut k = rank;
+    while k > 0
+        && sr[k - 1].start == 0
+        && sr[k - 1].end == src_shape[k - 1]
+        && dr[k - 1].start == 0
+        && dr[k - 1].end == dst_shape[k - 1]
+    {
+        k -= 1;
+    }
+    let s_base: usize = sr.iter().zip(&ss).map(|(r, s)| r.start as usize * s).sum();
+    let d_base: usize = dr.iter().zip(&ds).map(|(r, s)| r.start as usize * s).sum();
+    if k == 0 {
+        let n = sr
+            .iter()
+            .map(|r| (r.end - r.start) as usize)
+            .product::<usize>()
+            * elem;
+        f(s_base, d_base, n);
+        return;
+    }
+    let run_dim = k - 1;
+    let run = (sr[run_dim].end - sr[run_dim].start) as usize
+        * sr[k..]
+            .iter()
+            .map(|r| (r.end - r.start) as usize)
+            .product::<usize>()
+        * elem;
+    let counts: Vec<u64> = sr[..run_dim].iter().map(|r| r.end - r.start).collect();
+    let mut index = vec![0u64; run_dim];
+    let (mut s, mut d) = (s_base, d_base);
+    loop {
+        f(s, d, run);
+        let mut dim = run_dim;
+        loop {
+            if dim == 0 {
+                return;
+            }
+            dim -= 1;
+            index[dim] += 1;
+            s += ss[dim];
+            d += ds[dim];
+            if index[dim] < counts[dim] {
+                break;
+            }
+            s -= counts[dim] as usize * ss[dim];
+            d -= counts[dim] as usize * ds[dim];
+            index[dim] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive_copy(
+        src: &[u8],
+        src_shape: &[u64],
+        src_region: &Region,
+        dst: &mut [u8],
+        dst_shape: &[u64],
+        dst_region: &Region,
+    ) {
+        let shape = src_region.shape();
+        let n: u64 = shape.iter().product();
+        for flat in 0..n {
+            let mut rem = flat;
+            let mut idx = vec![0u64; shape.len()];
+            for d in (0..shape.len()).rev() {
+                idx[d] = rem % shape[d];
+                rem /= shape[d];
+            }
+            let off = |sh: &[u64], reg: &Region| {
+                let mut o = 0u64;
+                for d in 0..sh.len() {
+                    o = o * sh[d] + reg.ranges()[d].start + idx[d];
+                }
+                o as usize
+            };
+            dst[off(dst_shape, dst_region)] = src[off(src_shape, src_region)];
+        }
+    }
+
+    #[test]
+    fn copies_match_a_naive_model() {
+        let src_shape = [4u64, 5, 6];
+        let dst_shape = [6u64, 5, 7];
+        let src: Vec<u8> = (0..120).collect();
+        let cases = [
+            (vec![0..4, 0..5, 0..6], vec![1..5, 0..5, 1..7]),
+            (vec![1..3, 0..5, 0..6], vec![0..2, 0..5, 0..6]),
+            (vec![0..2, 2..4, 3..5], vec![4..6, 0..2, 0..2]),
+            (vec![0..4, 0..5, 0..6], vec![2..6, 0..5, 0..6]),
+        ];
+        for (sr, dr) in cases {
+            let sr = Region::try_new(sr).unwrap();
+            let dr = Region::try_new(dr).unwrap();
+            let mut expected = vec![0u8; 210];
+            naive_copy(&src, &src_shape, &sr, &mut expected, &dst_shape, &dr);
+            let mut out = vec![0u8; 210];
+            let view = ArrayViewMut::new(&mut out, &dst_shape, 1).unwrap();
+            let mut sub = unsafe { view.subview(dr.clone()).unwrap() };
+            sub.copy_from(&src, &src_shape, &sr).unwrap();
+            assert_eq!(out, expected, "{sr} -> {dr}");
+            // And back out.
+            let mut back = vec![0u8; 120];
+            let mut expected_back = vec![0u8; 120];
+            naive_copy(&out, &dst_shape, &dr, &mut expected_back, &src_shape, &sr);
+            let view = ArrayViewMut::new(&mut out, &dst_shape, 1).unwrap();
+            let sub = unsafe { view.subview(dr.clone()).unwrap() };
+            sub.copy_to(&mut back, &src_shape, &sr).unwrap();
+            assert_eq!(back, expected_back);
+        }
+    }
+
+    #[test]
+    fn contiguity_and_fill() {
+        let mut out = vec![0u8; 24];
+        let mut view = ArrayViewMut::new(&mut out, &[2, 3, 4], 1).unwrap();
+        assert_eq!(view.as_contiguous_mut().map(|s| s.len()), Some(24));
+        let mut row =
+            unsafe { view.subview(Region::try_new(vec![1..2, 1..3, 0..4]).unwrap()) }.unwrap();
+        assert_eq!(row.as_contiguous_mut().map(|s| s.len()), Some(8));
+        let mut block =
+            unsafe { view.subview(Region::try_new(vec![0..2, 0..1, 1..3]).unwrap()) }.unwrap();
+        assert!(block.as_contiguous_mut().is_none());
+        block.fill(&[7]).unwrap();
+        row.fill(&[9]).unwrap();
+        assert_eq!(
+            out,
+            [
+                0, 7, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, //
+                0, 7, 7, 0, 9, 9, 9, 9, 9, 9, 9, 9
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_views_are_errors() {
+        let mut out = vec![0u8; 6];
+        assert!(ArrayViewMut::new(&mut out, &[2, 4], 1).is_err());
+        let view = ArrayViewMut::new(&mut out, &[2, 3], 1).unwrap();
+        assert!(unsafe { view.subview(Region::try_new(vec![0..3, 0..1]).unwrap()) }.is_err());
+        assert!(unsafe { view.subview(Region::try_new(vec![0..1]).unwrap()) }.is_err());
+        let mut sub = unsafe { view.subview(Region::try_new(vec![0..1, 0..2]).unwrap()) }.unwrap();
+        assert!(
+            sub.copy_from(&[1, 2, 3], &[3], &Region::full(&[3]))
+                .is_err()
+        );
+        assert!(sub.fill(&[1, 2]).is_err());
+    }
+}
