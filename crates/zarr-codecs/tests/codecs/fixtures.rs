@@ -9,11 +9,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::Value;
 use zarr_codecs::{ArrayBytes, CodecChain, CodecRegistry};
-use zarr_core::{ArrayMetadata, DataType, MiniFloat, NodeMetadata};
+use zarr_core::{ArrayMetadata, NodeMetadata};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../zarr-core/tests/fixtures")
@@ -25,6 +24,10 @@ const OTHER_CRATES_CODECS: [&str; 3] = ["sharding_indexed", "vlen-utf8", "vlen-b
 const EXPECTED_SKIPPED_FOR_CODECS: usize = 19;
 /// Arrays whose data type `zarr-core` does not model yet.
 const UNMODELLED: [&str; 1] = ["zarr-python/structured"];
+
+#[path = "../../../zarr-core/tests/fixtures/check.rs"]
+mod check;
+use check::check_element;
 
 fn files(dir: &Path, root: &Path, out: &mut Vec<String>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -40,116 +43,6 @@ fn files(dir: &Path, root: &Path, out: &mut Vec<String>) {
             out.push(rel);
         }
     }
-}
-
-/// Decode a manifest float (number, "NaN", "Infinity", "-Infinity" or "0x..." bits) to the
-/// bits of a float with `bits` width, using `from_f64` to round a number.
-fn float_bits(value: &Value, width: usize, from_f64: impl Fn(f64) -> u64) -> u64 {
-    match value {
-        Value::Number(n) => from_f64(n.as_f64().unwrap()),
-        Value::String(s) => match s.as_str() {
-            "NaN" => match width {
-                2 => 0x7e00,
-                4 => 0x7fc0_0000,
-                8 => 0x7ff8_0000_0000_0000,
-                _ => unreachable!(),
-            },
-            "Infinity" => from_f64(f64::INFINITY),
-            "-Infinity" => from_f64(f64::NEG_INFINITY),
-            hex => u64::from_str_radix(hex.strip_prefix("0x").unwrap(), 16).unwrap(),
-        },
-        other => panic!("not a float: {other}"),
-    }
-}
-
-fn uint_le(bytes: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    b[..bytes.len()].copy_from_slice(bytes);
-    u64::from_ne_bytes(b)
-}
-
-/// The value of a float8_e4m3fn byte.
-fn e4m3fn(byte: u8) -> f64 {
-    let sign = if byte & 0x80 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((byte >> 3) & 0x0f);
-    let man = f64::from(byte & 0x07);
-    assert!(byte & 0x7f != 0x7f, "NaN not expected in the fixture");
-    if exp == 0 {
-        sign * man / 8.0 * 2f64.powi(-6)
-    } else {
-        sign * (1.0 + man / 8.0) * 2f64.powi(exp - 7)
-    }
-}
-
-/// Check one decoded element (native bytes) against its manifest value.
-fn check_element(dt: &DataType, element: &[u8], expected: &Value, what: &str) {
-    let ok = match dt {
-        DataType::Bool => element == [u8::from(expected.as_bool().unwrap())],
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
-            let width = element.len() * 8;
-            let v = (uint_le(element) << (64 - width)) as i64 >> (64 - width);
-            Some(v) == expected.as_i64()
-        }
-        DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. } => {
-            Some(i64::from_ne_bytes(element.try_into().unwrap())) == expected.as_i64()
-        }
-        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
-            Some(uint_le(element)) == expected.as_u64()
-        }
-        DataType::Int4 => {
-            let v = ((element[0] << 4) as i8) >> 4;
-            Some(i64::from(v)) == expected.as_i64()
-        }
-        DataType::Float16 => {
-            uint_le(element)
-                == float_bits(expected, 2, |x| u64::from(half::f16::from_f64(x).to_bits()))
-        }
-        DataType::BFloat16 => {
-            let bits = float_bits(expected, 2, |x| {
-                u64::from(half::bf16::from_f64(x).to_bits())
-            });
-            // The manifest's "NaN" is the canonical NaN of the type: 0x7fc0 for bfloat16.
-            let bits = if expected == "NaN" { 0x7fc0 } else { bits };
-            uint_le(element) == bits
-        }
-        DataType::Float32 => {
-            uint_le(element) == float_bits(expected, 4, |x| u64::from((x as f32).to_bits()))
-        }
-        DataType::Float64 => uint_le(element) == float_bits(expected, 8, f64::to_bits),
-        DataType::Complex64 | DataType::Complex128 => {
-            let half_width = element.len() / 2;
-            let parts = expected.as_array().unwrap();
-            [&element[..half_width], &element[half_width..]]
-                .iter()
-                .zip(parts)
-                .all(|(e, v)| {
-                    let want = if half_width == 4 {
-                        float_bits(v, 4, |x| u64::from((x as f32).to_bits()))
-                    } else {
-                        float_bits(v, 8, f64::to_bits)
-                    };
-                    uint_le(e) == want
-                })
-        }
-        DataType::MiniFloat(MiniFloat::E4M3FN) => Some(e4m3fn(element[0])) == expected.as_f64(),
-        DataType::FixedLengthUtf32 { .. } => {
-            let text: String = element
-                .chunks(4)
-                .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
-                .take_while(|&u| u != 0)
-                .map(|u| char::from_u32(u).unwrap())
-                .collect();
-            Some(text.as_str()) == expected.as_str()
-        }
-        DataType::NullTerminatedBytes { .. } | DataType::RawBytes { .. } => {
-            let want = base64::engine::general_purpose::STANDARD
-                .decode(expected.as_str().unwrap())
-                .unwrap();
-            element == want
-        }
-        other => panic!("{what}: no comparison for data type {other}"),
-    };
-    assert!(ok, "{what}: element {element:02x?} is not {expected}");
 }
 
 /// Copy a decoded chunk (full chunk shape) into its clipped place in the array.

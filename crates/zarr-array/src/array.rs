@@ -1,0 +1,581 @@
+//! [`Array`]: open, inspect, read and write an array.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use tracing::Instrument;
+use zarr_codecs::{ArrayBytes, CodecChain, CodecRegistry};
+use zarr_core::{ArrayMetadata, DataType, FillValue, NodeMetadata, NodePath, Region};
+use zarr_store::{ReadableStore, StoreKey, WritableStore};
+
+use crate::codecs::{ArrayCodecs, shared_default_registry};
+use crate::element::{Element, as_bytes, as_bytes_mut};
+use crate::error::{Error, Result};
+use crate::group::{require_metadata, write_metadata};
+use crate::region::IntoRegion;
+
+/// The default number of store requests an operation keeps in flight.
+pub const DEFAULT_IO_CONCURRENCY: usize = 32;
+
+/// How an [`Array`] reads and writes: concurrency, empty chunks, codecs.
+///
+/// CPU work (encoding and decoding chunks) runs on rayon's global pool, which uses every core
+/// unless configured otherwise (`RAYON_NUM_THREADS`, or `rayon::ThreadPoolBuilder`); store
+/// requests run concurrently up to [`io_concurrency`](Self::io_concurrency). Memory held by a
+/// read is the output plus at most `io_concurrency` encoded chunks.
+#[derive(Debug, Clone)]
+pub struct ArrayOptions {
+    io_concurrency: usize,
+    write_empty_chunks: bool,
+    registry: Arc<CodecRegistry>,
+}
+
+impl Default for ArrayOptions {
+    fn default() -> Self {
+        Self {
+            io_concurrency: DEFAULT_IO_CONCURRENCY,
+            write_empty_chunks: false,
+            registry: shared_default_registry(),
+        }
+    }
+}
+
+impl ArrayOptions {
+    /// How many store requests an operation keeps in flight (at least 1). Default
+    /// [`DEFAULT_IO_CONCURRENCY`].
+    #[must_use]
+    pub fn with_io_concurrency(mut self, requests: usize) -> Self {
+        self.io_concurrency = requests.max(1);
+        self
+    }
+
+    /// Whether a chunk whose values are all the fill value is stored (`true`) or not stored,
+    /// erasing any chunk that was there (`false`, the default, as zarr-python's
+    /// `write_empty_chunks=False`). Readers see the same values either way.
+    #[must_use]
+    pub fn with_write_empty_chunks(mut self, write: bool) -> Self {
+        self.write_empty_chunks = write;
+        self
+    }
+
+    /// The codec registry to build the array's codecs from (default:
+    /// [`default_registry`](crate::default_registry)).
+    #[must_use]
+    pub fn with_registry(mut self, registry: Arc<CodecRegistry>) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Requests kept in flight.
+    pub fn io_concurrency(&self) -> usize {
+        self.io_concurrency
+    }
+
+    /// Whether all-fill chunks are stored.
+    pub fn write_empty_chunks(&self) -> bool {
+        self.write_empty_chunks
+    }
+
+    /// The codec registry.
+    pub fn registry(&self) -> &Arc<CodecRegistry> {
+        &self.registry
+    }
+}
+
+/// A Zarr array in a store.
+///
+/// `S` is the store type: a concrete backend (`Array<FilesystemStore>`) or a trait object
+/// (`Array<dyn Store>`). Reading needs `S: ReadableStore`, writing `S: WritableStore`.
+/// Cloning is cheap (the store and codecs are shared).
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use zarr_array::{Array, ArrayBuilder};
+/// use zarr_core::DataType;
+/// use zarr_store::MemoryStore;
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let array = ArrayBuilder::new(vec![100, 100], DataType::Float32, vec![10, 10])
+///     .zstd(3)
+///     .create(store.clone(), "/data/temperature")
+///     .await?;
+///
+/// // Write a 20x20 block, read back a region that straddles its edge.
+/// array.write([0..20, 0..20], &vec![1.5f32; 400]).await?;
+/// let values: Vec<f32> = array.read([15..25, 0..1]).await?;
+/// assert_eq!(values, [1.5, 1.5, 1.5, 1.5, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0]);
+///
+/// // Open it again from the store.
+/// let again = Array::open(store, "/data/temperature").await?;
+/// assert_eq!(again.shape(), [100, 100]);
+/// # Ok::<(), zarr_array::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Array<S: ?Sized> {
+    pub(crate) store: Arc<S>,
+    pub(crate) path: NodePath,
+    pub(crate) metadata: ArrayMetadata,
+    pub(crate) codecs: Arc<ArrayCodecs>,
+    pub(crate) options: ArrayOptions,
+}
+
+impl<S: ?Sized> Clone for Array<S> {
+    fn clone(&self) -> Self {
+        Self {
+            store: Arc::clone(&self.store),
+            path: self.path.clone(),
+            metadata: self.metadata.clone(),
+            codecs: Arc::clone(&self.codecs),
+            options: self.options.clone(),
+        }
+    }
+}
+
+impl<S: ?Sized> Array<S> {
+    /// An array from metadata already read (or about to be written).
+    ///
+    /// # Errors
+    /// [`Error::Codecs`] if the codecs cannot be built; [`Error::Unsupported`] for storage
+    /// transformers this crate does not know.
+    pub fn from_metadata(
+        store: Arc<S>,
+        path: NodePath,
+        metadata: ArrayMetadata,
+        options: ArrayOptions,
+    ) -> Result<Self> {
+        if let Some(transformer) = metadata.storage_transformers.first() {
+            return Err(Error::unsupported(
+                path.as_str(),
+                format!("the storage transformer {:?}", transformer.name),
+            ));
+        }
+        let codecs = ArrayCodecs::new(path.as_str(), &metadata, &options.registry)?;
+        Ok(Self {
+            store,
+            path,
+            metadata,
+            codecs: Arc::new(codecs),
+            options,
+        })
+    }
+
+    /// The array's path.
+    pub fn path(&self) -> &NodePath {
+        &self.path
+    }
+
+    /// The array's metadata.
+    pub fn metadata(&self) -> &ArrayMetadata {
+        &self.metadata
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[u64] {
+        &self.metadata.shape
+    }
+
+    /// The data type.
+    pub fn data_type(&self) -> &DataType {
+        &self.metadata.data_type
+    }
+
+    /// The fill value.
+    pub fn fill_value(&self) -> &FillValue {
+        &self.metadata.fill_value
+    }
+
+    /// The attributes.
+    pub fn attributes(&self) -> &Map<String, Value> {
+        &self.metadata.attributes
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ArrayOptions {
+        &self.options
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<S> {
+        &self.store
+    }
+
+    /// The array with other options (codecs are rebuilt when the registry changes).
+    ///
+    /// # Errors
+    /// As [`Array::from_metadata`].
+    pub fn with_options(self, options: ArrayOptions) -> Result<Self> {
+        if Arc::ptr_eq(&options.registry, &self.options.registry) {
+            return Ok(Self { options, ..self });
+        }
+        Self::from_metadata(self.store, self.path, self.metadata, options)
+    }
+
+    /// The region covering the whole array.
+    pub fn full_region(&self) -> Region {
+        Region::full(&self.metadata.shape)
+    }
+
+    /// The number of chunks along each dimension.
+    ///
+    /// # Errors
+    /// [`Error::Core`] if the grid does not suit the shape.
+    pub fn grid_shape(&self) -> Result<Vec<u64>> {
+        Ok(self.metadata.chunk_grid.grid_shape(&self.metadata.shape)?)
+    }
+
+    /// The store key of the chunk with grid indices `chunk`.
+    ///
+    /// # Errors
+    /// [`Error::Core`] if the chunk lies outside the grid.
+    pub fn chunk_key(&self, chunk: &[u64]) -> Result<StoreKey> {
+        self.metadata
+            .chunk_grid
+            .chunk_shape(&self.metadata.shape, chunk)?;
+        self.chunk_key_unchecked(chunk)
+    }
+
+    pub(crate) fn chunk_key_unchecked(&self, chunk: &[u64]) -> Result<StoreKey> {
+        let key = format!("{}{}", self.path.prefix(), self.metadata.chunk_key(chunk));
+        Ok(StoreKey::try_new(key)?)
+    }
+
+    /// The codec chain for chunks of `shape`.
+    pub(crate) fn chain(&self, shape: &[u64]) -> Result<CodecChain> {
+        self.codecs.chain(self.path.as_str(), shape)
+    }
+
+    /// The chain for chunks of the grid's first chunk shape.
+    pub fn codec_chain(&self) -> &CodecChain {
+        self.codecs.first()
+    }
+
+    pub(crate) fn check_element<T: Element>(&self) -> Result<()> {
+        if T::is_compatible(&self.metadata.data_type) {
+            Ok(())
+        } else {
+            Err(Error::element_type(
+                self.path.as_str(),
+                &self.metadata.data_type,
+                T::NAME,
+            ))
+        }
+    }
+
+    pub(crate) fn element_size(&self) -> Result<usize> {
+        self.metadata.data_type.fixed_size().ok_or_else(|| {
+            Error::unsupported(
+                self.path.as_str(),
+                format!(
+                    "{} has variable-length elements; use read_array_bytes / write_array_bytes",
+                    self.metadata.data_type.name()
+                ),
+            )
+        })
+    }
+
+    pub(crate) fn chunk_error(&self, key: &StoreKey, source: zarr_codecs::Error) -> Error {
+        Error::Chunk {
+            array: self.path.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            source: Box::new(source),
+        }
+    }
+}
+
+impl<S: ReadableStore + ?Sized> Array<S> {
+    /// Open the array at `path` with default options.
+    ///
+    /// # Errors
+    /// [`Error::NodeNotFound`], [`Error::WrongNodeType`] for a group, metadata errors, and
+    /// [`Error::Codecs`] for codecs that cannot be built (checked now, not at the first read).
+    pub async fn open(store: Arc<S>, path: &str) -> Result<Self> {
+        Self::open_with(store, path, ArrayOptions::default()).await
+    }
+
+    /// Open the array at `path` with `options`.
+    ///
+    /// # Errors
+    /// As [`Array::open`].
+    pub async fn open_with(store: Arc<S>, path: &str, options: ArrayOptions) -> Result<Self> {
+        let path = NodePath::new(path)?;
+        let span = tracing::debug_span!("zarr.open", array = %path);
+        let metadata = require_metadata(&*store, &path).instrument(span).await?;
+        match metadata {
+            NodeMetadata::Array(metadata) => Self::from_metadata(store, path, *metadata, options),
+            NodeMetadata::Group(_) => Err(Error::WrongNodeType {
+                path: path.as_str().to_owned(),
+                expected: "an array",
+                found: "a group",
+            }),
+        }
+    }
+
+    /// Re-read the metadata from the store (after another writer resized the array, say).
+    ///
+    /// # Errors
+    /// As [`Array::open`].
+    pub async fn refresh(&mut self) -> Result<()> {
+        let fresh = Self::open_with(
+            Arc::clone(&self.store),
+            self.path.as_str(),
+            self.options.clone(),
+        )
+        .await?;
+        *self = fresh;
+        Ok(())
+    }
+
+    /// Read `region` as a new `Vec<T>` in C order.
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] if `T` does not match the data type; region errors; store and
+    /// chunk errors.
+    pub async fn read<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<T>> {
+        self.check_element::<T>()?;
+        let region = region.into_region()?;
+        region.check_within(&self.metadata.shape)?;
+        let n =
+            usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
+                what: "the number of elements in the region".into(),
+            })?;
+        let mut out = vec![T::default(); n];
+        self.read_into(&region, &mut out).await?;
+        Ok(out)
+    }
+
+    /// Read `region` into `out`, which must hold exactly its elements (C order).
+    ///
+    /// # Errors
+    /// As [`Array::read`]; [`Error::BufferSize`] if `out` has the wrong length.
+    pub async fn read_into<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        out: &mut [T],
+    ) -> Result<()> {
+        self.check_element::<T>()?;
+        let region = region.into_region()?;
+        let bytes = as_bytes_mut(out);
+        self.read_bytes_into(&region, bytes).await?;
+        if let Some(i) = T::first_invalid(bytes) {
+            return Err(Error::InvalidValue {
+                array: self.path.as_str().to_owned(),
+                reason: format!(
+                    "element {i} of the region is the byte {}, not a valid {}",
+                    bytes[i],
+                    T::NAME
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Read `region` as raw bytes (native byte order, C order) of any fixed-size data type.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for variable-length data; as [`Array::read`].
+    pub async fn read_bytes(&self, region: impl IntoRegion) -> Result<Vec<u8>> {
+        let region = region.into_region()?;
+        region.check_within(&self.metadata.shape)?;
+        let elem = self.element_size()?;
+        let n = region
+            .num_elements()?
+            .checked_mul(elem as u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| zarr_core::Error::Overflow {
+                what: "the size of the region in bytes".into(),
+            })?;
+        let mut out = vec![0u8; n];
+        self.read_bytes_into(&region, &mut out).await?;
+        Ok(out)
+    }
+
+    /// Read `region` into the byte buffer `out` (native byte order, C order).
+    ///
+    /// # Errors
+    /// As [`Array::read_bytes`]; [`Error::BufferSize`] if `out` has the wrong length.
+    pub async fn read_bytes_into(&self, region: impl IntoRegion, out: &mut [u8]) -> Result<()> {
+        let region = region.into_region()?;
+        crate::read::read_fixed(self, &region, out).await
+    }
+
+    /// Read `region` of any data type, fixed-size or variable-length (strings, bytes), as
+    /// [`ArrayBytes`].
+    ///
+    /// # Errors
+    /// As [`Array::read`].
+    pub async fn read_array_bytes(&self, region: impl IntoRegion) -> Result<ArrayBytes> {
+        let region = region.into_region()?;
+        region.check_within(&self.metadata.shape)?;
+        if self.metadata.data_type.fixed_size().is_some() {
+            Ok(ArrayBytes::fixed(self.read_bytes(&region).await?))
+        } else {
+            crate::read::read_variable(self, &region).await
+        }
+    }
+
+    /// The stored (encoded) bytes of one chunk, `None` if it is not stored.
+    ///
+    /// # Errors
+    /// [`Error::Core`] if the chunk lies outside the grid; store errors.
+    pub async fn read_encoded_chunk(&self, chunk: &[u64]) -> Result<Option<Bytes>> {
+        let key = self.chunk_key(chunk)?;
+        Ok(self.store.get(&key).await?)
+    }
+
+    /// Decode one whole chunk (at its full shape, edge chunks included). A chunk that is not
+    /// stored reads as the fill value.
+    ///
+    /// # Errors
+    /// As [`Array::read_encoded_chunk`]; [`Error::Chunk`] if it does not decode.
+    pub async fn read_chunk(&self, chunk: &[u64]) -> Result<ArrayBytes> {
+        let key = self.chunk_key(chunk)?;
+        let shape = self
+            .metadata
+            .chunk_grid
+            .chunk_shape(&self.metadata.shape, chunk)?;
+        let chain = self.chain(&shape)?;
+        match self.store.get(&key).await? {
+            None => ArrayBytes::fill(chain.decoded_representation())
+                .map_err(|e| self.chunk_error(&key, e)),
+            Some(bytes) => chain.decode(bytes).map_err(|e| self.chunk_error(&key, e)),
+        }
+    }
+
+    /// Whether the chunk is stored.
+    ///
+    /// # Errors
+    /// As [`Array::read_encoded_chunk`].
+    pub async fn chunk_exists(&self, chunk: &[u64]) -> Result<bool> {
+        let key = self.chunk_key(chunk)?;
+        Ok(self.store.size(&key).await?.is_some())
+    }
+}
+
+impl<S: WritableStore + ?Sized> Array<S> {
+    /// Write `values` (C order) into `region`. Chunks the region covers whole are encoded and
+    /// written without being read; chunks it covers in part are read, merged and re-encoded.
+    /// Chunks that end up all fill value are erased unless
+    /// [`ArrayOptions::with_write_empty_chunks`] says to store them.
+    ///
+    /// # Errors
+    /// [`Error::ElementType`], [`Error::BufferSize`], region, store and chunk errors. Chunks
+    /// are written independently: after an error, some chunks may hold the new values.
+    pub async fn write<T: Element>(&self, region: impl IntoRegion, values: &[T]) -> Result<()> {
+        self.check_element::<T>()?;
+        self.write_bytes(region, as_bytes(values)).await
+    }
+
+    /// Write raw bytes (native byte order, C order) of any fixed-size data type into
+    /// `region`.
+    ///
+    /// # Errors
+    /// As [`Array::write`].
+    pub async fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
+        let region = region.into_region()?;
+        crate::write::write_fixed(self, &region, values).await
+    }
+
+    /// Write [`ArrayBytes`] of any data type (fixed-size or variable-length) into `region`.
+    ///
+    /// # Errors
+    /// As [`Array::write`].
+    pub async fn write_array_bytes(
+        &self,
+        region: impl IntoRegion,
+        values: ArrayBytes,
+    ) -> Result<()> {
+        let region = region.into_region()?;
+        match values {
+            ArrayBytes::Fixed(bytes) => self.write_bytes(&region, &bytes).await,
+            ArrayBytes::Variable(vlen) => crate::write::write_variable(self, &region, vlen).await,
+        }
+    }
+
+    /// Encode and store one whole chunk (its full shape, edge chunks included), or erase it if
+    /// it is all fill value and empty chunks are not written.
+    ///
+    /// # Errors
+    /// [`Error::Core`] if the chunk lies outside the grid; [`Error::Chunk`] if `values` do not
+    /// match the chunk; store errors.
+    pub async fn write_chunk(&self, chunk: &[u64], values: ArrayBytes) -> Result<()> {
+        let key = self.chunk_key(chunk)?;
+        let shape = self
+            .metadata
+            .chunk_grid
+            .chunk_shape(&self.metadata.shape, chunk)?;
+        let chain = self.chain(&shape)?;
+        match crate::write::encode_chunk(self, &chain, &key, values)? {
+            Some(bytes) => self.store.set(&key, bytes).await?,
+            None => self.store.erase(&key).await?,
+        }
+        Ok(())
+    }
+
+    /// Erase one chunk (it then reads as the fill value).
+    ///
+    /// # Errors
+    /// As [`Array::write_chunk`].
+    pub async fn erase_chunk(&self, chunk: &[u64]) -> Result<()> {
+        let key = self.chunk_key(chunk)?;
+        self.store.erase(&key).await?;
+        Ok(())
+    }
+
+    /// Replace the attributes and write `zarr.json`.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        let mut metadata = self.metadata.clone();
+        metadata.attributes = attributes;
+        self.store_metadata(metadata).await
+    }
+
+    /// Merge `attributes` into the attributes (replacing keys that exist) and write
+    /// `zarr.json`.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        let mut merged = self.metadata.attributes.clone();
+        merged.extend(attributes);
+        self.set_attributes(merged).await
+    }
+
+    async fn store_metadata(&mut self, metadata: ArrayMetadata) -> Result<()> {
+        write_metadata(
+            &*self.store,
+            &self.path,
+            &NodeMetadata::Array(Box::new(metadata.clone())),
+        )
+        .await?;
+        self.metadata = metadata;
+        Ok(())
+    }
+
+    /// Change the shape. Chunks that fall wholly outside the new shape are erased, and the
+    /// elements of edge chunks that fall outside it are reset to the fill value, so growing
+    /// the array again shows the fill value there, not old data. Growing writes only
+    /// `zarr.json`.
+    ///
+    /// # Errors
+    /// [`Error::Core`] if the new shape has the wrong rank or does not suit the chunk grid
+    /// (a rectilinear grid must still cover it); store and chunk errors.
+    pub async fn resize(&mut self, shape: Vec<u64>) -> Result<()> {
+        let mut metadata = self.metadata.clone();
+        metadata.shape = shape.clone();
+        metadata.validate()?;
+        let old = self.metadata.shape.clone();
+        let span =
+            tracing::debug_span!("zarr.resize", array = %self.path, from = ?old, to = ?shape);
+        if old.len() == shape.len() && old.iter().zip(&shape).any(|(o, n)| n < o) {
+            crate::write::clear_outside(self, &shape)
+                .instrument(span)
+                .await?;
+        }
+        self.store_metadata(metadata).await
+    }
+}

@@ -1,0 +1,331 @@
+//! The blocking API, for programs without an async runtime.
+//!
+//! [`Array`] and [`Group`] here wrap the async [`crate::Array`] and [`crate::Group`] and run
+//! each call to completion on a runtime the crate starts once (a multi-threaded tokio
+//! runtime with one worker per core, up to 8). Decoding still runs on rayon's pool, so a
+//! blocking read is as parallel as an async one.
+//!
+//! Calling the blocking API from inside an async runtime would stall that runtime's thread;
+//! it returns [`Error::BlockingInAsync`] instead. Use the async API there.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use zarr_array::{ArrayBuilder, blocking};
+//! use zarr_core::DataType;
+//! use zarr_store::MemoryStore;
+//!
+//! let store = Arc::new(MemoryStore::new());
+//! let builder = ArrayBuilder::new(vec![4, 4], DataType::Int32, vec![2, 2]);
+//! let array = blocking::Array::create(&builder, store.clone(), "/counts")?;
+//! array.write([0..4, 0..4], &(0..16).collect::<Vec<i32>>())?;
+//! assert_eq!(array.read::<i32>([1..2, 1..3])?, [5, 6]);
+//!
+//! let group = blocking::Group::open(store, "/")?;
+//! assert_eq!(group.children()?.len(), 1);
+//! # Ok::<(), zarr_array::Error>(())
+//! ```
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Map, Value};
+use zarr_codecs::ArrayBytes;
+use zarr_core::{ArrayMetadata, GroupMetadata, NodeMetadata, NodePath};
+use zarr_store::{ListableStore, ReadableStore, WritableStore};
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::region::IntoRegion;
+use crate::{ArrayBuilder, ArrayOptions, Node};
+
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let threads = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .clamp(1, 8);
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .thread_name("zarr-blocking")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Task(format!("cannot start the blocking API's runtime: {e}")))
+}
+
+/// Run `future` to completion on the blocking API's runtime.
+///
+/// # Errors
+/// [`Error::BlockingInAsync`] when called from inside an async runtime.
+pub fn block_on<F: Future>(future: F) -> Result<F::Output> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::BlockingInAsync);
+    }
+    Ok(runtime()?.block_on(future))
+}
+
+/// A blocking handle to an array (see [`crate::Array`] for what each method does).
+#[derive(Debug)]
+pub struct Array<S: ?Sized>(crate::Array<S>);
+
+impl<S: ?Sized> Clone for Array<S> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<S: ?Sized> From<crate::Array<S>> for Array<S> {
+    fn from(array: crate::Array<S>) -> Self {
+        Self(array)
+    }
+}
+
+impl<S: ?Sized> Array<S> {
+    /// The async array inside.
+    pub fn as_async(&self) -> &crate::Array<S> {
+        &self.0
+    }
+
+    /// The async array inside, by value.
+    pub fn into_async(self) -> crate::Array<S> {
+        self.0
+    }
+
+    /// The path.
+    pub fn path(&self) -> &NodePath {
+        self.0.path()
+    }
+
+    /// The metadata.
+    pub fn metadata(&self) -> &ArrayMetadata {
+        self.0.metadata()
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[u64] {
+        self.0.shape()
+    }
+
+    /// The attributes.
+    pub fn attributes(&self) -> &Map<String, Value> {
+        self.0.attributes()
+    }
+}
+
+impl<S: ReadableStore + ?Sized> Array<S> {
+    /// [`crate::Array::open`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::open`], and [`Error::BlockingInAsync`].
+    pub fn open(store: Arc<S>, path: &str) -> Result<Self> {
+        block_on(crate::Array::open(store, path))?.map(Self)
+    }
+
+    /// [`crate::Array::open_with`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::open_with`], and [`Error::BlockingInAsync`].
+    pub fn open_with(store: Arc<S>, path: &str, options: ArrayOptions) -> Result<Self> {
+        block_on(crate::Array::open_with(store, path, options))?.map(Self)
+    }
+
+    /// [`crate::Array::read`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read`], and [`Error::BlockingInAsync`].
+    pub fn read<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<T>> {
+        block_on(self.0.read(region))?
+    }
+
+    /// [`crate::Array::read_into`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_into`], and [`Error::BlockingInAsync`].
+    pub fn read_into<T: Element>(&self, region: impl IntoRegion, out: &mut [T]) -> Result<()> {
+        block_on(self.0.read_into(region, out))?
+    }
+
+    /// [`crate::Array::read_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_bytes`], and [`Error::BlockingInAsync`].
+    pub fn read_bytes(&self, region: impl IntoRegion) -> Result<Vec<u8>> {
+        block_on(self.0.read_bytes(region))?
+    }
+
+    /// [`crate::Array::read_array_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn read_array_bytes(&self, region: impl IntoRegion) -> Result<ArrayBytes> {
+        block_on(self.0.read_array_bytes(region))?
+    }
+
+    /// [`crate::Array::read_chunk`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_chunk`], and [`Error::BlockingInAsync`].
+    pub fn read_chunk(&self, chunk: &[u64]) -> Result<ArrayBytes> {
+        block_on(self.0.read_chunk(chunk))?
+    }
+}
+
+impl<S: WritableStore + ?Sized> Array<S> {
+    /// [`ArrayBuilder::create`].
+    ///
+    /// # Errors
+    /// As [`ArrayBuilder::create`], and [`Error::BlockingInAsync`].
+    pub fn create(builder: &ArrayBuilder, store: Arc<S>, path: &str) -> Result<Self> {
+        block_on(builder.create(store, path))?.map(Self)
+    }
+
+    /// [`crate::Array::write`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write`], and [`Error::BlockingInAsync`].
+    pub fn write<T: Element>(&self, region: impl IntoRegion, values: &[T]) -> Result<()> {
+        block_on(self.0.write(region, values))?
+    }
+
+    /// [`crate::Array::write_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
+        block_on(self.0.write_bytes(region, values))?
+    }
+
+    /// [`crate::Array::write_array_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_array_bytes(&self, region: impl IntoRegion, values: ArrayBytes) -> Result<()> {
+        block_on(self.0.write_array_bytes(region, values))?
+    }
+
+    /// [`crate::Array::write_chunk`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_chunk`], and [`Error::BlockingInAsync`].
+    pub fn write_chunk(&self, chunk: &[u64], values: ArrayBytes) -> Result<()> {
+        block_on(self.0.write_chunk(chunk, values))?
+    }
+
+    /// [`crate::Array::erase_chunk`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::erase_chunk`], and [`Error::BlockingInAsync`].
+    pub fn erase_chunk(&self, chunk: &[u64]) -> Result<()> {
+        block_on(self.0.erase_chunk(chunk))?
+    }
+
+    /// [`crate::Array::resize`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::resize`], and [`Error::BlockingInAsync`].
+    pub fn resize(&mut self, shape: Vec<u64>) -> Result<()> {
+        block_on(self.0.resize(shape))?
+    }
+
+    /// [`crate::Array::set_attributes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::set_attributes`], and [`Error::BlockingInAsync`].
+    pub fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        block_on(self.0.set_attributes(attributes))?
+    }
+}
+
+/// A blocking handle to a group (see [`crate::Group`]).
+#[derive(Debug)]
+pub struct Group<S: ?Sized>(crate::Group<S>);
+
+impl<S: ?Sized> Clone for Group<S> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<S: ?Sized> Group<S> {
+    /// The async group inside.
+    pub fn as_async(&self) -> &crate::Group<S> {
+        &self.0
+    }
+
+    /// The path.
+    pub fn path(&self) -> &NodePath {
+        self.0.path()
+    }
+
+    /// The attributes.
+    pub fn attributes(&self) -> &Map<String, Value> {
+        self.0.attributes()
+    }
+}
+
+impl<S: ReadableStore + ?Sized> Group<S> {
+    /// [`crate::Group::open`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::open`], and [`Error::BlockingInAsync`].
+    pub fn open(store: Arc<S>, path: &str) -> Result<Self> {
+        block_on(crate::Group::open(store, path))?.map(Self)
+    }
+
+    /// [`crate::Group::open_array`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::open_array`], and [`Error::BlockingInAsync`].
+    pub fn open_array(&self, name: &str) -> Result<Array<S>> {
+        block_on(self.0.open_array(name))?.map(Array)
+    }
+}
+
+impl<S: WritableStore + ?Sized> Group<S> {
+    /// [`crate::Group::create`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::create`], and [`Error::BlockingInAsync`].
+    pub fn create(store: Arc<S>, path: &str) -> Result<Self> {
+        block_on(crate::Group::create(store, path))?.map(Self)
+    }
+
+    /// [`crate::Group::create_with`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::create_with`], and [`Error::BlockingInAsync`].
+    pub fn create_with(store: Arc<S>, path: &str, metadata: GroupMetadata) -> Result<Self> {
+        block_on(crate::Group::create_with(store, path, metadata))?.map(Self)
+    }
+
+    /// [`crate::Group::set_attributes`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::set_attributes`], and [`Error::BlockingInAsync`].
+    pub fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        block_on(self.0.set_attributes(attributes))?
+    }
+}
+
+impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
+    /// [`crate::Group::children`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::children`], and [`Error::BlockingInAsync`].
+    pub fn children(&self) -> Result<Vec<Node<S>>> {
+        block_on(self.0.children())?
+    }
+
+    /// [`crate::Group::tree`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::tree`], and [`Error::BlockingInAsync`].
+    pub fn tree(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
+        block_on(self.0.tree())?
+    }
+}

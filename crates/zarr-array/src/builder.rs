@@ -1,0 +1,340 @@
+//! [`ArrayBuilder`]: describe a new array and create it in a store.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use zarr_core::{
+    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, DataType, ExtensionObject, FillValue, NodeMetadata,
+    NodePath,
+};
+use zarr_store::WritableStore;
+
+use crate::array::{Array, ArrayOptions};
+use crate::error::{Error, Result};
+use crate::group::{ensure_ancestors, node_prefix, read_metadata, write_metadata};
+
+fn extension(name: &str, configuration: Value) -> ExtensionObject {
+    match configuration {
+        Value::Object(map) => ExtensionObject::with_configuration(name, map),
+        _ => ExtensionObject::new(name),
+    }
+}
+
+/// Describes a new array: shape, data type, chunking, fill value, codecs and the rest, then
+/// writes its `zarr.json` (and any missing ancestor groups) with
+/// [`create`](ArrayBuilder::create).
+///
+/// Defaults: a regular grid of the given chunk shape, the data type's default fill value
+/// (zero, `false`, `""`), the `default` chunk key encoding (`c/0/1`), and the codecs a
+/// reader such as zarr-python expects: `bytes` (little-endian) for fixed-size types,
+/// `vlen-utf8` / `vlen-bytes` for strings and bytes, and no compression unless you add it.
+///
+/// ```
+/// use zarr_array::ArrayBuilder;
+/// use zarr_core::DataType;
+///
+/// let metadata = ArrayBuilder::new(vec![1000, 1000], DataType::UInt16, vec![100, 100])
+///     .fill_value_json(serde_json::json!(7))?
+///     .zstd(1)
+///     .crc32c()
+///     .dimension_names(["y", "x"])
+///     .build_metadata()?;
+/// assert_eq!(metadata.codecs.len(), 3);
+/// assert_eq!(metadata.codecs[1].name, "zstd");
+/// # Ok::<(), zarr_array::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ArrayBuilder {
+    shape: Vec<u64>,
+    data_type: DataType,
+    chunk_grid: Result<ChunkGrid, String>,
+    fill_value: Option<FillValue>,
+    chunk_key_encoding: ChunkKeyEncoding,
+    array_to_array: Vec<ExtensionObject>,
+    array_to_bytes: Option<ExtensionObject>,
+    bytes_to_bytes: Vec<ExtensionObject>,
+    codecs: Option<Vec<ExtensionObject>>,
+    shard_inner: Option<Vec<u64>>,
+    attributes: Map<String, Value>,
+    dimension_names: Option<Vec<Option<String>>>,
+    overwrite: bool,
+    options: ArrayOptions,
+}
+
+impl ArrayBuilder {
+    /// An array of `shape` and `data_type` in a regular grid of `chunk_shape` chunks.
+    pub fn new(shape: Vec<u64>, data_type: DataType, chunk_shape: Vec<u64>) -> Self {
+        Self {
+            shape,
+            data_type,
+            chunk_grid: ChunkGrid::regular(chunk_shape).map_err(|e| e.to_string()),
+            fill_value: None,
+            chunk_key_encoding: ChunkKeyEncoding::default(),
+            array_to_array: Vec::new(),
+            array_to_bytes: None,
+            bytes_to_bytes: Vec::new(),
+            codecs: None,
+            shard_inner: None,
+            attributes: Map::new(),
+            dimension_names: None,
+            overwrite: false,
+            options: ArrayOptions::default(),
+        }
+    }
+
+    /// Use another chunk grid (for example a rectilinear one).
+    #[must_use]
+    pub fn chunk_grid(mut self, grid: ChunkGrid) -> Self {
+        self.chunk_grid = Ok(grid);
+        self
+    }
+
+    /// The fill value (native-endian bytes of one element).
+    #[must_use]
+    pub fn fill_value(mut self, fill_value: FillValue) -> Self {
+        self.fill_value = Some(fill_value);
+        self
+    }
+
+    /// The fill value in its JSON form (`0`, `"NaN"`, `"0x7fc00000"`, `"text"`, ...).
+    ///
+    /// # Errors
+    /// [`Error::Core`] if the value does not suit the data type.
+    pub fn fill_value_json(mut self, value: Value) -> Result<Self> {
+        self.fill_value = Some(FillValue::from_json(&value, &self.data_type)?);
+        Ok(self)
+    }
+
+    /// The chunk key encoding.
+    #[must_use]
+    pub fn chunk_key_encoding(mut self, encoding: ChunkKeyEncoding) -> Self {
+        self.chunk_key_encoding = encoding;
+        self
+    }
+
+    /// Replace the whole codec list (metadata form). Overrides the codec conveniences below.
+    #[must_use]
+    pub fn codecs(mut self, codecs: Vec<ExtensionObject>) -> Self {
+        self.codecs = Some(codecs);
+        self
+    }
+
+    /// Add a `transpose` codec with `order` before the array->bytes codec.
+    #[must_use]
+    pub fn transpose(mut self, order: Vec<usize>) -> Self {
+        self.array_to_array
+            .push(extension("transpose", json!({ "order": order })));
+        self
+    }
+
+    /// Use the `bytes` codec with big-endian byte order (the default is little-endian).
+    #[must_use]
+    pub fn big_endian(mut self) -> Self {
+        self.array_to_bytes = Some(extension("bytes", json!({"endian": "big"})));
+        self
+    }
+
+    /// Use `codec` as the array->bytes codec (for example the ZEP0007 string layout).
+    #[must_use]
+    pub fn array_to_bytes(mut self, codec: ExtensionObject) -> Self {
+        self.array_to_bytes = Some(codec);
+        self
+    }
+
+    /// Compress with zstd at `level` (negative levels are faster), no checksum.
+    #[must_use]
+    pub fn zstd(mut self, level: i32) -> Self {
+        self.bytes_to_bytes.push(extension(
+            "zstd",
+            json!({"level": level, "checksum": false}),
+        ));
+        self
+    }
+
+    /// Compress with gzip at `level` (0-9).
+    #[must_use]
+    pub fn gzip(mut self, level: u32) -> Self {
+        self.bytes_to_bytes
+            .push(extension("gzip", json!({ "level": level })));
+        self
+    }
+
+    /// Compress with blosc: `cname` (`lz4`, `lz4hc`, `blosclz`, `zstd`, `zlib`, `snappy`),
+    /// `clevel` 0-9, and byte shuffling for the data type's element size.
+    #[must_use]
+    pub fn blosc(mut self, cname: &str, clevel: u32) -> Self {
+        let typesize = self.data_type.fixed_size().unwrap_or(1);
+        let shuffle = if typesize > 1 { "shuffle" } else { "noshuffle" };
+        self.bytes_to_bytes.push(extension(
+            "blosc",
+            json!({"cname": cname, "clevel": clevel, "shuffle": shuffle,
+                   "typesize": typesize, "blocksize": 0}),
+        ));
+        self
+    }
+
+    /// Add a crc32c checksum of each chunk (of each inner chunk when sharded).
+    #[must_use]
+    pub fn crc32c(mut self) -> Self {
+        self.bytes_to_bytes.push(ExtensionObject::new("crc32c"));
+        self
+    }
+
+    /// Store chunks as shards: the grid's chunk shape becomes the shard shape, split into
+    /// inner chunks of `inner_chunk_shape` (which must divide it), each encoded with the
+    /// codecs given to this builder; the shard index (at the end) is little-endian with a
+    /// crc32c checksum.
+    #[must_use]
+    pub fn sharding(mut self, inner_chunk_shape: Vec<u64>) -> Self {
+        self.shard_inner = Some(inner_chunk_shape);
+        self
+    }
+
+    /// Set one attribute.
+    #[must_use]
+    pub fn attribute(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.attributes.insert(key.into(), value.into());
+        self
+    }
+
+    /// Replace the attributes.
+    #[must_use]
+    pub fn attributes(mut self, attributes: Map<String, Value>) -> Self {
+        self.attributes = attributes;
+        self
+    }
+
+    /// Name the dimensions.
+    #[must_use]
+    pub fn dimension_names<I, N>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
+    {
+        self.dimension_names = Some(names.into_iter().map(|n| Some(n.into())).collect());
+        self
+    }
+
+    /// Replace an existing node at the path (its chunks are erased first) instead of
+    /// failing.
+    #[must_use]
+    pub fn overwrite(mut self, overwrite: bool) -> Self {
+        self.overwrite = overwrite;
+        self
+    }
+
+    /// The options the created array uses.
+    #[must_use]
+    pub fn options(mut self, options: ArrayOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The codec list the builder describes.
+    fn codec_list(&self) -> Vec<ExtensionObject> {
+        if let Some(codecs) = &self.codecs {
+            return codecs.clone();
+        }
+        let array_to_bytes = self
+            .array_to_bytes
+            .clone()
+            .unwrap_or_else(|| match self.data_type {
+                DataType::String => extension("vlen-utf8", json!({})),
+                DataType::Bytes => extension("vlen-bytes", json!({})),
+                _ => extension("bytes", json!({"endian": "little"})),
+            });
+        let mut inner: Vec<ExtensionObject> = self.array_to_array.clone();
+        inner.push(array_to_bytes);
+        inner.extend(self.bytes_to_bytes.iter().cloned());
+        match &self.shard_inner {
+            None => inner,
+            Some(chunk_shape) => {
+                let to_json = |list: &[ExtensionObject]| -> Vec<Value> {
+                    list.iter().map(ExtensionObject::to_json).collect()
+                };
+                let index = [
+                    extension("bytes", json!({"endian": "little"})),
+                    ExtensionObject::new("crc32c"),
+                ];
+                vec![extension(
+                    "sharding_indexed",
+                    json!({
+                        "chunk_shape": chunk_shape,
+                        "codecs": to_json(&inner),
+                        "index_codecs": to_json(&index),
+                        "index_location": "end",
+                    }),
+                )]
+            }
+        }
+    }
+
+    /// The metadata the builder describes, validated.
+    ///
+    /// # Errors
+    /// [`Error::Core`] for a grid that does not suit the shape, a fill value of the wrong
+    /// size, dimension names of the wrong count, ...
+    pub fn build_metadata(&self) -> Result<ArrayMetadata> {
+        let grid = self
+            .chunk_grid
+            .clone()
+            .map_err(|reason| zarr_core::Error::InvalidField {
+                field: "chunk_grid".into(),
+                reason,
+            })?;
+        let fill_value = self
+            .fill_value
+            .clone()
+            .unwrap_or_else(|| FillValue::default_for(&self.data_type));
+        let mut metadata = ArrayMetadata::new(
+            self.shape.clone(),
+            self.data_type,
+            grid,
+            fill_value,
+            self.codec_list(),
+        )?
+        .with_chunk_key_encoding(self.chunk_key_encoding)
+        .with_attributes(self.attributes.clone());
+        if let Some(names) = &self.dimension_names {
+            metadata = metadata.with_dimension_names(names.clone())?;
+        }
+        Ok(metadata)
+    }
+
+    /// Create the array at `path`: check the codecs, create missing ancestor groups, and
+    /// write `zarr.json`.
+    ///
+    /// # Errors
+    /// As [`build_metadata`](Self::build_metadata); [`Error::Codecs`] for codecs that cannot
+    /// be built; [`Error::NodeExists`] if a node is at `path` and
+    /// [`overwrite`](Self::overwrite) is off, or an ancestor is an array; store errors.
+    pub async fn create<S: WritableStore + ?Sized>(
+        &self,
+        store: Arc<S>,
+        path: &str,
+    ) -> Result<Array<S>> {
+        let path = NodePath::new(path)?;
+        let metadata = self.build_metadata()?;
+        // Build the codecs before writing anything.
+        let array = Array::from_metadata(store, path.clone(), metadata, self.options.clone())?;
+        let store = &*array.store;
+        if read_metadata(store, &path).await?.is_some() {
+            if !self.overwrite {
+                return Err(Error::NodeExists {
+                    path: path.as_str().to_owned(),
+                    reason: "a node is already there (use `overwrite(true)` to replace it)".into(),
+                });
+            }
+            store.erase_prefix(&node_prefix(&path)?).await?;
+        }
+        ensure_ancestors(store, &path).await?;
+        write_metadata(
+            store,
+            &path,
+            &NodeMetadata::Array(Box::new(array.metadata.clone())),
+        )
+        .await?;
+        tracing::debug!(array = %path, shape = ?array.metadata.shape, "created array");
+        Ok(array)
+    }
+}

@@ -1,0 +1,90 @@
+//! The codec registry arrays use, and the per-array cache of codec chains.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use zarr_codecs::{CodecChain, CodecRegistry};
+use zarr_core::ArrayMetadata;
+
+use crate::error::{Error, Result};
+
+/// A registry with every codec this workspace implements: the core codecs of
+/// [`zarr_codecs`], `sharding_indexed` from [`zarr_sharding`], and the variable-length codecs
+/// of [`zarr_vlen`].
+///
+/// Add codecs of your own with [`CodecRegistry::register`] and open arrays with
+/// [`ArrayOptions::with_registry`](crate::ArrayOptions::with_registry).
+pub fn default_registry() -> CodecRegistry {
+    CodecRegistry::with_defaults()
+}
+
+/// The shared default registry (built once).
+pub(crate) fn shared_default_registry() -> Arc<CodecRegistry> {
+    static REGISTRY: OnceLock<Arc<CodecRegistry>> = OnceLock::new();
+    Arc::clone(REGISTRY.get_or_init(|| Arc::new(default_registry())))
+}
+
+/// An array's codecs: built and validated at open time for the grid's first chunk shape, and
+/// rebuilt (once per distinct shape) for the other shapes of a rectilinear grid.
+#[derive(Debug)]
+pub(crate) struct ArrayCodecs {
+    first: CodecChain,
+    others: Mutex<HashMap<Vec<u64>, CodecChain>>,
+}
+
+impl ArrayCodecs {
+    /// Build and validate the chain (an unknown codec or a codec that cannot take the data
+    /// type fails here, at open time, not at the first read).
+    pub(crate) fn new(
+        path: &str,
+        metadata: &ArrayMetadata,
+        registry: &CodecRegistry,
+    ) -> Result<Self> {
+        let origin = vec![0; metadata.rank()];
+        let shape = if metadata.shape.contains(&0) {
+            // No chunk exists; build for the grid's nominal shape where there is one.
+            match &metadata.chunk_grid {
+                zarr_core::ChunkGrid::Regular(grid) => grid.chunk_shape().to_vec(),
+                _ => vec![1; metadata.rank()],
+            }
+        } else {
+            metadata.chunk_grid.chunk_shape(&metadata.shape, &origin)?
+        };
+        let first =
+            CodecChain::from_array_metadata(metadata, shape, registry).map_err(|source| {
+                Error::Codecs {
+                    array: path.to_owned(),
+                    source: Box::new(source),
+                }
+            })?;
+        Ok(Self {
+            first,
+            others: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The chain for chunks of `shape`.
+    pub(crate) fn chain(&self, path: &str, shape: &[u64]) -> Result<CodecChain> {
+        if self.first.decoded_representation().shape() == shape {
+            return Ok(self.first.clone());
+        }
+        let mut others = self.others.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(chain) = others.get(shape) {
+            return Ok(chain.clone());
+        }
+        let chain = self
+            .first
+            .with_chunk_shape(shape.to_vec())
+            .map_err(|source| Error::Codecs {
+                array: path.to_owned(),
+                source: Box::new(source),
+            })?;
+        others.insert(shape.to_vec(), chain.clone());
+        Ok(chain)
+    }
+
+    /// The chain for the first chunk (its metadata is the array's).
+    pub(crate) fn first(&self) -> &CodecChain {
+        &self.first
+    }
+}

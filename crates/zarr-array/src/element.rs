@@ -1,0 +1,128 @@
+//! [`Element`]: the Rust types an array's values can be read as and written from.
+
+use half::{bf16, f16};
+use num_complex::Complex;
+use zarr_core::DataType;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that holds one element of an array of a fixed-size data type.
+///
+/// Reads and writes check the type against the array's data type and return
+/// [`Error::ElementType`](crate::Error::ElementType) on a mismatch: an `Array` of `float32`
+/// cannot be read as `u32`. Values are in native byte order.
+///
+/// | Rust type | data types |
+/// |---|---|
+/// | `bool` | `bool` |
+/// | `i8`, `i16`, `i32`, `i64` | `int8` ... `int64`; `i8` also `int2`, `int4`; `i64` also `numpy.datetime64`, `numpy.timedelta64` |
+/// | `u8`, `u16`, `u32`, `u64` | `uint8` ... `uint64`; `u8` also `uint2`, `uint4`, the 8-bit float formats, `r8` |
+/// | `half::f16`, `half::bf16`, `f32`, `f64` | `float16`, `bfloat16`, `float32`, `float64` |
+/// | `num_complex::Complex<f32>`, `Complex<f64>` | `complex64`, `complex128` |
+///
+/// Any fixed-size array can also be read and written as raw bytes (`read_bytes`).
+///
+/// The trait is sealed: every implementor is plain old data (any byte pattern is a value),
+/// except `bool`, whose reads check every byte.
+pub trait Element:
+    Copy + Send + Sync + Default + std::fmt::Debug + 'static + sealed::Sealed
+{
+    /// The type's name, for errors.
+    const NAME: &'static str;
+
+    /// Whether arrays of `data_type` can be read as this type.
+    fn is_compatible(data_type: &DataType) -> bool;
+
+    /// Check decoded bytes before they are seen as values of this type (only `bool` has
+    /// invalid byte patterns). Returns the index of the first invalid element.
+    #[doc(hidden)]
+    fn first_invalid(bytes: &[u8]) -> Option<usize> {
+        let _ = bytes;
+        None
+    }
+}
+
+macro_rules! element {
+    ($t:ty, $name:literal, $($pat:pat_param)|+) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const NAME: &'static str = $name;
+            fn is_compatible(data_type: &DataType) -> bool {
+                matches!(data_type, $($pat)|+)
+            }
+        }
+    };
+}
+
+element!(i8, "i8", DataType::Int8 | DataType::Int2 | DataType::Int4);
+element!(i16, "i16", DataType::Int16);
+element!(i32, "i32", DataType::Int32);
+element!(
+    i64,
+    "i64",
+    DataType::Int64 | DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. }
+);
+element!(
+    u8,
+    "u8",
+    DataType::UInt8
+        | DataType::UInt2
+        | DataType::UInt4
+        | DataType::MiniFloat(_)
+        | DataType::RawBits(1)
+);
+element!(u16, "u16", DataType::UInt16);
+element!(u32, "u32", DataType::UInt32);
+element!(u64, "u64", DataType::UInt64);
+element!(f16, "half::f16", DataType::Float16);
+element!(bf16, "half::bf16", DataType::BFloat16);
+element!(f32, "f32", DataType::Float32);
+element!(f64, "f64", DataType::Float64);
+element!(Complex<f32>, "Complex<f32>", DataType::Complex64);
+element!(Complex<f64>, "Complex<f64>", DataType::Complex128);
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const NAME: &'static str = "bool";
+    fn is_compatible(data_type: &DataType) -> bool {
+        matches!(data_type, DataType::Bool)
+    }
+    fn first_invalid(bytes: &[u8]) -> Option<usize> {
+        bytes.iter().position(|&b| b > 1)
+    }
+}
+
+/// The bytes of a slice of elements.
+pub(crate) fn as_bytes<T: Element>(values: &[T]) -> &[u8] {
+    // SAFETY: every `Element` is plain old data without padding (integers, floats, `bool`,
+    // and `Complex<f32/f64>`, which is `repr(C)` of two floats), so its memory is initialised
+    // bytes; the length is the slice's size in bytes.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), size_of_val(values)) }
+}
+
+/// The bytes of a mutable slice of elements, for decoding into. Callers must check
+/// [`Element::first_invalid`] before reading the elements as `T` when it can fail (`bool`).
+pub(crate) fn as_bytes_mut<T: Element>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as `as_bytes`; every byte pattern written is a valid `T` except for `bool`,
+    // whose bytes the callers check (as `u8`) before the values are read as `bool`.
+    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), size_of_val(values)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compatibility_is_strict() {
+        assert!(f32::is_compatible(&DataType::Float32));
+        assert!(!u32::is_compatible(&DataType::Float32));
+        assert!(!f64::is_compatible(&DataType::Float32));
+        assert!(bool::is_compatible(&DataType::Bool));
+        assert!(!u8::is_compatible(&DataType::Bool));
+        assert!(!u8::is_compatible(&DataType::String));
+        assert_eq!(bool::first_invalid(&[0, 1, 2]), Some(2));
+        assert_eq!(as_bytes(&[1u16, 2]).len(), 4);
+    }
+}

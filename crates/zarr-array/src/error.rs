@@ -1,0 +1,138 @@
+//! The crate's error type.
+
+use zarr_core::DataType;
+
+/// What can go wrong opening, reading or writing arrays and groups.
+///
+/// Errors that concern one chunk name the array and the chunk's store key, so a corrupt chunk
+/// can be found (and the rest of the array stays readable: the error stops one operation,
+/// it does not poison the array).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Metadata or arguments broke a rule of the format.
+    #[error(transparent)]
+    Core(#[from] zarr_core::Error),
+
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] zarr_store::Error),
+
+    /// A codec could not be built from the array's metadata.
+    #[error("array {array}: {source}")]
+    Codecs {
+        /// The array's path.
+        array: String,
+        /// What the codec layer said.
+        #[source]
+        source: Box<zarr_codecs::Error>,
+    },
+
+    /// A chunk could not be decoded or encoded.
+    #[error("array {array}, chunk {key}: {source}")]
+    Chunk {
+        /// The array's path.
+        array: String,
+        /// The chunk's store key.
+        key: String,
+        /// What the codec said.
+        #[source]
+        source: Box<zarr_codecs::Error>,
+    },
+
+    /// No node (no `zarr.json`) at the path.
+    #[error("no Zarr node at {path:?} (no {key:?} in the store)")]
+    NodeNotFound {
+        /// The node's path.
+        path: String,
+        /// The metadata key that is missing.
+        key: String,
+    },
+
+    /// The node at the path is a group where an array was expected, or the reverse.
+    #[error("the node at {path:?} is {found}, not {expected}")]
+    WrongNodeType {
+        /// The node's path.
+        path: String,
+        /// `"an array"` or `"a group"`.
+        expected: &'static str,
+        /// What is there.
+        found: &'static str,
+    },
+
+    /// Creating a node where an array already is, or under an array.
+    #[error("cannot create {path:?}: {reason}")]
+    NodeExists {
+        /// The path asked for.
+        path: String,
+        /// Why not.
+        reason: String,
+    },
+
+    /// The element type of a buffer does not match the array's data type.
+    #[error("array {array} holds {data_type}; it cannot be read as or written from {element}")]
+    ElementType {
+        /// The array's path.
+        array: String,
+        /// The array's data type.
+        data_type: String,
+        /// The Rust element type asked for.
+        element: &'static str,
+    },
+
+    /// A caller's buffer does not hold the region.
+    #[error("the buffer holds {found} elements, the region {expected}")]
+    BufferSize {
+        /// Elements the region has.
+        expected: u64,
+        /// Elements the buffer has.
+        found: u64,
+    },
+
+    /// Decoded values are not valid for the element type (a `bool` that is neither 0 nor 1).
+    #[error("array {array}: {reason}")]
+    InvalidValue {
+        /// The array's path.
+        array: String,
+        /// What was wrong.
+        reason: String,
+    },
+
+    /// An operation the array cannot do (a typed read of a variable-length array, ...).
+    #[error("array {array}: {reason}")]
+    Unsupported {
+        /// The array's path.
+        array: String,
+        /// What is not supported.
+        reason: String,
+    },
+
+    /// The blocking API was called from inside an async runtime, where blocking would stall
+    /// it.
+    #[error("the blocking API was called from inside an async runtime; use the async API there")]
+    BlockingInAsync,
+
+    /// A worker task failed (panicked or was cancelled).
+    #[error("a worker task failed: {0}")]
+    Task(String),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn element_type(array: &str, data_type: &DataType, element: &'static str) -> Self {
+        Self::ElementType {
+            array: array.to_owned(),
+            data_type: data_type.name(),
+            element,
+        }
+    }
+
+    pub(crate) fn unsupported(array: &str, reason: impl Into<String>) -> Self {
+        Self::Unsupported {
+            array: array.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}

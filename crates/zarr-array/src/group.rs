@@ -1,0 +1,426 @@
+//! Groups, nodes and the hierarchy.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use zarr_core::{GroupMetadata, NodeMetadata, NodePath};
+use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableStore};
+
+use crate::array::{Array, ArrayOptions};
+use crate::error::{Error, Result};
+
+/// The store key of a node's `zarr.json`.
+pub(crate) fn metadata_key(path: &NodePath) -> Result<StoreKey> {
+    Ok(StoreKey::try_new(path.metadata_key())?)
+}
+
+/// The store prefix under which a node's keys live (`""` for the root).
+pub(crate) fn node_prefix(path: &NodePath) -> Result<StorePrefix> {
+    Ok(StorePrefix::try_new(path.prefix())?)
+}
+
+/// Read a node's metadata, `None` if there is no `zarr.json`.
+pub(crate) async fn read_metadata<S: ReadableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+) -> Result<Option<NodeMetadata>> {
+    let key = metadata_key(path)?;
+    match store.get(&key).await? {
+        None => Ok(None),
+        Some(bytes) => Ok(Some(NodeMetadata::from_slice(&bytes)?)),
+    }
+}
+
+/// Read a node's metadata; a missing node is [`Error::NodeNotFound`].
+pub(crate) async fn require_metadata<S: ReadableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+) -> Result<NodeMetadata> {
+    read_metadata(store, path)
+        .await?
+        .ok_or_else(|| Error::NodeNotFound {
+            path: path.as_str().to_owned(),
+            key: path.metadata_key(),
+        })
+}
+
+/// Write a node's metadata.
+pub(crate) async fn write_metadata<S: WritableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+    metadata: &NodeMetadata,
+) -> Result<()> {
+    let mut text = metadata.to_json_pretty()?;
+    text.push('\n');
+    store
+        .set(&metadata_key(path)?, Bytes::from(text.into_bytes()))
+        .await?;
+    Ok(())
+}
+
+/// Make sure every ancestor of `path` is a group, writing `zarr.json` for the missing ones.
+pub(crate) async fn ensure_ancestors<S: WritableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+) -> Result<()> {
+    for ancestor in path.ancestors() {
+        match read_metadata(store, &ancestor).await? {
+            Some(NodeMetadata::Group(_)) => {}
+            Some(NodeMetadata::Array(_)) => {
+                return Err(Error::NodeExists {
+                    path: path.as_str().to_owned(),
+                    reason: format!("{} is an array, and arrays have no children", ancestor),
+                });
+            }
+            None => {
+                let group = NodeMetadata::Group(Box::new(GroupMetadata::new()));
+                write_metadata(store, &ancestor, &group).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn kind(metadata: &NodeMetadata) -> &'static str {
+    match metadata {
+        NodeMetadata::Array(_) => "an array",
+        NodeMetadata::Group(_) => "a group",
+    }
+}
+
+/// A group: a node with attributes and children.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use zarr_array::Group;
+/// use zarr_store::MemoryStore;
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let root = Group::create(store.clone(), "/").await?;
+/// let mut images = root.create_group("images").await?;
+/// let mut attributes = serde_json::Map::new();
+/// attributes.insert("instrument".into(), "camera 2".into());
+/// images.set_attributes(attributes).await?;
+///
+/// let children = root.children().await?;
+/// assert_eq!(children.len(), 1);
+/// assert_eq!(children[0].path().as_str(), "/images");
+/// # Ok::<(), zarr_array::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Group<S: ?Sized> {
+    store: Arc<S>,
+    path: NodePath,
+    metadata: GroupMetadata,
+}
+
+impl<S: ?Sized> Clone for Group<S> {
+    fn clone(&self) -> Self {
+        Self {
+            store: Arc::clone(&self.store),
+            path: self.path.clone(),
+            metadata: self.metadata.clone(),
+        }
+    }
+}
+
+impl<S: ?Sized> Group<S> {
+    /// The group's path (`/` for the root).
+    pub fn path(&self) -> &NodePath {
+        &self.path
+    }
+
+    /// The group's metadata.
+    pub fn metadata(&self) -> &GroupMetadata {
+        &self.metadata
+    }
+
+    /// The group's attributes.
+    pub fn attributes(&self) -> &Map<String, Value> {
+        &self.metadata.attributes
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<S> {
+        &self.store
+    }
+}
+
+impl<S: ReadableStore + ?Sized> Group<S> {
+    /// Open the group at `path`.
+    ///
+    /// # Errors
+    /// [`Error::NodeNotFound`], [`Error::WrongNodeType`] if an array is there, metadata and
+    /// store errors.
+    pub async fn open(store: Arc<S>, path: &str) -> Result<Self> {
+        let path = NodePath::new(path)?;
+        match require_metadata(&*store, &path).await? {
+            NodeMetadata::Group(metadata) => Ok(Self {
+                store,
+                path,
+                metadata: *metadata,
+            }),
+            other => Err(Error::WrongNodeType {
+                path: path.as_str().to_owned(),
+                expected: "a group",
+                found: kind(&other),
+            }),
+        }
+    }
+
+    /// Re-read the group's metadata from the store.
+    ///
+    /// # Errors
+    /// As [`Group::open`].
+    pub async fn refresh(&mut self) -> Result<()> {
+        *self = Self::open(Arc::clone(&self.store), self.path.as_str()).await?;
+        Ok(())
+    }
+
+    /// Open the child array `name` (a relative path such as `raw` or `a/b`).
+    ///
+    /// # Errors
+    /// As [`Array::open`].
+    pub async fn open_array(&self, name: &str) -> Result<Array<S>> {
+        Array::open(Arc::clone(&self.store), self.child_path(name)?.as_str()).await
+    }
+
+    /// Open the child group `name`.
+    ///
+    /// # Errors
+    /// As [`Group::open`].
+    pub async fn open_group(&self, name: &str) -> Result<Group<S>> {
+        Group::open(Arc::clone(&self.store), self.child_path(name)?.as_str()).await
+    }
+
+    fn child_path(&self, name: &str) -> Result<NodePath> {
+        let mut path = self.path.clone();
+        for part in name.split('/').filter(|p| !p.is_empty()) {
+            path = path.child(part)?;
+        }
+        Ok(path)
+    }
+}
+
+impl<S: WritableStore + ?Sized> Group<S> {
+    /// Create a group at `path` (and any missing ancestor groups), with no attributes. An
+    /// existing group there is opened as it is.
+    ///
+    /// # Errors
+    /// [`Error::NodeExists`] if an array is at `path` or at an ancestor; store errors.
+    pub async fn create(store: Arc<S>, path: &str) -> Result<Self> {
+        let node_path = NodePath::new(path)?;
+        match read_metadata(&*store, &node_path).await? {
+            Some(NodeMetadata::Group(metadata)) => {
+                return Ok(Self {
+                    store,
+                    path: node_path,
+                    metadata: *metadata,
+                });
+            }
+            Some(NodeMetadata::Array(_)) => {
+                return Err(Error::NodeExists {
+                    path: node_path.as_str().to_owned(),
+                    reason: "an array is there".into(),
+                });
+            }
+            None => {}
+        }
+        Self::create_with(store, path, GroupMetadata::new()).await
+    }
+
+    /// Create (or replace) the group at `path` with the given metadata, and any missing
+    /// ancestor groups.
+    ///
+    /// # Errors
+    /// [`Error::NodeExists`] if an ancestor is an array; store errors.
+    pub async fn create_with(store: Arc<S>, path: &str, metadata: GroupMetadata) -> Result<Self> {
+        let path = NodePath::new(path)?;
+        ensure_ancestors(&*store, &path).await?;
+        write_metadata(
+            &*store,
+            &path,
+            &NodeMetadata::Group(Box::new(metadata.clone())),
+        )
+        .await?;
+        tracing::debug!(group = %path, "created group");
+        Ok(Self {
+            store,
+            path,
+            metadata,
+        })
+    }
+
+    /// Create the child group `name` (a relative path).
+    ///
+    /// # Errors
+    /// As [`Group::create`].
+    pub async fn create_group(&self, name: &str) -> Result<Group<S>> {
+        Group::create(Arc::clone(&self.store), self.child_path(name)?.as_str()).await
+    }
+
+    /// Replace the group's attributes and write its `zarr.json`.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        let mut metadata = self.metadata.clone();
+        metadata.attributes = attributes;
+        write_metadata(
+            &*self.store,
+            &self.path,
+            &NodeMetadata::Group(Box::new(metadata.clone())),
+        )
+        .await?;
+        self.metadata = metadata;
+        Ok(())
+    }
+
+    /// Merge `attributes` into the group's attributes (replacing keys that exist) and write
+    /// its `zarr.json`.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        let mut merged = self.metadata.attributes.clone();
+        merged.extend(attributes);
+        self.set_attributes(merged).await
+    }
+}
+
+impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
+    /// The group's direct children, in name order: one `list_dir` of the group's prefix, then
+    /// one `zarr.json` read per child. Directories without `zarr.json` are not nodes and are
+    /// skipped.
+    ///
+    /// # Errors
+    /// Store and metadata errors.
+    pub async fn children(&self) -> Result<Vec<Node<S>>> {
+        let prefix = node_prefix(&self.path)?;
+        let listing = self.store.list_dir(&prefix).await?;
+        let mut out = Vec::new();
+        for child in listing.prefixes {
+            let name = child
+                .as_str()
+                .strip_prefix(prefix.as_str())
+                .unwrap_or(child.as_str())
+                .trim_end_matches('/');
+            let Ok(path) = self.path.child(name) else {
+                // Not a valid node name (e.g. an array's `c/` chunk directory).
+                continue;
+            };
+            if let Some(metadata) = read_metadata(&*self.store, &path).await? {
+                out.push(Node::from_metadata(
+                    Arc::clone(&self.store),
+                    path,
+                    metadata,
+                )?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every node below the group, depth first in name order, with its metadata. Uses the
+    /// group's consolidated metadata when it has some (no listing at all), otherwise one
+    /// listing per group.
+    ///
+    /// # Errors
+    /// Store and metadata errors.
+    pub async fn tree(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
+        if let Some(consolidated) = &self.metadata.consolidated_metadata {
+            let mut nodes = Vec::new();
+            for (relative, metadata) in consolidated.nodes()? {
+                let mut path = self.path.clone();
+                for name in relative.names() {
+                    path = path.child(name)?;
+                }
+                nodes.push((path, metadata));
+            }
+            nodes.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+            return Ok(nodes);
+        }
+        let mut out = Vec::new();
+        let mut stack = vec![self.clone()];
+        while let Some(group) = stack.pop() {
+            let mut groups = Vec::new();
+            for child in group.children().await? {
+                match child {
+                    Node::Array(array) => {
+                        out.push((
+                            array.path().clone(),
+                            NodeMetadata::Array(Box::new(array.metadata().clone())),
+                        ));
+                    }
+                    Node::Group(g) => {
+                        out.push((
+                            g.path.clone(),
+                            NodeMetadata::Group(Box::new(g.metadata.clone())),
+                        ));
+                        groups.push(g);
+                    }
+                }
+            }
+            stack.extend(groups.into_iter().rev());
+        }
+        out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        Ok(out)
+    }
+}
+
+/// A node of the hierarchy: an array or a group.
+#[derive(Debug)]
+pub enum Node<S: ?Sized> {
+    /// An array.
+    Array(Array<S>),
+    /// A group.
+    Group(Group<S>),
+}
+
+impl<S: ?Sized> Node<S> {
+    /// The node's path.
+    pub fn path(&self) -> &NodePath {
+        match self {
+            Self::Array(a) => a.path(),
+            Self::Group(g) => g.path(),
+        }
+    }
+
+    /// The node's attributes.
+    pub fn attributes(&self) -> &Map<String, Value> {
+        match self {
+            Self::Array(a) => a.attributes(),
+            Self::Group(g) => g.attributes(),
+        }
+    }
+
+    fn from_metadata(store: Arc<S>, path: NodePath, metadata: NodeMetadata) -> Result<Self> {
+        Ok(match metadata {
+            NodeMetadata::Group(metadata) => Self::Group(Group {
+                store,
+                path,
+                metadata: *metadata,
+            }),
+            NodeMetadata::Array(metadata) => Self::Array(Array::from_metadata(
+                store,
+                path,
+                *metadata,
+                ArrayOptions::default(),
+            )?),
+        })
+    }
+}
+
+impl<S: ReadableStore + ?Sized> Node<S> {
+    /// Open the node at `path`, whatever it is.
+    ///
+    /// # Errors
+    /// [`Error::NodeNotFound`]; metadata and store errors.
+    pub async fn open(store: Arc<S>, path: &str) -> Result<Self> {
+        let path = NodePath::new(path)?;
+        let metadata = require_metadata(&*store, &path).await?;
+        Self::from_metadata(store, path, metadata)
+    }
+}
