@@ -475,6 +475,17 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// As [`Array::write`].
     pub async fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
         let region = region.into_region()?;
+        if self.metadata.data_type == DataType::Bool
+            && let Some(i) = bool::first_invalid(values)
+        {
+            return Err(Error::InvalidValue {
+                array: self.path.as_str().to_owned(),
+                reason: format!(
+                    "byte {i} of the values is {}, not a bool (0 or 1)",
+                    values[i]
+                ),
+            });
+        }
         crate::write::write_fixed(self, &region, values).await
     }
 

@@ -52,3 +52,10 @@ impl<const N: usize> IntoRegion for [Range<u64>; N] {
         Ok(Region::try_new(self.to_vec())?)
     }
 }
+
+/// A range alone is a region of a one-dimensional array: `array.read(0..10)`.
+impl IntoRegion for Range<u64> {
+    fn into_region(self) -> Result<Region> {
+        Ok(Region::try_new(vec![self])?)
+    }
+}

@@ -1,0 +1,599 @@
+//! Arrays end to end on real stores: round trips against a model, request counts of whole and
+//! partial writes, empty chunks, resize, attributes, grids, key encodings, element types,
+//! bad input and the blocking API.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use serde_json::json;
+use zarr_array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Error, Group, Node, blocking};
+use zarr_codecs::{BytesToBytesCodec, Codec, ExpectedSize};
+use zarr_core::{
+    ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, DimensionChunks, ExtensionObject,
+};
+use zarr_store::{MemoryStore, ReadableStore, RecordingStore, StoreKey, WritableStore};
+
+fn memory() -> Arc<MemoryStore> {
+    Arc::new(MemoryStore::new())
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A C-order model of an array: write regions, read regions.
+struct Model {
+    shape: Vec<u64>,
+    values: Vec<i32>,
+}
+
+impl Model {
+    fn new(shape: &[u64], fill: i32) -> Self {
+        let n = shape.iter().product::<u64>() as usize;
+        Self {
+            shape: shape.to_vec(),
+            values: vec![fill; n],
+        }
+    }
+
+    fn indices(&self, region: &[std::ops::Range<u64>]) -> Vec<usize> {
+        let mut out = vec![0usize];
+        for (d, r) in region.iter().enumerate() {
+            let mut next = Vec::new();
+            for base in &out {
+                for i in r.clone() {
+                    next.push(base * self.shape[d] as usize + i as usize);
+                }
+            }
+            out = next;
+        }
+        out
+    }
+
+    fn write(&mut self, region: &[std::ops::Range<u64>], values: &[i32]) {
+        for (i, v) in self.indices(region).into_iter().zip(values) {
+            self.values[i] = *v;
+        }
+    }
+
+    fn read(&self, region: &[std::ops::Range<u64>]) -> Vec<i32> {
+        self.indices(region)
+            .into_iter()
+            .map(|i| self.values[i])
+            .collect()
+    }
+}
+
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ranges(shape: Vec<u64>) -> impl Strategy<Value = Vec<std::ops::Range<u64>>> {
+        shape
+            .into_iter()
+            .map(|n| (0..=n, 0..=n).prop_map(|(a, b)| a.min(b)..a.max(b)))
+            .collect::<Vec<_>>()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Random writes then random reads match the model, with edge chunks, all-fill
+        /// chunks erased, and zstd.
+        #[test]
+        fn random_writes_and_reads_match_a_model(
+            writes in proptest::collection::vec((ranges(vec![13, 9, 5]), any::<i32>()), 1..6),
+            reads in proptest::collection::vec(ranges(vec![13, 9, 5]), 1..4),
+            compress in any::<bool>(),
+        ) {
+            rt().block_on(async {
+                let mut builder = ArrayBuilder::new(vec![13, 9, 5], DataType::Int32, vec![4, 3, 5])
+                    .fill_value_json(json!(-1)).unwrap();
+                if compress {
+                    builder = builder.zstd(1);
+                }
+                let array = builder.create(memory(), "/m").await.unwrap();
+                let mut model = Model::new(&[13, 9, 5], -1);
+                for (k, (region, seed)) in writes.iter().enumerate() {
+                    let n: u64 = region.iter().map(|r| r.end - r.start).product();
+                    // Every third write is all fill value (exercises erasing).
+                    let values: Vec<i32> = (0..n as i32)
+                        .map(|i| if k % 3 == 2 { -1 } else { seed.wrapping_add(i) })
+                        .collect();
+                    array.write(region.clone(), &values).await.unwrap();
+                    model.write(region, &values);
+                }
+                for region in &reads {
+                    let got: Vec<i32> = array.read(region.clone()).await.unwrap();
+                    prop_assert_eq!(got, model.read(region));
+                }
+                Ok(())
+            })?;
+        }
+    }
+}
+
+/// Typed round trips of every element type, and the type check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_element_type_round_trips_and_mismatches_are_errors() {
+    use half::{bf16, f16};
+    use num_complex::Complex;
+    let store = memory();
+    macro_rules! round_trip {
+        ($dt:expr, $t:ty, $values:expr) => {{
+            let values: Vec<$t> = $values;
+            let array = ArrayBuilder::new(vec![values.len() as u64], $dt, vec![3])
+                .create(Arc::clone(&store), &format!("/{}", $dt.name()))
+                .await
+                .unwrap();
+            array.write(0..values.len() as u64, &values).await.unwrap();
+            let back: Vec<$t> = array.read(array.full_region()).await.unwrap();
+            assert_eq!(back, values, "{}", $dt.name());
+        }};
+    }
+    round_trip!(DataType::Bool, bool, vec![true, false, true, true]);
+    round_trip!(DataType::Int8, i8, vec![-128, 0, 127, 5]);
+    round_trip!(DataType::Int16, i16, vec![-1, 2, 300, -30000]);
+    round_trip!(DataType::Int64, i64, vec![i64::MIN, 0, i64::MAX, 7]);
+    round_trip!(DataType::UInt8, u8, vec![0, 255, 1, 2]);
+    round_trip!(DataType::UInt16, u16, vec![0, 65535, 1, 2]);
+    round_trip!(DataType::UInt32, u32, vec![0, u32::MAX, 1, 2]);
+    round_trip!(DataType::UInt64, u64, vec![0, u64::MAX, 1, 2]);
+    round_trip!(
+        DataType::Float16,
+        f16,
+        vec![f16::from_f32(1.5), f16::NEG_INFINITY]
+    );
+    round_trip!(
+        DataType::BFloat16,
+        bf16,
+        vec![bf16::from_f32(-2.0), bf16::ONE]
+    );
+    round_trip!(DataType::Float32, f32, vec![1.5, -0.0, f32::INFINITY, 3.25]);
+    round_trip!(DataType::Float64, f64, vec![1e300, -0.0, f64::MIN_POSITIVE]);
+    round_trip!(
+        DataType::Complex64,
+        Complex<f32>,
+        vec![Complex::new(1.0, -2.0), Complex::new(0.5, 0.25)]
+    );
+    round_trip!(
+        DataType::Complex128,
+        Complex<f64>,
+        vec![Complex::new(1.0, -2.0), Complex::new(0.5, 0.25)]
+    );
+
+    let array = Array::open(Arc::clone(&store), "/float32").await.unwrap();
+    let err = array.read::<u32>(array.full_region()).await.unwrap_err();
+    assert!(matches!(err, Error::ElementType { .. }), "{err}");
+    let err = array.write(0..1, &[1.0f64]).await.unwrap_err();
+    assert!(matches!(err, Error::ElementType { .. }), "{err}");
+    let err = array.read_into(0..4, &mut [0f32; 3]).await.unwrap_err();
+    assert!(matches!(err, Error::BufferSize { .. }), "{err}");
+    let err = array.read::<f32>(0..5).await.unwrap_err();
+    assert!(matches!(err, Error::Core(_)), "{err}");
+
+    // A bool array is never given or handed an invalid `bool`: writing the byte 2 is
+    // refused, and a stored chunk holding it is an error on read.
+    let bools = Array::open(Arc::clone(&store), "/bool").await.unwrap();
+    let err = bools.write_bytes(0..1, &[2]).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidValue { .. }), "{err}");
+    store
+        .set(&StoreKey::new("bool/c/0"), Bytes::from_static(&[1, 2, 0]))
+        .await
+        .unwrap();
+    let err = bools.read::<bool>(0..2).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Chunk { .. } | Error::InvalidValue { .. }),
+        "{err}"
+    );
+}
+
+/// Whole-chunk writes never read; partial writes read only the chunks they touch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_chunk_writes_never_read_and_partial_writes_read_only_touched_chunks() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let array = ArrayBuilder::new(vec![10, 10], DataType::UInt8, vec![4, 4])
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    store.clear();
+    // [0..8, 0..10]: chunks (0..2, 0..3); the last column of chunks is an edge chunk whose
+    // in-bounds part (columns 8..10) is covered whole.
+    array.write([0..8, 0..10], &[7u8; 80]).await.unwrap();
+    let stats = store.stats();
+    assert_eq!(stats.gets, 0, "{stats:?}");
+    assert_eq!(stats.sets, 6, "{stats:?}");
+
+    store.clear();
+    // One element in chunk (2, 1): one read, one write.
+    array.write([9..10, 5..6], &[1u8]).await.unwrap();
+    let stats = store.stats();
+    assert_eq!((stats.gets, stats.sets), (1, 1), "{stats:?}");
+    let back: Vec<u8> = array.read([8..10, 4..8]).await.unwrap();
+    assert_eq!(back, [0, 0, 0, 0, 0, 1, 0, 0]);
+}
+
+/// All-fill chunks are not stored and existing ones are erased, unless configured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_chunks_are_erased_unless_configured() {
+    let store = memory();
+    let array = ArrayBuilder::new(vec![8], DataType::Float32, vec![4])
+        .fill_value_json(json!("NaN"))
+        .unwrap()
+        .create(Arc::clone(&store), "/f")
+        .await
+        .unwrap();
+    array.write(0..8, &[1.0f32; 8]).await.unwrap();
+    assert!(array.chunk_exists(&[0]).await.unwrap());
+    array.write(0..4, &[f32::NAN; 4]).await.unwrap();
+    assert!(!array.chunk_exists(&[0]).await.unwrap(), "NaN fill erased");
+    assert!(array.chunk_exists(&[1]).await.unwrap());
+    let back: Vec<f32> = array.read(0..8).await.unwrap();
+    assert!(back[..4].iter().all(|v| v.is_nan()));
+
+    let keep = array
+        .clone()
+        .with_options(ArrayOptions::default().with_write_empty_chunks(true))
+        .unwrap();
+    keep.write(0..4, &[f32::NAN; 4]).await.unwrap();
+    assert!(keep.chunk_exists(&[0]).await.unwrap(), "stored when asked");
+}
+
+/// Missing chunks read as the fill value without calling any codec: a counting codec proves
+/// it, and shows a user-registered codec reading and writing an array.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_codec_works_and_missing_chunks_skip_codecs() {
+    #[derive(Debug)]
+    struct Counting(Arc<AtomicUsize>);
+    impl BytesToBytesCodec for Counting {
+        fn to_metadata(&self) -> ExtensionObject {
+            ExtensionObject::new("test.counting")
+        }
+        fn encode(&self, decoded: Bytes) -> zarr_codecs::Result<Bytes> {
+            Ok(decoded
+                .iter()
+                .map(|b| b.wrapping_add(1))
+                .collect::<Vec<_>>()
+                .into())
+        }
+        fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> zarr_codecs::Result<Bytes> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            expected.check("test.counting", encoded.len() as u64)?;
+            Ok(encoded
+                .iter()
+                .map(|b| b.wrapping_sub(1))
+                .collect::<Vec<_>>()
+                .into())
+        }
+    }
+    let decodes = Arc::new(AtomicUsize::new(0));
+    let mut registry = zarr_array::default_registry();
+    let counter = Arc::clone(&decodes);
+    registry.register("test.counting", move |_, _, _| {
+        Ok(Codec::BytesToBytes(Arc::new(Counting(Arc::clone(
+            &counter,
+        )))))
+    });
+    let options = ArrayOptions::default().with_registry(Arc::new(registry));
+    let store = memory();
+    let codecs = vec![
+        ExtensionObject::with_configuration(
+            "bytes",
+            json!({"endian": "little"}).as_object().unwrap().clone(),
+        ),
+        ExtensionObject::new("test.counting"),
+    ];
+    let array = ArrayBuilder::new(vec![6], DataType::UInt16, vec![2])
+        .codecs(codecs)
+        .options(options.clone())
+        .create(Arc::clone(&store), "/c")
+        .await
+        .unwrap();
+    array.write(2..4, &[10u16, 11]).await.unwrap();
+    let stored = store.get(&StoreKey::new("c/c/1")).await.unwrap().unwrap();
+    assert_eq!(&stored[..], &[11, 1, 12, 1], "the codec encoded the chunk");
+    let back: Vec<u16> = array.read(0..6).await.unwrap();
+    assert_eq!(back, [0, 0, 10, 11, 0, 0]);
+    assert_eq!(
+        decodes.load(Ordering::SeqCst),
+        1,
+        "only the stored chunk decoded"
+    );
+
+    // Without the codec registered, opening fails at open time, naming the codec.
+    let err = Array::open(Arc::clone(&store), "/c").await.unwrap_err();
+    assert!(err.to_string().contains("test.counting"), "{err}");
+    // With it, it opens.
+    Array::open_with(store, "/c", options).await.unwrap();
+}
+
+/// Corrupt chunks are typed errors naming the array and chunk key; the rest stays readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_chunks_are_errors_naming_the_chunk() {
+    let store = memory();
+    let cases: Vec<(&str, ArrayBuilder)> = vec![
+        (
+            "zstd",
+            ArrayBuilder::new(vec![8], DataType::UInt32, vec![4]).zstd(3),
+        ),
+        (
+            "gzip",
+            ArrayBuilder::new(vec![8], DataType::UInt32, vec![4]).gzip(5),
+        ),
+        (
+            "blosc",
+            ArrayBuilder::new(vec![8], DataType::UInt32, vec![4]).blosc("lz4", 5),
+        ),
+        (
+            "crc",
+            ArrayBuilder::new(vec![8], DataType::UInt32, vec![4]).crc32c(),
+        ),
+        (
+            "plain",
+            ArrayBuilder::new(vec![8], DataType::UInt32, vec![4]),
+        ),
+    ];
+    for (name, builder) in cases {
+        let path = format!("/{name}");
+        let array = builder.create(Arc::clone(&store), &path).await.unwrap();
+        let values: Vec<u32> = (1..=8).collect();
+        array.write(0..8, &values).await.unwrap();
+        let key = StoreKey::new(&format!("{name}/c/0"));
+        let good = store.get(&key).await.unwrap().unwrap();
+        let corruptions: Vec<Bytes> = vec![
+            good.slice(..good.len() / 2),        // truncated
+            Bytes::from(vec![0xAB; good.len()]), // garbage
+            {
+                let mut v = good.to_vec(); // one flipped byte at the end
+                let last = v.len() - 1;
+                v[last] ^= 0x55;
+                Bytes::from(v)
+            },
+            Bytes::from([good.to_vec(), vec![1, 2, 3, 4]].concat()), // too long
+        ];
+        for bad in corruptions {
+            store.set(&key, bad.clone()).await.unwrap();
+            match array.read::<u32>(0..8).await {
+                Err(Error::Chunk {
+                    array: a, key: k, ..
+                }) => {
+                    assert_eq!(a, path);
+                    assert_eq!(k, key.as_str());
+                }
+                // Without a checksum, a flipped byte may decode to other values (zstd and
+                // blosc store incompressible data raw); with crc32c it never does.
+                // Uncompressed garbage of the right size is just other values.
+                Ok(v)
+                    if name != "crc"
+                        && v.len() == 8
+                        && bad.len() == good.len()
+                        && (name == "plain" || bad[..] != vec![0xAB; good.len()][..]) => {}
+                other => panic!("{name}: {bad:02x?} read as {other:?}"),
+            }
+            // The other chunk reads fine.
+            let rest: Vec<u32> = array.read(4..8).await.unwrap();
+            assert_eq!(rest, [5, 6, 7, 8], "{name}");
+        }
+    }
+
+    // Metadata naming an unknown codec fails at open.
+    let meta = json!({
+        "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes"}, {"name": "no.such.codec"}]
+    });
+    store
+        .set(
+            &StoreKey::new("unknown/zarr.json"),
+            Bytes::from(meta.to_string()),
+        )
+        .await
+        .unwrap();
+    let err = Array::open(Arc::clone(&store), "/unknown")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Codecs { .. }), "{err}");
+    assert!(err.to_string().contains("no.such.codec"), "{err}");
+}
+
+/// Shrinking erases chunks outside and resets edge elements; growing shows fill there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resize_erases_outside_chunks_and_resets_edges() {
+    let store = memory();
+    let mut array = ArrayBuilder::new(vec![10], DataType::Int16, vec![4])
+        .create(Arc::clone(&store), "/r")
+        .await
+        .unwrap();
+    array.write(0..10, &[5i16; 10]).await.unwrap();
+    array.resize(vec![6]).await.unwrap();
+    assert!(!array.chunk_exists(&[2]).await.unwrap_or(false));
+    assert!(store.get(&StoreKey::new("r/c/2")).await.unwrap().is_none());
+    array.resize(vec![12]).await.unwrap();
+    let back: Vec<i16> = array.read(0..12).await.unwrap();
+    assert_eq!(back, [5, 5, 5, 5, 5, 5, 0, 0, 0, 0, 0, 0]);
+    let reopened = Array::open(Arc::clone(&store), "/r").await.unwrap();
+    assert_eq!(reopened.shape(), [12]);
+    let err = array.resize(vec![1, 2]).await.unwrap_err();
+    assert!(matches!(err, Error::Core(_)), "{err}");
+}
+
+/// Attributes, nodes, groups, ancestors, overwrite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_attributes_and_hierarchy() {
+    let store = memory();
+    let mut array = ArrayBuilder::new(vec![3], DataType::UInt8, vec![3])
+        .attribute("units", "m")
+        .dimension_names(["x"])
+        .create(Arc::clone(&store), "/a/b/c")
+        .await
+        .unwrap();
+    // Ancestors were created as groups.
+    for path in ["/", "/a", "/a/b"] {
+        Group::open(Arc::clone(&store), path).await.unwrap();
+    }
+    let mut extra = serde_json::Map::new();
+    extra.insert("scale".into(), json!(0.5));
+    array.update_attributes(extra).await.unwrap();
+    let reopened = Array::open(Arc::clone(&store), "/a/b/c").await.unwrap();
+    assert_eq!(reopened.attributes()["units"], "m");
+    assert_eq!(reopened.attributes()["scale"], 0.5);
+    assert_eq!(
+        reopened.metadata().dimension_names,
+        Some(vec![Some("x".to_owned())])
+    );
+
+    // Creating again fails unless overwriting; creating under an array fails.
+    let builder = ArrayBuilder::new(vec![3], DataType::UInt8, vec![3]);
+    let err = builder
+        .create(Arc::clone(&store), "/a/b/c")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NodeExists { .. }), "{err}");
+    builder
+        .clone()
+        .overwrite(true)
+        .create(Arc::clone(&store), "/a/b/c")
+        .await
+        .unwrap();
+    let err = builder
+        .create(Arc::clone(&store), "/a/b/c/d")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NodeExists { .. }), "{err}");
+    let err = Group::open(Arc::clone(&store), "/a/b/c").await.unwrap_err();
+    assert!(matches!(err, Error::WrongNodeType { .. }), "{err}");
+    let err = Array::open(Arc::clone(&store), "/nope").await.unwrap_err();
+    assert!(matches!(err, Error::NodeNotFound { .. }), "{err}");
+
+    let root = Group::open(Arc::clone(&store), "/").await.unwrap();
+    let sub = root.create_group("g").await.unwrap();
+    assert_eq!(sub.path().as_str(), "/g");
+    let names: Vec<String> = root
+        .children()
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n.path().as_str().to_owned())
+        .collect();
+    assert_eq!(names, ["/a", "/g"]);
+    let tree = root.tree().await.unwrap();
+    let paths: Vec<&str> = tree.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["/a", "/a/b", "/a/b/c", "/g"]);
+    assert!(matches!(
+        Node::open(Arc::clone(&store), "/a/b/c").await.unwrap(),
+        Node::Array(_)
+    ));
+}
+
+/// Rectilinear grids, the v2 chunk key encoding, 0-d and zero-length arrays, big-endian,
+/// transpose.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grids_key_encodings_and_degenerate_shapes() {
+    let store = memory();
+    let grid = ChunkGrid::rectilinear(vec![
+        DimensionChunks::from_edges([3, 1, 6]),
+        DimensionChunks::Regular(4),
+    ])
+    .unwrap();
+    let array = ArrayBuilder::new(vec![10, 7], DataType::Float64, vec![1, 1])
+        .chunk_grid(grid)
+        .transpose(vec![1, 0])
+        .big_endian()
+        .create(Arc::clone(&store), "/rect")
+        .await
+        .unwrap();
+    let values: Vec<f64> = (0..70).map(f64::from).collect();
+    array.write([0..10, 0..7], &values).await.unwrap();
+    let part: Vec<f64> = array.read([2..5, 3..5]).await.unwrap();
+    assert_eq!(part, [17.0, 18.0, 24.0, 25.0, 31.0, 32.0]);
+    assert!(
+        store
+            .get(&StoreKey::new("rect/c/2/1"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    let v2 = ArrayBuilder::new(vec![4, 4], DataType::UInt8, vec![2, 2])
+        .chunk_key_encoding(ChunkKeyEncoding::V2 {
+            separator: ChunkKeySeparator::Dot,
+        })
+        .create(Arc::clone(&store), "/v2")
+        .await
+        .unwrap();
+    v2.write([2..4, 0..2], &[1u8; 4]).await.unwrap();
+    assert!(store.get(&StoreKey::new("v2/1.0")).await.unwrap().is_some());
+
+    let scalar = ArrayBuilder::new(vec![], DataType::Int32, vec![])
+        .fill_value_json(json!(42))
+        .unwrap()
+        .create(Arc::clone(&store), "/scalar")
+        .await
+        .unwrap();
+    assert_eq!(scalar.read::<i32>(Vec::new()).await.unwrap(), [42]);
+    scalar.write(Vec::new(), &[7i32]).await.unwrap();
+    assert_eq!(scalar.read::<i32>(Vec::new()).await.unwrap(), [7]);
+
+    let empty = ArrayBuilder::new(vec![0, 5], DataType::UInt8, vec![2, 2])
+        .create(Arc::clone(&store), "/empty")
+        .await
+        .unwrap();
+    assert!(empty.read::<u8>([0..0, 0..5]).await.unwrap().is_empty());
+    empty.write([0..0, 0..5], &[] as &[u8]).await.unwrap();
+}
+
+/// The filesystem store, many chunks, and bounded concurrency all give the same answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filesystem_arrays_read_the_same_at_any_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(zarr_store::FilesystemStore::new(dir.path()).unwrap());
+    let array = ArrayBuilder::new(vec![64, 64, 64], DataType::UInt16, vec![16, 16, 16])
+        .zstd(1)
+        .create(Arc::clone(&store), "/vol")
+        .await
+        .unwrap();
+    let values: Vec<u16> = (0..64 * 64 * 64).map(|i| (i * 7 % 65521) as u16).collect();
+    array.write([0..64, 0..64, 0..64], &values).await.unwrap();
+    for io in [1, 3, 64] {
+        let a = array
+            .clone()
+            .with_options(ArrayOptions::default().with_io_concurrency(io))
+            .unwrap();
+        let back: Vec<u16> = a.read(a.full_region()).await.unwrap();
+        assert!(back == values, "io {io}");
+        let slab: Vec<u16> = a.read([5..6, 0..64, 3..60]).await.unwrap();
+        let expected: Vec<u16> = (0..64)
+            .flat_map(|y| (3..60).map(move |z| ((5 * 4096 + y * 64 + z) * 7 % 65521) as u16))
+            .collect();
+        assert_eq!(slab, expected);
+    }
+}
+
+/// The blocking API works without a runtime and refuses to run inside one.
+#[test]
+fn blocking_api_round_trips_and_refuses_inside_a_runtime() {
+    let store = memory();
+    let builder = ArrayBuilder::new(vec![5], DataType::Int64, vec![2]);
+    let mut array = blocking::Array::create(&builder, Arc::clone(&store), "/b").unwrap();
+    array.write(1..4, &[1i64, 2, 3]).unwrap();
+    assert_eq!(array.read::<i64>(0..5).unwrap(), [0, 1, 2, 3, 0]);
+    array.resize(vec![3]).unwrap();
+    assert_eq!(array.read::<i64>(0..3).unwrap(), [0, 1, 2]);
+    let group = blocking::Group::open(Arc::clone(&store), "/").unwrap();
+    assert_eq!(group.children().unwrap().len(), 1);
+    assert_eq!(
+        array.read_array_bytes(0..1).unwrap(),
+        ArrayBytes::fixed(0i64.to_ne_bytes().to_vec())
+    );
+
+    rt().block_on(async {
+        let err = blocking::Array::open(Arc::clone(&store), "/b").unwrap_err();
+        assert!(matches!(err, Error::BlockingInAsync), "{err}");
+    });
+}
