@@ -1,0 +1,282 @@
+//! Whole-array throughput against the machine's limits, in one run (issue #4's targets).
+//!
+//! A `uint16` array of side 512 (256 MiB) in 64^3 chunks on the filesystem (page cache),
+//! filled with a smooth field plus noise that zstd level 1 compresses about 3x:
+//!
+//! - full read (async API into a fresh `Vec<u16>`, and into a reused buffer) against raw
+//!   zstd decompression of the same stored chunks on all cores (rayon), each chunk into a
+//!   reused per-thread buffer;
+//! - full write against raw zstd compression of the same chunks on all cores;
+//! - with the `bytes` codec only: full read against a memcpy of the whole array into a fresh
+//!   buffer.
+//!
+//! Each pair is timed alternately (median of the rounds) and the ratio printed, so a busy
+//! neighbour slows both sides alike. Run: `cargo bench -p zarr-benches --bench array`
+//! (`ZARR_BENCH_SIDE=256` for a quicker run). Under `cargo test` the side is 64.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rayon::prelude::*;
+use zarr_array::{Array, ArrayBuilder};
+use zarr_core::DataType;
+use zarr_store::FilesystemStore;
+
+const CHUNK: u64 = 64;
+
+fn side() -> u64 {
+    if std::env::args().any(|a| a == "--bench") {
+        std::env::var("ZARR_BENCH_SIDE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(512)
+    } else {
+        64
+    }
+}
+
+/// The benchmark field: smooth plus one bit of noise, C order.
+fn field(side: u64) -> Vec<u16> {
+    let n = (side * side * side) as usize;
+    let mut out = Vec::with_capacity(n);
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for z in 0..side {
+        for y in 0..side {
+            for x in 0..side {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let smooth = 2_000.0
+                    + 40.0 * (x as f64 / 16.0).sin()
+                    + 30.0 * (y as f64 / 11.0).cos()
+                    + (z % 64) as f64;
+                out.push(smooth as u16 + (state & 1) as u16);
+            }
+        }
+    }
+    out
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The decoded chunks of the field, each a C-order 64^3 block.
+fn chunks_of(values: &[u16], side: u64) -> Vec<Vec<u8>> {
+    let per = side / CHUNK;
+    let mut out = Vec::new();
+    for cz in 0..per {
+        for cy in 0..per {
+            for cx in 0..per {
+                let mut chunk = Vec::with_capacity((CHUNK * CHUNK * CHUNK * 2) as usize);
+                for z in 0..CHUNK {
+                    for y in 0..CHUNK {
+                        let start = ((cz * CHUNK + z) * side * side
+                            + (cy * CHUNK + y) * side
+                            + cx * CHUNK) as usize;
+                        for v in &values[start..start + CHUNK as usize] {
+                            chunk.extend_from_slice(&v.to_ne_bytes());
+                        }
+                    }
+                }
+                out.push(chunk);
+            }
+        }
+    }
+    out
+}
+
+/// Median time of `rounds` alternating runs of `a` and `b`.
+fn paired(rounds: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (Duration, Duration) {
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for side in 0..2 {
+            let start = Instant::now();
+            if (side == 0) == (round % 2 == 0) {
+                a();
+                ta.push(start.elapsed());
+            } else {
+                b();
+                tb.push(start.elapsed());
+            }
+        }
+    }
+    ta.sort();
+    tb.sort();
+    (ta[ta.len() / 2], tb[tb.len() / 2])
+}
+
+fn report(what: &str, bytes: usize, ours: Duration, limit_name: &str, limit: Duration) {
+    let mib = |d: Duration| bytes as f64 / d.as_secs_f64() / f64::from(1 << 20);
+    eprintln!(
+        "{what}: ours {:.0} MiB/s, {limit_name} {:.0} MiB/s, ours/limit {:.2}",
+        mib(ours),
+        mib(limit),
+        limit.as_secs_f64() / ours.as_secs_f64()
+    );
+}
+
+fn array(c: &mut Criterion) {
+    let side = side();
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(FilesystemStore::new(dir.path()).unwrap());
+    let values = field(side);
+    let bytes = values.len() * 2;
+    let shape = vec![side; 3];
+    let full = [0..side, 0..side, 0..side];
+
+    let zstd_array: Array<FilesystemStore> = rt
+        .block_on(
+            ArrayBuilder::new(shape.clone(), DataType::UInt16, vec![CHUNK; 3])
+                .zstd(1)
+                .create(Arc::clone(&store), "/w1"),
+        )
+        .unwrap();
+    let raw_array: Array<FilesystemStore> = rt
+        .block_on(
+            ArrayBuilder::new(shape.clone(), DataType::UInt16, vec![CHUNK; 3])
+                .create(Arc::clone(&store), "/w3"),
+        )
+        .unwrap();
+    rt.block_on(zstd_array.write(full.clone(), &values))
+        .unwrap();
+    rt.block_on(raw_array.write(full.clone(), &values)).unwrap();
+
+    // The stored chunks, for the raw zstd limit.
+    let decoded = chunks_of(&values, side);
+    let encoded: Vec<Vec<u8>> = decoded
+        .par_iter()
+        .map(|c| zstd::bulk::compress(c, 1).unwrap())
+        .collect();
+    let ratio = bytes as f64 / encoded.iter().map(Vec::len).sum::<usize>() as f64;
+    eprintln!(
+        "array {side}^3 uint16 ({} MiB) in {}^3 chunks; zstd(1) ratio {ratio:.2}; {} threads",
+        bytes >> 20,
+        CHUNK,
+        rayon::current_num_threads()
+    );
+    let chunk_bytes = decoded[0].len();
+    let raw_decompress = || {
+        encoded.par_iter().for_each_init(
+            || {
+                (
+                    zstd::bulk::Decompressor::new().unwrap(),
+                    vec![0u8; chunk_bytes],
+                )
+            },
+            |(d, out), e| {
+                d.decompress_to_buffer(black_box(&e[..]), &mut out[..])
+                    .unwrap();
+            },
+        );
+    };
+    let raw_compress = || {
+        decoded.par_iter().for_each_init(
+            || zstd::bulk::Compressor::new(1).unwrap(),
+            |c, d| drop(black_box(c.compress(black_box(d)).unwrap())),
+        );
+    };
+
+    if std::env::args().any(|a| a == "--bench") {
+        let rounds = 7;
+        let mut reused = vec![0u16; values.len()];
+        // Warm the page cache.
+        drop(rt.block_on(zstd_array.read::<u16>(full.clone())).unwrap());
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                drop(black_box(
+                    rt.block_on(zstd_array.read::<u16>(full.clone())).unwrap(),
+                ))
+            },
+            raw_decompress,
+        );
+        report(
+            "W1 read (fresh Vec)",
+            bytes,
+            ours,
+            "raw zstd decompress",
+            limit,
+        );
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                rt.block_on(zstd_array.read_into(full.clone(), &mut reused))
+                    .unwrap()
+            },
+            raw_decompress,
+        );
+        report(
+            "W1 read (into buffer)",
+            bytes,
+            ours,
+            "raw zstd decompress",
+            limit,
+        );
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                rt.block_on(zstd_array.write(full.clone(), &values))
+                    .unwrap()
+            },
+            raw_compress,
+        );
+        report("W1 write", bytes, ours, "raw zstd compress", limit);
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                drop(black_box(
+                    rt.block_on(raw_array.read::<u16>(full.clone())).unwrap(),
+                ))
+            },
+            || {
+                let mut fresh = vec![0u16; values.len()];
+                fresh.copy_from_slice(black_box(&values));
+                black_box(&fresh);
+            },
+        );
+        report(
+            "W3 read (fresh Vec)",
+            bytes,
+            ours,
+            "memcpy into fresh",
+            limit,
+        );
+        let (ours, _) = paired(
+            rounds,
+            || rt.block_on(raw_array.write(full.clone(), &values)).unwrap(),
+            || {},
+        );
+        report("W3 write", bytes, ours, "nothing", ours);
+    }
+
+    let mut group = c.benchmark_group(format!("array {side}^3 uint16, {CHUNK}^3 chunks"));
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function("zstd(1)/read", |b| {
+        b.iter(|| rt.block_on(zstd_array.read::<u16>(full.clone())).unwrap())
+    });
+    group.bench_function("zstd(1)/write", |b| {
+        b.iter(|| {
+            rt.block_on(zstd_array.write(full.clone(), &values))
+                .unwrap()
+        })
+    });
+    group.bench_function("raw zstd(1) decompress", |b| b.iter(raw_decompress));
+    group.bench_function("raw zstd(1) compress", |b| b.iter(raw_compress));
+    group.bench_function("bytes/read", |b| {
+        b.iter(|| rt.block_on(raw_array.read::<u16>(full.clone())).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, array);
+criterion_main!(benches);
