@@ -12,6 +12,8 @@
 //! | [`vlen`](mod@vlen) | `zarr-vlen` | variable-length strings and binary |
 //! | [`array`](mod@array) | `zarr-array` | arrays, groups and region I/O |
 //!
+//! Start with the [user guide](guide): create, write, read, groups, async and blocking.
+//!
 //! ```
 //! use zarr::metadata::NodeMetadata;
 //!
@@ -20,6 +22,9 @@
 //! assert!(matches!(node, NodeMetadata::Group(_)));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+#[doc = include_str!("../../../docs/arrays.md")]
+pub mod guide {}
 
 pub use zarr_array as array;
 pub use zarr_codecs as codecs;
