@@ -1,4 +1,12 @@
 //! The `sharding_indexed` codec and the sharding storage transformer.
-//!
-//! **Status:** this crate is part of the workspace layout but has no public API yet; it is
-//! filled in by the project's issue #6. Nothing here pretends to work: it exports nothing.
+
+mod codec;
+mod error;
+mod fetch;
+mod index;
+mod nd;
+
+pub use codec::{IndexLocation, NAME, ShardingCodec, register};
+pub use error::{Error, Result, ShardName};
+pub use fetch::{COALESCE_GAP, ShardFetch};
+pub use index::{EMPTY_ENTRY, ShardIndex};
