@@ -1,9 +1,9 @@
 //! Integration tests of `zarr-sharding`: one binary (link time), one module per topic.
 
-//mod bad_input;
+mod bad_input;
 mod fixtures;
 //mod properties;
-//mod requests;
+mod requests;
 mod spec;
 //mod transformer;
 
