@@ -2,7 +2,7 @@
 
 mod bad_input;
 mod fixtures;
-//mod properties;
+mod properties;
 mod requests;
 mod spec;
 //mod transformer;
