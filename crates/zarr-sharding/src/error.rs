@@ -198,3 +198,18 @@ impl From<Error> for zarr_codecs::Error {
         }
     }
 }
+
+impl From<Error> for zarr_store::Error {
+    /// Store errors pass through unchanged; every other error is wrapped as
+    /// [`zarr_store::Error::Wrapper`] naming the sharding transformer, so callers can downcast
+    /// the source back to [`Error`].
+    fn from(err: Error) -> Self {
+        match err {
+            Error::Store(e) => e,
+            other => zarr_store::Error::Wrapper {
+                wrapper: "sharding transformer",
+                source: Box::new(other),
+            },
+        }
+    }
+}

@@ -5,8 +5,12 @@ mod error;
 mod fetch;
 mod index;
 mod nd;
+mod transformer;
 
 pub use codec::{IndexLocation, NAME, ShardingCodec, register};
 pub use error::{Error, Result, ShardName};
 pub use fetch::{COALESCE_GAP, ShardFetch};
 pub use index::{EMPTY_ENTRY, ShardIndex};
+pub use transformer::{
+    LEGACY_TRANSFORMER_URL, ShardingTransformer, ShardingTransformerConfig, TRANSFORMER_NAME,
+};

@@ -5,7 +5,7 @@ mod fixtures;
 mod properties;
 mod requests;
 mod spec;
-//mod transformer;
+mod transformer;
 
 use std::sync::Arc;
 
