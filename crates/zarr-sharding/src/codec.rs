@@ -381,7 +381,7 @@ impl ShardingCodec {
             .decode_into(encoded, &mut buf)
             .map_err(|source| Error::IndexDecode {
                 shard: ShardName::from(shard),
-                source,
+                source: Box::new(source),
             })?;
         let entries = buf
             .chunks_exact(8)
@@ -503,7 +503,7 @@ impl ShardingCodec {
             .map_err(|source| Error::InnerChunk {
                 shard: ShardName(None),
                 chunk: indices.to_vec(),
-                source,
+                source: Box::new(source),
             })
     }
 
@@ -676,7 +676,7 @@ impl ShardingCodec {
             let wrap = |source| Error::InnerChunk {
                 shard: ShardName::from(key),
                 chunk: t.indices.clone(),
-                source,
+                source: Box::new(source),
             };
             match chunk(t.linear)? {
                 None => sub.fill(fill).map_err(wrap),
@@ -719,7 +719,7 @@ impl ShardingCodec {
                 let wrap = |source| Error::InnerChunk {
                     shard: ShardName::from(key),
                     chunk: t.indices.clone(),
-                    source,
+                    source: Box::new(source),
                 };
                 match self.inner.decode(bytes).map_err(wrap)? {
                     ArrayBytes::Variable(v) => Ok(Some(v)),
@@ -812,7 +812,7 @@ impl ShardingCodec {
                             .map_err(|source| Error::InnerChunk {
                                 shard: ShardName(None),
                                 chunk: t.indices.clone(),
-                                source,
+                                source: Box::new(source),
                             })?
                     }
                     None => ArrayBytes::fill(inner_repr)?,

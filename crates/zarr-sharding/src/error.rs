@@ -96,7 +96,7 @@ pub enum Error {
         shard: ShardName,
         /// The index codec's error.
         #[source]
-        source: zarr_codecs::Error,
+        source: Box<zarr_codecs::Error>,
     },
 
     /// An index entry reaches outside the shard, or `offset + nbytes` overflows.
@@ -144,7 +144,7 @@ pub enum Error {
         chunk: Vec<u64>,
         /// The codec error.
         #[source]
-        source: zarr_codecs::Error,
+        source: Box<zarr_codecs::Error>,
     },
 
     /// The shard disappeared (or shrank) between reading its index and reading its chunks: a

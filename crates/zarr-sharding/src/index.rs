@@ -94,11 +94,11 @@ impl ShardIndex {
         if bytes.len() as u64 != 16 * n as u64 {
             return Err(Error::IndexDecode {
                 shard: ShardName::from(shard),
-                source: zarr_codecs::Error::DecodedSizeMismatch {
+                source: Box::new(zarr_codecs::Error::DecodedSizeMismatch {
                     codec: "bytes".into(),
                     expected: (16 * n as u64).to_string(),
                     found: bytes.len() as u64,
-                },
+                }),
             });
         }
         let entries = bytes

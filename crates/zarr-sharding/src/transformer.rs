@@ -158,6 +158,9 @@ impl ShardingTransformerConfig {
     }
 }
 
+/// Chunk changes grouped by shard key: (position in the shard, chunk key, change).
+type ByShard<T> = BTreeMap<StoreKey, Vec<(usize, StoreKey, T)>>;
+
 /// A change to one chunk of a shard.
 #[derive(Debug, Clone)]
 enum Change {
@@ -565,10 +568,7 @@ impl<S: ReadableStore + ?Sized> ShardingTransformer<S> {
 impl<S: WritableStore + ?Sized> ShardingTransformer<S> {
     /// Apply chunk changes, grouped by shard: one read of the shards that need it, one write
     /// (or erase) per shard.
-    async fn apply(
-        &self,
-        changes: BTreeMap<StoreKey, Vec<(usize, StoreKey, Change)>>,
-    ) -> Result<()> {
+    async fn apply(&self, changes: ByShard<Change>) -> Result<()> {
         if changes.is_empty() {
             return Ok(());
         }
@@ -578,10 +578,7 @@ impl<S: WritableStore + ?Sized> ShardingTransformer<S> {
         result
     }
 
-    async fn apply_locked(
-        &self,
-        changes: &BTreeMap<StoreKey, Vec<(usize, StoreKey, Change)>>,
-    ) -> Result<()> {
+    async fn apply_locked(&self, changes: &ByShard<Change>) -> Result<()> {
         // Shards whose every chunk is replaced or erased need no read.
         let needs_read: Vec<StoreKey> = changes
             .iter()
@@ -641,11 +638,8 @@ impl<S: WritableStore + ?Sized> ShardingTransformer<S> {
     fn group<T>(
         &self,
         items: impl IntoIterator<Item = (StoreKey, T)>,
-    ) -> (
-        BTreeMap<StoreKey, Vec<(usize, StoreKey, T)>>,
-        Vec<(StoreKey, T)>,
-    ) {
-        let mut chunks: BTreeMap<StoreKey, Vec<(usize, StoreKey, T)>> = BTreeMap::new();
+    ) -> (ByShard<T>, Vec<(StoreKey, T)>) {
+        let mut chunks: ByShard<T> = BTreeMap::new();
         let mut other = Vec::new();
         for (key, value) in items {
             match self.shard_of(&key) {

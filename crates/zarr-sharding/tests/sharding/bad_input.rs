@@ -43,6 +43,11 @@ fn shard_with(data: &[u8], entries: [(u64, u64); 2]) -> Bytes {
     Bytes::from(out)
 }
 
+fn is_checksum_error(err: &Error) -> bool {
+    matches!(err, Error::IndexDecode { source, .. }
+        if matches!(**source, zarr_codecs::Error::ChecksumMismatch { .. }))
+}
+
 #[test]
 fn an_index_pointing_outside_the_shard() {
     let codec = codec(false, "end");
@@ -118,15 +123,10 @@ fn a_truncated_shard() {
         }
     ));
     // Cut short: the last bytes are no longer the index, its checksum fails.
-    assert!(matches!(
-        codec
-            .decode_shard(good.slice(..good.len() - 2))
-            .unwrap_err(),
-        Error::IndexDecode {
-            source: zarr_codecs::Error::ChecksumMismatch { .. },
-            ..
-        }
-    ));
+    let err = codec
+        .decode_shard(good.slice(..good.len() - 2))
+        .unwrap_err();
+    assert!(is_checksum_error(&err), "{err:?}");
     // Without a checksum: a shard missing one inner chunk's bytes has its second entry
     // pointing into the index.
     let plain = self::codec(false, "end");
@@ -153,16 +153,7 @@ fn a_crc_mismatch() {
     let last = bad.len() - 1;
     bad[last] ^= 1;
     let err = codec.decode_shard(Bytes::from(bad.clone())).unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            Error::IndexDecode {
-                source: zarr_codecs::Error::ChecksumMismatch { .. },
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert!(is_checksum_error(&err), "{err:?}");
     // Through a codec chain the error stays typed: External with our error as its source.
     let chain = CodecChain::from_metadata(
         &[codec.metadata()],

@@ -1,5 +1,8 @@
 //! Integration tests of `zarr-sharding`: one binary (link time), one module per topic.
 
+// One-dimensional regions are vectors of one range: that is what they are, not a mistake.
+#![allow(clippy::single_range_in_vec_init)]
+
 mod bad_input;
 mod fixtures;
 mod properties;
@@ -28,15 +31,6 @@ fn registry() -> CodecRegistry {
 
 fn repr(shape: &[u64], data_type: DataType, fill: impl Into<FillValue>) -> ChunkRepresentation {
     ChunkRepresentation::try_new(shape.to_vec(), data_type, fill.into()).unwrap()
-}
-
-fn codecs(json: serde_json::Value) -> Vec<ExtensionObject> {
-    json.as_array()
-        .unwrap()
-        .iter()
-        .enumerate()
-        .map(|(i, v)| ExtensionObject::from_json(v, &format!("codecs[{i}]")).unwrap())
-        .collect()
 }
 
 fn sharding(config: serde_json::Value) -> ExtensionObject {

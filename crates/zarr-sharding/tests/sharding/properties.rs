@@ -78,7 +78,7 @@ fn data(n: usize, seed: u64) -> Vec<u16> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if (seed >> (i % 64)) & 1 == 1 || x % 3 == 0 {
+            if (seed >> (i % 64)) & 1 == 1 || x.is_multiple_of(3) {
                 7
             } else {
                 (x % 1000) as u16
