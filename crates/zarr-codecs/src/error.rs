@@ -194,6 +194,16 @@ pub enum Error {
         found: u64,
     },
 
+    /// An error from a codec defined in another crate, kept whole (as its source) so callers
+    /// can downcast it: the sharding codec reports a bad shard index this way.
+    #[error("codec `{codec}` failed")]
+    External {
+        /// The codec.
+        codec: String,
+        /// The codec's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// An operation the codec does not offer (decoding in place, decoding variable-length
     /// data into a fixed buffer).
     #[error("codec `{codec}` does not support {operation}")]

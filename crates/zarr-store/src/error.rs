@@ -175,6 +175,18 @@ pub enum Error {
         backend: &'static str,
     },
 
+    /// An error from a store wrapper defined in another crate (such as the sharding storage
+    /// transformer finding a corrupt shard index), kept whole as the source so callers can
+    /// downcast it.
+    #[error("{wrapper} failed")]
+    Wrapper {
+        /// The wrapper (for example `"sharding transformer"`).
+        wrapper: &'static str,
+        /// The wrapper's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+
     /// A background task doing blocking I/O panicked or was cancelled.
     #[error("a blocking store task failed")]
     TaskFailed(#[source] tokio::task::JoinError),

@@ -1,0 +1,349 @@
+//! Store-aware reads: fetch what a region needs with at most two requests (I/O), then decode
+//! it in parallel (CPU).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use zarr_codecs::{ArrayBytes, ArrayViewMut};
+use zarr_core::Region;
+use zarr_store::{ByteRange, ReadableStore, StoreKey};
+
+use crate::codec::{IndexLocation, ShardingCodec};
+use crate::error::{Error, Result, ShardName};
+use crate::index::ShardIndex;
+
+/// Ranges closer than this are read as one range (the bytes between are read and dropped):
+/// one request instead of two costs more than a few KiB on every store.
+pub const COALESCE_GAP: u64 = 16 * 1024;
+
+/// The bytes a region of one shard needs: the shard's index and the encoded inner chunks the
+/// region touches. Made by [`ShardingCodec::fetch`] (I/O), consumed by
+/// [`ShardingCodec::decode_fetched_into_view`] or [`ShardingCodec::decode_fetched`] (CPU).
+///
+/// The encoded chunks are slices of the buffers the store returned: no copies.
+#[derive(Debug, Clone)]
+pub struct ShardFetch {
+    key: StoreKey,
+    index: Arc<ShardIndex>,
+    region: Region,
+    /// Fetched inner chunks by position in C order, ascending.
+    chunks: Vec<(usize, Bytes)>,
+}
+
+impl ShardFetch {
+    /// The shard's key.
+    pub fn key(&self) -> &StoreKey {
+        &self.key
+    }
+
+    /// The shard's index (share it to fetch other regions of the same shard without reading
+    /// the index again, see [`ShardingCodec::fetch_chunks`]).
+    pub fn index(&self) -> &Arc<ShardIndex> {
+        &self.index
+    }
+
+    /// The region (shard coordinates) the fetch covers.
+    pub fn region(&self) -> &Region {
+        &self.region
+    }
+
+    /// The encoded bytes of the fetched inner chunk at `chunk` (indices in the inner chunk
+    /// grid), or `None` if it is empty or was not fetched.
+    pub fn encoded_chunk(&self, chunk: &[u64]) -> Option<&Bytes> {
+        let linear = self.index.linear_index(chunk)?;
+        self.get(linear)
+    }
+
+    fn get(&self, linear: usize) -> Option<&Bytes> {
+        self.chunks
+            .binary_search_by_key(&linear, |(l, _)| *l)
+            .ok()
+            .map(|pos| &self.chunks[pos].1)
+    }
+
+    /// The number of encoded bytes held.
+    pub fn encoded_bytes(&self) -> u64 {
+        self.chunks.iter().map(|(_, b)| b.len() as u64).sum()
+    }
+}
+
+impl ShardingCodec {
+    /// The byte range of the index in a stored shard: a suffix range for `end`, a prefix range
+    /// for `start`.
+    pub fn index_byte_range(&self) -> ByteRange {
+        match self.index_location() {
+            IndexLocation::End => ByteRange::suffix(self.index_size()),
+            IndexLocation::Start => ByteRange::new(0, self.index_size()),
+        }
+    }
+
+    /// Read a shard's index with one request. `None` if the shard is not stored.
+    ///
+    /// The entries are checked as far as the index alone allows (no overflow; with the index
+    /// at the start, no entry overlapping it). Entries reaching past the end of the shard are
+    /// reported when the chunks are read.
+    ///
+    /// # Errors
+    /// [`Error::ShardTooSmall`] if the shard is shorter than its index; [`Error::IndexDecode`]
+    /// (such as a checksum mismatch); [`Error::EntryOutOfBounds`] /
+    /// [`Error::EntryOverlapsIndex`]; store errors.
+    pub async fn fetch_index(
+        &self,
+        store: &dyn ReadableStore,
+        key: &StoreKey,
+    ) -> Result<Option<ShardIndex>> {
+        let request = [(key.clone(), self.index_byte_range())];
+        let mut answer = match store.get_partial_values(&request).await {
+            Ok(answer) => answer,
+            Err(zarr_store::Error::RangeOutOfBounds { size, .. }) => {
+                return Err(Error::ShardTooSmall {
+                    shard: ShardName::from(key),
+                    size,
+                    index_size: self.index_size(),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(encoded) = answer.pop().flatten() else {
+            return Ok(None);
+        };
+        if encoded.len() as u64 != self.index_size() {
+            return Err(Error::ShardChanged {
+                shard: ShardName::from(key),
+            });
+        }
+        let index = self.decode_index(encoded, Some(key))?;
+        let index_bytes = match self.index_location() {
+            IndexLocation::Start => Some(0..self.index_size()),
+            IndexLocation::End => None,
+        };
+        index.validate(Some(key), None, index_bytes)?;
+        Ok(Some(index))
+    }
+
+    /// Read the inner chunks `region` (shard coordinates) needs, given the shard's index, with
+    /// one `get_partial_values` request (none if every touched inner chunk is empty). Ranges
+    /// closer than [`COALESCE_GAP`] are merged.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if the region does not lie in the shard;
+    /// [`Error::EntryOutOfBounds`] naming the inner chunk if the index points past the end of
+    /// the shard; [`Error::ShardChanged`] if the shard disappeared since the index was read;
+    /// store errors.
+    pub async fn fetch_chunks(
+        &self,
+        store: &dyn ReadableStore,
+        key: &StoreKey,
+        index: Arc<ShardIndex>,
+        region: &Region,
+    ) -> Result<ShardFetch> {
+        self.check_region(region)?;
+        self.check_index(&index)?;
+        let mut needed: Vec<(usize, Range<u64>)> = self
+            .touched(region)
+            .iter()
+            .filter_map(|t| index.chunk_range(t.linear).map(|r| (t.linear, r)))
+            .collect();
+        let mut fetch = ShardFetch {
+            key: key.clone(),
+            index: Arc::clone(&index),
+            region: region.clone(),
+            chunks: Vec::with_capacity(needed.len()),
+        };
+        if needed.is_empty() {
+            return Ok(fetch);
+        }
+        needed.sort_by_key(|(_, r)| (r.start, r.end));
+        // Coalesce near ranges: (merged range, members).
+        let mut merged: Vec<(Range<u64>, Vec<usize>)> = Vec::new();
+        for (pos, (_, r)) in needed.iter().enumerate() {
+            match merged.last_mut() {
+                Some((m, members)) if r.start <= m.end.saturating_add(COALESCE_GAP) => {
+                    m.end = m.end.max(r.end);
+                    members.push(pos);
+                }
+                _ => merged.push((r.clone(), vec![pos])),
+            }
+        }
+        let requests: Vec<(StoreKey, ByteRange)> = merged
+            .iter()
+            .map(|(m, _)| Ok((key.clone(), ByteRange::try_new(m.start, m.end)?)))
+            .collect::<Result<_>>()?;
+        let answers = match store.get_partial_values(&requests).await {
+            Ok(answers) => answers,
+            Err(zarr_store::Error::RangeOutOfBounds { size, .. }) => {
+                // Name the first inner chunk that does not fit.
+                let (linear, r) = needed
+                    .iter()
+                    .find(|(_, r)| r.end > size)
+                    .cloned()
+                    .unwrap_or((0, 0..0));
+                return Err(Error::EntryOutOfBounds {
+                    shard: ShardName::from(key),
+                    chunk: index.chunk_indices(linear),
+                    offset: r.start,
+                    nbytes: r.end - r.start,
+                    shard_size: Some(size),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if answers.len() != merged.len() {
+            return Err(Error::ShardChanged {
+                shard: ShardName::from(key),
+            });
+        }
+        for ((m, members), answer) in merged.iter().zip(answers) {
+            let Some(bytes) = answer else {
+                return Err(Error::ShardChanged {
+                    shard: ShardName::from(key),
+                });
+            };
+            if bytes.len() as u64 != m.end - m.start {
+                return Err(Error::ShardChanged {
+                    shard: ShardName::from(key),
+                });
+            }
+            for &pos in members {
+                let (linear, r) = &needed[pos];
+                let start = (r.start - m.start) as usize;
+                let end = (r.end - m.start) as usize;
+                fetch.chunks.push((*linear, bytes.slice(start..end)));
+            }
+        }
+        fetch.chunks.sort_by_key(|(l, _)| *l);
+        Ok(fetch)
+    }
+
+    /// Read what `region` (shard coordinates) of the shard at `key` needs: at most two store
+    /// requests, one for the index (a suffix range for an index at the end, a prefix range for
+    /// one at the start) and one for all the needed inner chunks. `None` if the shard is not
+    /// stored (the region is all fill value).
+    ///
+    /// The future is `Send`; decoding happens later, on any thread, with
+    /// [`decode_fetched_into_view`](Self::decode_fetched_into_view).
+    ///
+    /// # Errors
+    /// As [`fetch_index`](Self::fetch_index) and [`fetch_chunks`](Self::fetch_chunks).
+    pub async fn fetch(
+        &self,
+        store: &dyn ReadableStore,
+        key: &StoreKey,
+        region: &Region,
+    ) -> Result<Option<ShardFetch>> {
+        self.check_region(region)?;
+        let Some(index) = self.fetch_index(store, key).await? else {
+            return Ok(None);
+        };
+        self.fetch_chunks(store, key, Arc::new(index), region)
+            .await
+            .map(Some)
+    }
+
+    /// The encoded bytes of one inner chunk (indices in the inner chunk grid) of a stored
+    /// shard: two requests (index, chunk). `None` if the shard is missing or the inner chunk is
+    /// empty.
+    ///
+    /// # Errors
+    /// As [`fetch`](Self::fetch).
+    pub async fn fetch_inner_chunk(
+        &self,
+        store: &dyn ReadableStore,
+        key: &StoreKey,
+        chunk: &[u64],
+    ) -> Result<Option<Bytes>> {
+        let linear = self.linear(chunk)?;
+        let Some(index) = self.fetch_index(store, key).await? else {
+            return Ok(None);
+        };
+        if index.chunk_range(linear).is_none() {
+            return Ok(None);
+        }
+        let region = Region::try_new(
+            chunk
+                .iter()
+                .zip(self.inner_chunk_shape())
+                .map(|(&i, &c)| i * c..(i + 1) * c)
+                .collect(),
+        )?;
+        let fetch = self
+            .fetch_chunks(store, key, Arc::new(index), &region)
+            .await?;
+        Ok(fetch.get(linear).cloned())
+    }
+
+    /// Decode `region` (shard coordinates, within the fetched region) of a fetched shard
+    /// straight into `view` (of the region's shape): the inner chunks in parallel on the rayon
+    /// pool, each into its own part of the view; empty inner chunks become the fill value.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if the region does not lie in the shard, does not match the
+    /// view, or needs an inner chunk the fetch did not read; [`Error::InnerChunk`] if an inner
+    /// chunk fails to decode; a codec error for variable-length data (use
+    /// [`decode_fetched`](Self::decode_fetched)).
+    pub fn decode_fetched_into_view(
+        &self,
+        fetch: &ShardFetch,
+        region: &Region,
+        view: &mut ArrayViewMut<'_>,
+    ) -> Result<()> {
+        self.check_region(region)?;
+        self.check_index(&fetch.index)?;
+        self.decode_into_view_with(Some(&fetch.key), region, view, |linear| {
+            self.fetched_chunk(fetch, linear, region)
+        })
+    }
+
+    /// Decode `region` of a fetched shard into new array bytes: fixed-size elements (as
+    /// [`decode_fetched_into_view`](Self::decode_fetched_into_view) into a fresh buffer) or
+    /// variable-length ones.
+    ///
+    /// # Errors
+    /// As [`decode_fetched_into_view`](Self::decode_fetched_into_view).
+    pub fn decode_fetched(&self, fetch: &ShardFetch, region: &Region) -> Result<ArrayBytes> {
+        self.check_region(region)?;
+        self.check_index(&fetch.index)?;
+        self.decode_region_with(Some(&fetch.key), region, |linear| {
+            self.fetched_chunk(fetch, linear, region)
+        })
+    }
+
+    fn fetched_chunk(
+        &self,
+        fetch: &ShardFetch,
+        linear: usize,
+        region: &Region,
+    ) -> Result<Option<Bytes>> {
+        if fetch.index.chunk_range(linear).is_none() {
+            return Ok(None);
+        }
+        match fetch.get(linear) {
+            Some(bytes) => Ok(Some(bytes.clone())),
+            None => Err(Error::InvalidRegion {
+                region: region.to_string(),
+                shard_shape: self.shard_representation().shape().to_vec(),
+                reason: format!(
+                    "inner chunk {:?} was not fetched (the fetch covered {})",
+                    fetch.index.chunk_indices(linear),
+                    fetch.region
+                ),
+            }),
+        }
+    }
+
+    fn check_index(&self, index: &ShardIndex) -> Result<()> {
+        if index.chunks_per_shard() == self.chunks_per_shard() {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfiguration {
+                field: "index".into(),
+                reason: format!(
+                    "an index of {:?} inner chunks does not fit shards of {:?}",
+                    index.chunks_per_shard(),
+                    self.chunks_per_shard()
+                ),
+            })
+        }
+    }
+}

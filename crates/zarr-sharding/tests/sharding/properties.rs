@@ -1,0 +1,236 @@
+//! Property tests: encode, merge and fetch + decode agree with a naive element-by-element
+//! model, for random shard shapes, inner chunk shapes, data and regions, for fixed-size and
+//! variable-length elements.
+
+use proptest::prelude::*;
+use serde_json::json;
+use zarr_codecs::{ArrayBytes, ArrayViewMut, VlenBytes};
+use zarr_core::{DataType, FillValue, Region};
+use zarr_sharding::ShardingCodec;
+use zarr_store::{MemoryStore, StoreKey, WritableStore};
+
+use crate::{registry, repr, sharding};
+
+/// A case: inner chunk shape, chunks per shard, a region, and a seed for the data.
+#[derive(Debug, Clone)]
+struct Case {
+    chunk: Vec<u64>,
+    cps: Vec<u64>,
+    region: Vec<(u64, u64)>,
+    seed: u64,
+    location: &'static str,
+    compress: bool,
+}
+
+impl Case {
+    fn shard_shape(&self) -> Vec<u64> {
+        self.chunk
+            .iter()
+            .zip(&self.cps)
+            .map(|(c, n)| c * n)
+            .collect()
+    }
+
+    fn region(&self) -> Region {
+        let shape = self.shard_shape();
+        Region::try_new(
+            self.region
+                .iter()
+                .zip(&shape)
+                .map(|(&(a, b), &s)| {
+                    let (a, b) = (a % (s + 1), b % (s + 1));
+                    a.min(b)..a.max(b)
+                })
+                .collect(),
+        )
+        .unwrap()
+    }
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (1usize..=3)
+        .prop_flat_map(|rank| {
+            (
+                proptest::collection::vec(1u64..4, rank),
+                proptest::collection::vec(1u64..4, rank),
+                proptest::collection::vec((0u64..16, 0u64..16), rank),
+                any::<u64>(),
+                prop_oneof![Just("start"), Just("end")],
+                any::<bool>(),
+            )
+        })
+        .prop_map(|(chunk, cps, region, seed, location, compress)| Case {
+            chunk,
+            cps,
+            region,
+            seed,
+            location,
+            compress,
+        })
+}
+
+/// Deterministic data where about a third of the elements are the fill value 7, and whole
+/// inner chunks often are.
+fn data(n: usize, seed: u64) -> Vec<u16> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if (seed >> (i % 64)) & 1 == 1 || x.is_multiple_of(3) {
+                7
+            } else {
+                (x % 1000) as u16
+            }
+        })
+        .collect()
+}
+
+fn ne(values: &[u16]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_ne_bytes()).collect()
+}
+
+/// The elements of `region` of a C-order array of `shape`, by their flat positions.
+fn positions(shape: &[u64], region: &Region) -> Vec<usize> {
+    let extent = region.shape();
+    let n: u64 = extent.iter().product();
+    if region.is_empty() {
+        return vec![];
+    }
+    (0..n)
+        .map(|flat| {
+            let mut rest = flat;
+            let mut pos = vec![0u64; extent.len()];
+            for d in (0..extent.len()).rev() {
+                pos[d] = region.ranges()[d].start + rest % extent[d];
+                rest /= extent[d];
+            }
+            (0..shape.len()).fold(0u64, |acc, d| acc * shape[d] + pos[d]) as usize
+        })
+        .collect()
+}
+
+fn codec_for(
+    case: &Case,
+    data_type: DataType,
+    fill: FillValue,
+    inner: serde_json::Value,
+) -> ShardingCodec {
+    let meta = sharding(json!({
+        "chunk_shape": case.chunk,
+        "codecs": inner,
+        "index_location": case.location,
+    }));
+    ShardingCodec::from_metadata(
+        &meta,
+        &repr(&case.shard_shape(), data_type, fill),
+        &registry(),
+    )
+    .unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fixed_size_round_trips(case in case()) {
+        let mut inner = vec![json!({"name": "bytes", "configuration": {"endian": "big"}})];
+        if case.compress {
+            inner.push(json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}}));
+        }
+        let codec = codec_for(&case, DataType::UInt16, FillValue::new(7u16.to_ne_bytes()), json!(inner));
+        let shape = case.shard_shape();
+        let n = shape.iter().product::<u64>() as usize;
+        let model = data(n, case.seed);
+        let all_fill = model.iter().all(|&v| v == 7);
+
+        // Encode / decode.
+        let encoded = codec.encode_shard(ArrayBytes::fixed(ne(&model))).unwrap();
+        prop_assert_eq!(encoded.is_none(), all_fill);
+        if let Some(bytes) = &encoded {
+            prop_assert_eq!(codec.decode_shard(bytes.clone()).unwrap(), ArrayBytes::fixed(ne(&model)));
+        }
+
+        // Merge a region of new values into it.
+        let region = case.region();
+        let pos = positions(&shape, &region);
+        let patch = data(pos.len(), case.seed.rotate_left(17) ^ 0x5555);
+        let mut merged_model = model.clone();
+        for (p, v) in pos.iter().zip(&patch) {
+            merged_model[*p] = *v;
+        }
+        let merged = codec.merge_region(encoded.clone(), &region, &ArrayBytes::fixed(ne(&patch))).unwrap();
+        prop_assert_eq!(merged.is_none(), merged_model.iter().all(|&v| v == 7));
+        let whole = Region::full(&shape);
+        let decoded = match &merged {
+            Some(bytes) => codec.decode_shard(bytes.clone()).unwrap(),
+            None => ArrayBytes::fixed(ne(&vec![7; n])),
+        };
+        prop_assert_eq!(decoded, ArrayBytes::fixed(ne(&merged_model)));
+
+        // Fetch + decode the region from a store, into a view and as new bytes.
+        let rt = runtime();
+        let store = MemoryStore::new();
+        let key = StoreKey::new("c/0");
+        if let Some(bytes) = merged {
+            rt.block_on(store.set(&key, bytes)).unwrap();
+        }
+        let want: Vec<u16> = pos.iter().map(|&p| merged_model[p]).collect();
+        match rt.block_on(codec.fetch(&store, &key, &region)).unwrap() {
+            None => prop_assert!(want.iter().all(|&v| v == 7)),
+            Some(fetch) => {
+                prop_assert_eq!(codec.decode_fetched(&fetch, &region).unwrap(), ArrayBytes::fixed(ne(&want)));
+                let mut out = vec![0u8; want.len() * 2];
+                let mut view = ArrayViewMut::new(&mut out, &region.shape(), 2).unwrap();
+                codec.decode_fetched_into_view(&fetch, &region, &mut view).unwrap();
+                prop_assert_eq!(out, ne(&want));
+                // The whole shard needs inner chunks this fetch may not have read.
+                if region != whole && codec.decode_fetched(&fetch, &whole).is_ok() {
+                    // Only possible when every inner chunk outside the region is empty.
+                    let again = rt.block_on(codec.fetch(&store, &key, &whole)).unwrap().unwrap();
+                    prop_assert_eq!(fetch.encoded_bytes(), again.encoded_bytes());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn variable_length_round_trips(case in case()) {
+        let fill = "-";
+        let codec = codec_for(&case, DataType::String, FillValue::from(fill), json!([{"name": "vlen-utf8"}]));
+        let shape = case.shard_shape();
+        let n = shape.iter().product::<u64>() as usize;
+        let text = |v: u16| if v == 7 { fill.to_owned() } else { "x".repeat(v as usize % 5) };
+        let model: Vec<String> = data(n, case.seed).into_iter().map(text).collect();
+        let array = |values: &[String]| ArrayBytes::Variable(VlenBytes::from_elements(values.iter().map(String::as_bytes)));
+
+        let encoded = codec.encode_shard(array(&model)).unwrap();
+        prop_assert_eq!(encoded.is_none(), model.iter().all(|s| s == fill));
+        let region = case.region();
+        let pos = positions(&shape, &region);
+        let patch: Vec<String> = data(pos.len(), !case.seed).into_iter().map(text).collect();
+        let mut merged_model = model.clone();
+        for (p, v) in pos.iter().zip(&patch) {
+            merged_model[*p] = v.clone();
+        }
+        let merged = codec.merge_region(encoded, &region, &array(&patch)).unwrap();
+        prop_assert_eq!(merged.is_none(), merged_model.iter().all(|s| s == fill));
+        if let Some(bytes) = &merged {
+            prop_assert_eq!(codec.decode_shard(bytes.clone()).unwrap(), array(&merged_model));
+            let rt = runtime();
+            let store = MemoryStore::new();
+            let key = StoreKey::new("c/0");
+            rt.block_on(store.set(&key, bytes.clone())).unwrap();
+            let fetch = rt.block_on(codec.fetch(&store, &key, &region)).unwrap().unwrap();
+            let want: Vec<String> = pos.iter().map(|&p| merged_model[p].clone()).collect();
+            prop_assert_eq!(codec.decode_fetched(&fetch, &region).unwrap(), array(&want));
+        }
+    }
+}
