@@ -15,7 +15,9 @@ use crate::error::{Error, Result};
 /// Add codecs of your own with [`CodecRegistry::register`] and open arrays with
 /// [`ArrayOptions::with_registry`](crate::ArrayOptions::with_registry).
 pub fn default_registry() -> CodecRegistry {
-    CodecRegistry::with_defaults()
+    let mut registry = CodecRegistry::with_defaults();
+    zarr_sharding::register(&mut registry);
+    registry
 }
 
 /// The shared default registry (built once).
