@@ -1,205 +1,290 @@
-//! The `zarr` command-line tool.
+//! The `zarr` command-line tool: inspect, export, convert and verify Zarr v3 stores.
 //!
-//! Exit codes: 0 success, 1 an error (the message says what and why), 2 bad usage.
+//! Exit codes: 0 success; 1 failure (the one-line message says what and why), or `verify`
+//! found corrupt chunks; 2 bad usage (unknown flag, malformed region or shape, ...).
 
-use std::path::{Path, PathBuf};
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
-use serde_json::Value;
-use zarr::metadata::{ArrayMetadata, ChunkGrid, GroupMetadata, NodeMetadata};
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
 
-/// Inspect Zarr v3 stores.
+mod bench;
+mod cast;
+mod copy;
+mod create;
+mod demo;
+mod format;
+mod get;
+mod info;
+mod layout;
+mod npy;
+mod progress;
+mod region;
+mod target;
+mod tree;
+mod verify;
+
+/// A usage error: the command line was understood by the parser but its values are not
+/// acceptable (a malformed region, a shape of the wrong rank, ...). Exits with code 2.
+#[derive(Debug)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Return a [`Usage`] error from the current function.
+macro_rules! usage {
+    ($($arg:tt)*) => {
+        return Err(anyhow::Error::new($crate::Usage(format!($($arg)*))))
+    };
+}
+pub(crate) use usage;
+
+/// Inspect, export, convert and verify Zarr v3 stores.
+///
+/// TARGET is a local path (`data.zarr/images/raw`: the store root is found by walking up
+/// while the parent directories are Zarr groups) or a URL (`s3://bucket/data.zarr`,
+/// `gs://`, `az://`, `http(s)://`, `file://`, `memory://`) with the node given by `--path`.
+/// Cloud credentials come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
 #[derive(Parser)]
-#[command(name = "zarr", version, about, long_about = None)]
+#[command(name = "zarr", version, about, long_about, after_help = EXIT_CODES)]
 struct Cli {
+    #[command(flatten)]
+    global: Global,
     #[command(subcommand)]
     command: Command,
 }
 
+const EXIT_CODES: &str = "\
+Exit codes: 0 success; 1 failure, or `verify` found corrupt chunks; 2 bad usage.
+
+Start with `zarr demo demo.zarr`, which builds a small dataset and shows it.";
+
+/// Options every command takes.
+#[derive(Args, Clone, Copy, Debug)]
+pub(crate) struct Global {
+    /// Print nothing but results and errors (no progress bars, no notes).
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
+    /// Log what the library does to stderr (-v info, -vv debug, -vvv trace; RUST_LOG also
+    /// works).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    /// Threads for encoding and decoding (default: one per core).
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) threads: Option<usize>,
+}
+
+/// Where a command finds its node: TARGET plus an optional `--path`.
+#[derive(Args, Clone, Debug)]
+pub(crate) struct TargetArgs {
+    /// A local path or a URL (see `zarr --help`).
+    pub(crate) target: String,
+    /// The node's path inside the store; TARGET is then the store root.
+    #[arg(long, value_name = "NODE")]
+    pub(crate) path: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Describe an array or group: shape, data type, chunking, codecs, fill value, attributes.
+    /// Describe an array or a group.
     ///
-    /// Example: zarr info data.zarr/images/raw
-    Info {
-        /// The node's directory in a local store (the directory holding its zarr.json).
-        target: PathBuf,
-        /// Print machine-readable JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    /// For an array: shape, data type, chunk grid, shard and inner chunk shape, codecs, fill
+    /// value, dimension names, attributes, chunks present out of possible, stored bytes and
+    /// compression ratio. For a group: attributes and children.
+    #[command(after_help = "\
+Examples:
+  zarr info data.zarr/images/raw
+  zarr info s3://bucket/data.zarr --path /images/raw --json")]
+    Info(info::InfoArgs),
+    /// Show the hierarchy below a group, with each array's shape, data type and chunking.
+    ///
+    /// Uses the group's consolidated metadata when it has some, otherwise one listing per
+    /// group.
+    #[command(after_help = "\
+Examples:
+  zarr tree data.zarr
+  zarr tree gs://bucket/data.zarr")]
+    Tree(tree::TreeArgs),
+    /// Print or export values of an array region.
+    ///
+    /// The region is numpy-like: one entry per dimension, separated by commas; `a:b`, `a:`,
+    /// `:b`, `:` or a single index (negative counts from the end); missing trailing entries
+    /// mean `:`. Text output prints one value per line for a 1-D result and one row of the
+    /// last dimension per line otherwise (a blank line between 2-D planes). Exports to npy
+    /// and raw stream in chunk-aligned slabs, never holding the whole region.
+    #[command(after_help = "\
+Examples:
+  zarr get data.zarr/temperature --region 0:5
+  zarr get data.zarr/images/raw --region 0:10,:,5
+  zarr get data.zarr/images/raw --format npy -o raw.npy     # numpy.load('raw.npy')
+  zarr get data.zarr/labels --format json")]
+    Get(get::GetArgs),
+    /// Create an array.
+    #[command(after_help = "\
+Examples:
+  zarr create data.zarr/images/raw --shape 1000,1000 --dtype uint16 --chunks 100,100
+  zarr create data.zarr/big --shape 10000,10000 --dtype float32 --chunks 100,100 \\
+      --shards 1000,1000 --codec zstd:5 --codec crc32c --fill-value NaN")]
+    Create(create::CreateArgs),
+    /// Write values from an .npy file into an array (a region, or the whole array).
+    #[command(after_help = "\
+Examples:
+  zarr put data.zarr/images/raw --input raw.npy
+  zarr put data.zarr/images/raw --input tile.npy --region 100:200,300:400")]
+    Put(create::PutArgs),
+    /// Decode every stored chunk of an array (or of every array below a group) and report
+    /// each one that is corrupt or undecodable, with the reason.
+    ///
+    /// Checksums (crc32c, zstd checksums) are checked as part of decoding; shards are decoded
+    /// whole, index included. Exits with 1 if any chunk is corrupt.
+    #[command(after_help = "\
+Examples:
+  zarr verify data.zarr
+  zarr verify s3://bucket/data.zarr --path /images/raw --jobs 64")]
+    Verify(verify::VerifyArgs),
+    /// Copy an array or a whole group to another store, re-chunking, re-sharding,
+    /// re-compressing or converting the data type on the way.
+    ///
+    /// Copies in blocks aligned to the destination's chunks (or shards) along the first
+    /// dimension, so memory stays bounded and no destination chunk is written twice.
+    /// Layout not given on the command line is taken from the source. After an interruption,
+    /// run the same command again with `--resume`: blocks whose destination chunks are all
+    /// stored are skipped, every other block is copied again (chunk writes replace whole
+    /// objects, so a half-finished block is simply rewritten).
+    #[command(after_help = "\
+Examples:
+  zarr copy data.zarr/images/raw rechunked.zarr --chunks 256,256
+  zarr copy data.zarr sharded.zarr --shards 1024,1024 --chunks 128,128 --codec zstd:5
+  zarr copy sharded.zarr plain.zarr --shards none --codec gzip:6
+  zarr copy data.zarr s3://bucket/data.zarr --resume
+  zarr copy data.zarr/counts small.zarr --data-type uint16")]
+    Copy(copy::CopyArgs),
+    /// Write and read a synthetic array in a temporary local store and report throughput.
+    #[command(after_help = "\
+Examples:
+  zarr bench
+  zarr bench --size 256 --chunks 512,512 --codec blosc:lz4:5
+  zarr bench --shards 2048,2048 --chunks 256,256 --threads 4")]
+    Bench(bench::BenchArgs),
+    /// Build a small, real dataset in a directory (a sharded image, a time series and strings
+    /// when this build has them), then show its tree and an array's info, and how to open it
+    /// from zarr-python.
+    #[command(after_help = "\
+Examples:
+  zarr demo demo.zarr
+  zarr tree demo.zarr")]
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Info { target, json } => info(&target, json),
-    };
-    match result {
+    init_tracing(cli.global);
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            let causes: Vec<String> = err.chain().map(ToString::to_string).collect();
-            eprintln!("zarr: {}", causes.join(": "));
-            ExitCode::FAILURE
-        }
+        Err(err) => report(&err),
     }
 }
 
-fn read_node(dir: &Path) -> Result<NodeMetadata> {
-    let key = dir.join("zarr.json");
-    let bytes = std::fs::read(&key).with_context(|| format!("reading {}", key.display()))?;
-    NodeMetadata::from_slice(&bytes).with_context(|| format!("parsing {}", key.display()))
+fn run(cli: Cli) -> Result<()> {
+    let threads = match cli.global.threads {
+        Some(0) => usage!("--threads must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    // Ignore the error of a second initialisation (there is none in this program).
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()?;
+    let global = cli.global;
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Info(args) => info::run(args).await,
+            Command::Tree(args) => tree::run(args).await,
+            Command::Get(args) => get::run(args).await,
+            Command::Create(args) => create::run_create(args, global).await,
+            Command::Put(args) => create::run_put(args, global).await,
+            Command::Verify(args) => verify::run(args, global).await,
+            Command::Copy(args) => copy::run(args, global).await,
+            Command::Bench(args) => bench::run(args, global).await,
+            Command::Demo(args) => demo::run(args, global).await,
+        }
+    })
 }
 
-/// The names of the child nodes of a group directory (subdirectories holding a `zarr.json`),
-/// sorted.
-fn children(dir: &Path) -> Result<Vec<(String, NodeMetadata)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("__") || !entry.file_type()?.is_dir() {
+/// `--verbose` turns on tracing output on stderr; `RUST_LOG` overrides the level.
+fn init_tracing(global: Global) {
+    let level = match (global.quiet, global.verbose) {
+        (_, 0) | (true, _) => return,
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// Print the error as one line, `zarr: what: why: root cause`, and choose the exit code.
+fn report(err: &anyhow::Error) -> ExitCode {
+    // `zarr get ... | head` closes the pipe early; that is not a failure.
+    if err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    }) {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("zarr: {}", one_line(err));
+    if err.downcast_ref::<Usage>().is_some() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The error and its causes joined by `: `, skipping a cause whose text the previous message
+/// already ends with (some errors print their source themselves), and flattening newlines.
+pub(crate) fn one_line(err: &anyhow::Error) -> String {
+    chain_line(err.chain())
+}
+
+/// As [`one_line`], for any error.
+pub(crate) fn error_line(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = Vec::new();
+    let mut next = Some(err);
+    while let Some(e) = next {
+        chain.push(e);
+        next = e.source();
+    }
+    chain_line(chain.into_iter())
+}
+
+fn chain_line<'a>(chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
+    let mut line = String::new();
+    for cause in chain {
+        let text = cause.to_string().replace('\n', " ");
+        if text.is_empty() || line.ends_with(&text) {
             continue;
         }
-        if entry.path().join("zarr.json").is_file() {
-            out.push((name, read_node(&entry.path())?));
+        if !line.is_empty() {
+            line.push_str(": ");
         }
+        line.push_str(&text);
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
-}
-
-fn info(target: &Path, json: bool) -> Result<()> {
-    let node = read_node(target)?;
-    match &node {
-        NodeMetadata::Array(array) => {
-            if json {
-                let mut out = serde_json::Map::new();
-                out.insert("path".into(), target.display().to_string().into());
-                out.insert("metadata".into(), array.to_value()?);
-                out.insert(
-                    "grid_shape".into(),
-                    serde_json::to_value(array.chunk_grid.grid_shape(&array.shape)?)?,
-                );
-                out.insert("num_elements".into(), array.num_elements()?.into());
-                println!("{}", serde_json::to_string_pretty(&Value::Object(out))?);
-            } else {
-                print_array(target, array)?;
-            }
-        }
-        NodeMetadata::Group(group) => {
-            let kids = children(target)?;
-            if json {
-                let mut out = serde_json::Map::new();
-                out.insert("path".into(), target.display().to_string().into());
-                out.insert("metadata".into(), group.to_value());
-                out.insert(
-                    "children".into(),
-                    kids.iter()
-                        .map(|(name, node)| {
-                            let kind = match node {
-                                NodeMetadata::Array(_) => "array",
-                                NodeMetadata::Group(_) => "group",
-                            };
-                            serde_json::json!({"name": name, "node_type": kind})
-                        })
-                        .collect(),
-                );
-                println!("{}", serde_json::to_string_pretty(&Value::Object(out))?);
-            } else {
-                print_group(target, group, &kids);
-            }
-        }
-    }
-    Ok(())
-}
-
-fn print_array(target: &Path, array: &ArrayMetadata) -> Result<()> {
-    println!("array       {}", target.display());
-    println!("shape       {:?}", array.shape);
-    println!("data type   {}", array.data_type);
-    match &array.chunk_grid {
-        ChunkGrid::Regular(grid) => println!("chunks      {:?} (regular)", grid.chunk_shape()),
-        ChunkGrid::Rectilinear(_) => println!(
-            "chunks      rectilinear {}",
-            array.chunk_grid.to_json()["configuration"]["chunk_shapes"]
-        ),
-    }
-    println!(
-        "grid        {:?} chunks",
-        array.chunk_grid.grid_shape(&array.shape)?
-    );
-    println!(
-        "chunk keys  {} (e.g. {})",
-        array.chunk_key_encoding.to_json()["name"]
-            .as_str()
-            .unwrap_or("?"),
-        array.chunk_key(&vec![0; array.rank()])
-    );
-    println!(
-        "fill value  {}",
-        array.fill_value.to_json(&array.data_type)?
-    );
-    for (i, codec) in array.codecs.iter().enumerate() {
-        let label = if i == 0 { "codecs" } else { "" };
-        match &codec.configuration {
-            Some(config) if !config.is_empty() => {
-                println!(
-                    "{label:<11} {} {}",
-                    codec.name,
-                    Value::Object(config.clone())
-                );
-            }
-            _ => println!("{label:<11} {}", codec.name),
-        }
-    }
-    if let Some(names) = &array.dimension_names {
-        let names: Vec<&str> = names.iter().map(|n| n.as_deref().unwrap_or("-")).collect();
-        println!("dimensions  {}", names.join(", "));
-    }
-    for t in &array.storage_transformers {
-        println!(
-            "transformer {} {}",
-            t.name,
-            Value::Object(t.configuration_or_empty())
-        );
-    }
-    print_attributes(&array.attributes);
-    Ok(())
-}
-
-fn print_group(target: &Path, group: &GroupMetadata, kids: &[(String, NodeMetadata)]) {
-    println!("group       {}", target.display());
-    print_attributes(&group.attributes);
-    if let Some(consolidated) = &group.consolidated_metadata {
-        println!(
-            "consolidated metadata: {} nodes",
-            consolidated.metadata.len()
-        );
-    }
-    if kids.is_empty() {
-        println!("children    (none)");
-    }
-    for (i, (name, node)) in kids.iter().enumerate() {
-        let label = if i == 0 { "children" } else { "" };
-        match node {
-            NodeMetadata::Array(a) => {
-                println!("{label:<11} {name}  array {:?} {}", a.shape, a.data_type);
-            }
-            NodeMetadata::Group(_) => println!("{label:<11} {name}/  group"),
-        }
-    }
-}
-
-fn print_attributes(attributes: &serde_json::Map<String, Value>) {
-    if attributes.is_empty() {
-        println!("attributes  (none)");
-        return;
-    }
-    println!("attributes");
-    for (key, value) in attributes {
-        println!("  {key}: {value}");
-    }
+    line
 }

@@ -1,0 +1,150 @@
+//! `zarr bench`: write and read a synthetic array in a temporary local store.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use zarr::array::{Array, ArrayBuilder};
+use zarr::metadata::DataType;
+use zarr::store::{FilesystemStore, Store};
+
+use crate::create::parse_data_type;
+use crate::info::{bytes_text, chunk_stats};
+use crate::layout::{Layout, chunking_text, codec_text, codecs_from_flags, shape_text};
+use crate::progress::note;
+use crate::region::parse_shape;
+use crate::{Global, cast, usage};
+
+/// Arguments of `zarr bench`.
+#[derive(Args, Debug)]
+pub(crate) struct BenchArgs {
+    /// The array's size in MiB (it is held in memory once).
+    #[arg(long, default_value_t = 64, value_name = "MIB")]
+    size: u64,
+    /// The data type (bool, integers, float16/32/64).
+    #[arg(long, visible_alias = "data-type", default_value = "float32")]
+    dtype: String,
+    /// The chunk shape (two dimensions; the inner chunks with --shards).
+    #[arg(long, default_value = "256,256")]
+    chunks: String,
+    /// Store the chunks in shards of this shape.
+    #[arg(long)]
+    shards: Option<String>,
+    /// Codecs, as for `zarr create` (default zstd:1).
+    #[arg(long = "codec", value_name = "CODEC")]
+    codecs: Vec<String>,
+    /// Where to make the temporary store (default: the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<std::path::PathBuf>,
+}
+
+/// Synthetic values: a smooth ramp with some repetition, compressible like measured data
+/// tends to be, but not trivially.
+fn synthetic(shape: &[u64], data_type: &DataType) -> Result<Vec<u8>> {
+    let columns = shape[1];
+    let values: Vec<u8> = (0..shape[0] * columns)
+        .flat_map(|i| {
+            let (r, c) = (i / columns, i % columns);
+            // A smooth part plus a few bits of hash noise.
+            let noise = (i.wrapping_mul(2_654_435_761) >> 11) % 13;
+            let v = ((r * 7 + c * 3) % 101 + (r / 64) % 5 + noise) as f64;
+            v.to_ne_bytes()
+        })
+        .collect();
+    cast::convert(&values, &DataType::Float64, data_type)
+}
+
+fn rate(bytes: u64, seconds: f64) -> String {
+    let mib = bytes as f64 / f64::from(1 << 20);
+    format!(
+        "{mib:.1} MiB in {seconds:.3} s = {:.0} MiB/s",
+        mib / seconds.max(1e-9)
+    )
+}
+
+pub(crate) async fn run(args: BenchArgs, global: Global) -> Result<()> {
+    let data_type = parse_data_type(&args.dtype)?;
+    if !cast::is_castable(&data_type) {
+        usage!(
+            "bench writes bool, integer and float16/32/64 arrays, not {}",
+            data_type.name()
+        );
+    }
+    let element = data_type.fixed_size().unwrap_or(1) as u64;
+    let chunks = parse_shape(&args.chunks, "--chunks", 1)?;
+    if chunks.len() != 2 {
+        usage!("--chunks needs two dimensions for the bench's 2-d array");
+    }
+    let columns = 1024u64;
+    let rows = ((args.size << 20) / (columns * element)).max(1);
+    let shape = vec![rows, columns];
+    let flags = if args.codecs.is_empty() {
+        vec!["zstd:1".to_owned()]
+    } else {
+        args.codecs.clone()
+    };
+    let codecs = codecs_from_flags(&flags, &data_type)?;
+    let layout = match &args.shards {
+        Some(text) => {
+            let shards = parse_shape(text, "--shards", 1)?;
+            if shards.len() != 2 || shards[0] % chunks[0] != 0 || shards[1] % chunks[1] != 0 {
+                usage!("--shards must be two dimensions, each a multiple of --chunks");
+            }
+            Layout {
+                grid: Some(shards),
+                inner: Some(chunks),
+                codecs,
+            }
+        }
+        None => Layout {
+            grid: Some(chunks),
+            inner: None,
+            codecs,
+        },
+    };
+    let (grid, codec_list) = layout.to_metadata_parts()?;
+    let dir = match &args.dir {
+        Some(dir) => tempfile::tempdir_in(dir),
+        None => tempfile::tempdir(),
+    }
+    .context("creating a temporary directory")?;
+    let store: Arc<dyn Store> = Arc::new(FilesystemStore::new(dir.path().join("bench.zarr"))?);
+    let array: Array<dyn Store> = ArrayBuilder::new(shape.clone(), data_type, grid)
+        .codecs(codec_list)
+        .create(Arc::clone(&store), "/bench")
+        .await?;
+    let values = synthetic(&shape, &data_type)?;
+    let bytes = values.len() as u64;
+    note(
+        global,
+        &format!("store   {}", dir.path().join("bench.zarr").display()),
+    );
+    println!(
+        "array   {} {} ({}), codecs {}",
+        data_type.name(),
+        shape_text(&shape),
+        chunking_text(array.metadata()),
+        layout
+            .codecs
+            .iter()
+            .map(codec_text)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let region = array.full_region();
+    let started = Instant::now();
+    array.write_bytes(&region, &values).await?;
+    println!("write   {}", rate(bytes, started.elapsed().as_secs_f64()));
+    let started = Instant::now();
+    let read = array.read_bytes(&region).await?;
+    println!("read    {}", rate(bytes, started.elapsed().as_secs_f64()));
+    if read != values {
+        anyhow::bail!("the values read back differ from the values written");
+    }
+    let stats = chunk_stats(&array).await?;
+    if let (Some(stored), Some(ratio)) = (stats.stored_bytes, stats.ratio()) {
+        println!("stored  {}, ratio {ratio:.2}", bytes_text(stored));
+    }
+    Ok(())
+}

@@ -1,0 +1,411 @@
+//! `zarr copy`: copy arrays and groups between stores, changing the layout on the way.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use futures::{StreamExt as _, TryStreamExt as _};
+use zarr::array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Group, Node};
+use zarr::metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, NodePath};
+use zarr::store::{Store, StorePrefix};
+
+use crate::cast;
+use crate::create::parse_data_type;
+use crate::layout::{Layout, chunking_text, codecs_from_flags, shape_text};
+use crate::progress::{bar, note};
+use crate::region::{parse_shape, slabs};
+use crate::target::{Access, Target, resolve};
+use crate::{Global, TargetArgs, usage};
+
+/// Arguments of `zarr copy`.
+#[derive(Args, Debug)]
+pub(crate) struct CopyArgs {
+    /// The source: a local path or a URL.
+    src: String,
+    /// The destination: a local path or a URL.
+    dst: String,
+    /// The source node's path inside SRC (SRC is then the store root).
+    #[arg(long, value_name = "NODE")]
+    src_path: Option<String>,
+    /// The destination node's path inside DST (DST is then the store root).
+    #[arg(long, value_name = "NODE")]
+    dst_path: Option<String>,
+    /// The destination chunk shape (the inner chunk shape when sharded).
+    #[arg(long)]
+    chunks: Option<String>,
+    /// The destination shard shape, or `none` for no sharding.
+    #[arg(long)]
+    shards: Option<String>,
+    /// Replace the codecs: zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], crc32c or none,
+    /// in order; repeat for several.
+    #[arg(long = "codec", value_name = "CODEC")]
+    codecs: Vec<String>,
+    /// Convert the elements to this data type (bool, integers, float16/32/64; values that
+    /// do not fit are an error).
+    #[arg(long, visible_alias = "dtype", value_name = "TYPE")]
+    data_type: Option<String>,
+    /// About how much data each block holds (a whole number of destination chunk rows, at
+    /// least one); two blocks are in memory at a time.
+    #[arg(long, default_value = "64M", value_parser = crate::region::parse_size, value_name = "SIZE")]
+    block_size: u64,
+    /// Replace whatever is at the destination.
+    #[arg(long, conflicts_with = "resume")]
+    overwrite: bool,
+    /// Continue an interrupted copy: keep the destination (its metadata must be what this
+    /// copy would write) and skip blocks whose destination chunks are all stored.
+    #[arg(long)]
+    resume: bool,
+}
+
+/// The per-array choices, parsed once.
+struct Plan {
+    chunks: Option<Vec<u64>>,
+    /// `None`: as the source; `Some(None)`: no sharding; `Some(Some(shape))`: these shards.
+    shards: Option<Option<Vec<u64>>>,
+    codecs: Vec<String>,
+    data_type: Option<DataType>,
+    overwrite: bool,
+    resume: bool,
+    block_size: u64,
+    /// Copying a group: `--chunks` and `--shards` apply to the arrays of their rank only.
+    group: bool,
+}
+
+pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
+    let mut plan = Plan {
+        chunks: args
+            .chunks
+            .as_deref()
+            .map(|c| parse_shape(c, "--chunks", 1))
+            .transpose()?,
+        shards: match args.shards.as_deref() {
+            None => None,
+            Some("none") => Some(None),
+            Some(s) => Some(Some(parse_shape(s, "--shards", 1)?)),
+        },
+        codecs: args.codecs.clone(),
+        data_type: args.data_type.as_deref().map(parse_data_type).transpose()?,
+        overwrite: args.overwrite,
+        resume: args.resume,
+        block_size: args.block_size,
+        group: false,
+    };
+    let src = resolve(
+        &TargetArgs {
+            target: args.src.clone(),
+            path: args.src_path.clone(),
+        },
+        Access::Read,
+    )?;
+    let dst = resolve(
+        &TargetArgs {
+            target: args.dst.clone(),
+            path: args.dst_path.clone(),
+        },
+        Access::Write,
+    )?;
+    let started = Instant::now();
+    let dst_path = NodePath::new(&dst.path)?;
+    let exists = Node::open(Arc::clone(&dst.store), &dst.path).await.is_ok();
+    if exists && !plan.overwrite && !plan.resume {
+        usage!(
+            "{} already exists; use --overwrite to replace it or --resume to continue a copy",
+            dst.describe()
+        );
+    }
+    if exists && plan.overwrite {
+        dst.store
+            .erase_prefix(&StorePrefix::try_new(dst_path.prefix())?)
+            .await
+            .with_context(|| format!("erasing {}", dst.describe()))?;
+    }
+    match src.node().await? {
+        Node::Array(array) => {
+            copy_array(&array, &dst, &dst.path, &plan, global).await?;
+            note(
+                global,
+                &format!(
+                    "copied {} to {} in {:.1} s",
+                    src.describe(),
+                    dst.describe(),
+                    started.elapsed().as_secs_f64()
+                ),
+            );
+        }
+        Node::Group(group) => {
+            let nodes = group
+                .tree()
+                .await
+                .with_context(|| format!("walking {}", src.describe()))?;
+            plan.group = true;
+            create_group(&dst, &dst.path, group.metadata()).await?;
+            let base = group.path().names().count();
+            let mut arrays = 0;
+            for (path, metadata) in nodes {
+                let relative: Vec<&str> = path.names().skip(base).collect();
+                let mut target_path = dst_path.clone();
+                for name in &relative {
+                    target_path = target_path.child(name)?;
+                }
+                match metadata {
+                    NodeMetadata::Group(g) => create_group(&dst, target_path.as_str(), &g).await?,
+                    NodeMetadata::Array(_) => {
+                        let array = Array::open(Arc::clone(&src.store), path.as_str())
+                            .await
+                            .with_context(|| format!("opening {path} in {}", src.describe()))?;
+                        copy_array(&array, &dst, target_path.as_str(), &plan, global).await?;
+                        arrays += 1;
+                    }
+                }
+            }
+            note(
+                global,
+                &format!(
+                    "copied {} ({arrays} arrays) to {} in {:.1} s",
+                    src.describe(),
+                    dst.describe(),
+                    started.elapsed().as_secs_f64()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn create_group(dst: &Target, path: &str, source: &GroupMetadata) -> Result<()> {
+    let metadata = GroupMetadata::new().with_attributes(source.attributes.clone());
+    Group::create_with(Arc::clone(&dst.store), path, metadata)
+        .await
+        .with_context(|| format!("creating group {path} in {}", dst.describe()))?;
+    Ok(())
+}
+
+/// The destination metadata for `src` under `plan`.
+fn destination_metadata(src: &ArrayMetadata, plan: &Plan) -> Result<ArrayMetadata> {
+    let source = Layout::of(src)?;
+    let data_type = plan.data_type.unwrap_or(src.data_type);
+    let rank = src.shape.len();
+    // In a group copy, a layout of another rank is for other arrays.
+    let fits = |shape: &Vec<u64>| !plan.group || shape.len() == rank;
+    let chunk_flag = plan.chunks.as_ref().filter(|c| fits(c));
+    let shard_flag = match &plan.shards {
+        Some(Some(shards)) if !fits(shards) => None,
+        other => other.clone(),
+    };
+    let chunks = match (chunk_flag, &source.inner, &source.grid) {
+        (Some(chunks), _, _) => chunks.clone(),
+        (None, Some(inner), _) => inner.clone(),
+        (None, None, Some(grid)) => grid.clone(),
+        (None, None, None) => {
+            usage!("the source has a rectilinear chunk grid; give --chunks for the copy")
+        }
+    };
+    let shards = match &shard_flag {
+        Some(shards) => shards.clone(),
+        None if source.inner.is_some() => source.grid.clone(),
+        None => None,
+    };
+    if chunks.len() != rank {
+        usage!(
+            "--chunks {} has {} dimensions, the array {rank}",
+            shape_text(&chunks),
+            chunks.len()
+        );
+    }
+    if let Some(shards) = &shards {
+        if shards.len() != rank {
+            usage!(
+                "the shard shape has {} dimensions, the array {rank}",
+                shards.len()
+            );
+        }
+        if let Some(d) = (0..rank).find(|&d| shards[d] % chunks[d] != 0) {
+            usage!(
+                "shards {} are not a multiple of chunks {} in dimension {d}{}",
+                shape_text(shards),
+                shape_text(&chunks),
+                if shard_flag.is_none() {
+                    " (the shards are the source's; give --shards)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let codecs = if plan.codecs.is_empty() {
+        if data_type != src.data_type && data_type.fixed_size().is_none() {
+            bail!("cannot keep the source's codecs for {}", data_type.name());
+        }
+        source.codecs
+    } else {
+        codecs_from_flags(&plan.codecs, &data_type)?
+    };
+    let layout = match shards {
+        Some(shards) => Layout {
+            grid: Some(shards),
+            inner: Some(chunks),
+            codecs,
+        },
+        None => Layout {
+            grid: Some(chunks),
+            inner: None,
+            codecs,
+        },
+    };
+    let (grid, codecs) = layout.to_metadata_parts()?;
+    let fill_value = if data_type == src.data_type {
+        src.fill_value.clone()
+    } else {
+        FillValue::new(
+            cast::convert(src.fill_value.as_bytes(), &src.data_type, &data_type)
+                .context("converting the fill value")?,
+        )
+    };
+    let mut metadata = ArrayBuilder::new(src.shape.clone(), data_type, grid)
+        .codecs(codecs)
+        .fill_value(fill_value)
+        .chunk_key_encoding(src.chunk_key_encoding)
+        .attributes(src.attributes.clone())
+        .build_metadata()?;
+    metadata.dimension_names.clone_from(&src.dimension_names);
+    Ok(metadata)
+}
+
+async fn copy_array(
+    src: &Array<dyn Store>,
+    dst: &Target,
+    path: &str,
+    plan: &Plan,
+    global: Global,
+) -> Result<()> {
+    let metadata = destination_metadata(src.metadata(), plan)
+        .with_context(|| format!("planning the copy of {}", src.path()))?;
+    let node_path = NodePath::new(path)?;
+    let existing = match Array::open(Arc::clone(&dst.store), path).await {
+        Ok(existing) if plan.resume => Some(existing),
+        _ => None,
+    };
+    let out: Array<dyn Store> = match existing {
+        Some(existing) => {
+            if *existing.metadata() != metadata {
+                bail!(
+                    "cannot resume: {path} in {} has other metadata than this copy would write \
+                     (use --overwrite to start again)",
+                    dst.describe()
+                );
+            }
+            existing
+        }
+        None => {
+            let mut builder = ArrayBuilder::new(
+                metadata.shape.clone(),
+                metadata.data_type,
+                vec![1; metadata.shape.len()],
+            )
+            .chunk_grid(metadata.chunk_grid.clone())
+            .codecs(metadata.codecs.clone())
+            .fill_value(metadata.fill_value.clone())
+            .chunk_key_encoding(metadata.chunk_key_encoding)
+            .attributes(metadata.attributes.clone())
+            .overwrite(plan.overwrite || plan.resume);
+            let named: Option<Vec<String>> = metadata
+                .dimension_names
+                .as_ref()
+                .and_then(|names| names.iter().cloned().collect());
+            if let Some(names) = named {
+                builder = builder.dimension_names(names);
+            }
+            let created = builder
+                .create(Arc::clone(&dst.store), path)
+                .await
+                .with_context(|| format!("creating {path} in {}", dst.describe()))?;
+            if created.metadata().dimension_names != metadata.dimension_names {
+                // Some dimensions are unnamed: write the names as the source has them.
+                let mut array = Array::from_metadata(
+                    Arc::clone(&dst.store),
+                    node_path,
+                    metadata.clone(),
+                    ArrayOptions::default(),
+                )?;
+                let attributes = metadata.attributes.clone();
+                array.set_attributes(attributes).await?;
+                array
+            } else {
+                created
+            }
+        }
+    };
+    let from = src.metadata().data_type;
+    let to = metadata.data_type;
+    let element = from
+        .fixed_size()
+        .unwrap_or(16)
+        .max(to.fixed_size().unwrap_or(16)) as u64;
+    let blocks = slabs(&metadata, &src.full_region(), element, plan.block_size)?;
+    let progress = bar(global, blocks.len() as u64, &format!("copy {}", src.path()));
+    let skipped = futures::stream::iter(blocks)
+        .map(|block| {
+            let out = out.clone();
+            let progress = progress.clone();
+            async move {
+                if plan.resume && all_stored(&out, &block).await? {
+                    progress.inc(1);
+                    return Ok::<u64, anyhow::Error>(1);
+                }
+                let values = src
+                    .read_array_bytes(&block)
+                    .await
+                    .with_context(|| format!("reading {block} of {}", src.path()))?;
+                let values = match values {
+                    ArrayBytes::Fixed(bytes) if from != to => ArrayBytes::fixed(
+                        cast::convert(&bytes, &from, &to)
+                            .with_context(|| format!("converting {block}"))?,
+                    ),
+                    other => other,
+                };
+                out.write_array_bytes(&block, values)
+                    .await
+                    .with_context(|| format!("writing {block} of {path}"))?;
+                progress.inc(1);
+                Ok(0)
+            }
+        })
+        // Read one block while the previous one is written.
+        .buffer_unordered(2)
+        .try_fold(0u64, |n, skipped| async move { Ok(n + skipped) })
+        .await?;
+    progress.finish_and_clear();
+    if skipped > 0 {
+        note(
+            global,
+            &format!("{path}: skipped {skipped} blocks already copied"),
+        );
+    }
+    note(
+        global,
+        &format!(
+            "{path}: {} {} ({})",
+            metadata.data_type.name(),
+            shape_text(&metadata.shape),
+            chunking_text(&metadata)
+        ),
+    );
+    Ok(())
+}
+
+/// Whether every destination chunk of `block` is stored.
+async fn all_stored(array: &Array<dyn Store>, block: &zarr::array::Region) -> Result<bool> {
+    let metadata = array.metadata();
+    let chunks: Vec<Vec<u64>> = metadata
+        .chunk_grid
+        .chunks_in_region(&metadata.shape, block)?
+        .map(|selection| selection.chunk)
+        .collect();
+    let stored: Vec<bool> = futures::stream::iter(chunks)
+        .map(|chunk| async move { array.chunk_exists(&chunk).await })
+        .buffer_unordered(32)
+        .try_collect()
+        .await?;
+    Ok(stored.into_iter().all(|s| s))
+}

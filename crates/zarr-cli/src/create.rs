@@ -1,0 +1,281 @@
+//! `zarr create` and `zarr put`.
+
+use std::fs::File;
+use std::io::{BufReader, Read as _};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::{Map, Value};
+use zarr::array::ArrayBuilder;
+use zarr::metadata::{DataType, FillValue};
+
+use crate::format::swap_bytes;
+use crate::get::SLAB_BYTES;
+use crate::layout::{Layout, codecs_from_flags, shape_text};
+use crate::npy::{npy_type, read_header};
+use crate::progress::{bar, note};
+use crate::region::{parse_selection, parse_shape, slabs};
+use crate::target::{Access, resolve};
+use crate::{Global, TargetArgs, usage};
+
+/// Arguments of `zarr create`.
+#[derive(Args, Debug)]
+pub(crate) struct CreateArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// The array's shape: `1000,1000` (`""` for a 0-d array).
+    #[arg(long, allow_hyphen_values = true)]
+    shape: String,
+    /// The data type: bool, int8 ... int64, uint8 ... uint64, float16, float32, float64,
+    /// complex64, complex128, bfloat16, string, bytes, ...
+    #[arg(long, visible_alias = "data-type", value_name = "TYPE")]
+    dtype: String,
+    /// The chunk shape (the inner chunk shape with --shards). Default: one chunk for the
+    /// whole array.
+    #[arg(long)]
+    chunks: Option<String>,
+    /// Store chunks in shards of this shape (each a multiple of the chunk shape).
+    #[arg(long)]
+    shards: Option<String>,
+    /// A compression or checksum codec, in order: zstd[:LEVEL], gzip[:LEVEL],
+    /// blosc[:CNAME[:LEVEL]], crc32c, or none. Repeat for several. Default: zstd:3.
+    #[arg(long = "codec", value_name = "CODEC")]
+    codecs: Vec<String>,
+    /// The fill value, as JSON (`0`, `1.5`, `"NaN"`, `true`, `"text"`); a bare word is taken
+    /// as a string (`NaN`, `Infinity`, text).
+    #[arg(long, allow_hyphen_values = true)]
+    fill_value: Option<String>,
+    /// Dimension names, comma-separated: `y,x`.
+    #[arg(long, value_delimiter = ',')]
+    dimension_names: Option<Vec<String>>,
+    /// An attribute, `KEY=JSON` (a value that is not JSON is a string). Repeat for several.
+    #[arg(long = "attr", value_name = "KEY=VALUE")]
+    attributes: Vec<String>,
+    /// Replace a node that is already there (its chunks are erased).
+    #[arg(long)]
+    overwrite: bool,
+}
+
+/// Parse a data type name as it appears in metadata.
+pub(crate) fn parse_data_type(name: &str) -> Result<DataType> {
+    let value = serde_json::from_str::<Value>(name).unwrap_or_else(|_| Value::String(name.into()));
+    match DataType::from_json(&value, "data_type") {
+        Ok(dt) => Ok(dt),
+        Err(err) => usage!("--dtype {name}: {err}"),
+    }
+}
+
+/// Parse a fill value: JSON, or a bare word as a JSON string.
+pub(crate) fn parse_fill_value(text: &str, data_type: &DataType) -> Result<FillValue> {
+    match FillValue::from_json_text(text, data_type) {
+        Ok(fill) => Ok(fill),
+        Err(first) => match FillValue::from_json(&Value::String(text.to_owned()), data_type) {
+            Ok(fill) => Ok(fill),
+            Err(_) => usage!("--fill-value {text}: {first}"),
+        },
+    }
+}
+
+fn parse_attributes(pairs: &[String]) -> Result<Map<String, Value>> {
+    let mut out = Map::new();
+    for pair in pairs {
+        let Some((key, value)) = pair.split_once('=') else {
+            usage!("--attr {pair:?} is not KEY=VALUE");
+        };
+        let value =
+            serde_json::from_str::<Value>(value).unwrap_or_else(|_| Value::String(value.into()));
+        out.insert(key.to_owned(), value);
+    }
+    Ok(out)
+}
+
+pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
+    let shape = parse_shape(&args.shape, "--shape", 0)?;
+    let data_type = parse_data_type(&args.dtype)?;
+    let chunks = match &args.chunks {
+        Some(text) => parse_shape(text, "--chunks", 1)?,
+        None if args.shards.is_some() => usage!("--shards needs --chunks (the inner chunk shape)"),
+        None => shape.iter().map(|&n| n.max(1)).collect(),
+    };
+    if chunks.len() != shape.len() {
+        usage!(
+            "--chunks {} has {} dimensions, --shape {}",
+            shape_text(&chunks),
+            chunks.len(),
+            shape.len()
+        );
+    }
+    let shards = match &args.shards {
+        Some(text) => {
+            let shards = parse_shape(text, "--shards", 1)?;
+            if shards.len() != shape.len() {
+                usage!(
+                    "--shards has {} dimensions, --shape {}",
+                    shards.len(),
+                    shape.len()
+                );
+            }
+            if let Some(d) = (0..shape.len()).find(|&d| shards[d] % chunks[d] != 0) {
+                usage!(
+                    "--shards {} is not a multiple of --chunks {} in dimension {d}",
+                    shape_text(&shards),
+                    shape_text(&chunks)
+                );
+            }
+            Some(shards)
+        }
+        None => None,
+    };
+    let codec_flags = if args.codecs.is_empty() {
+        vec!["zstd:3".to_owned()]
+    } else {
+        args.codecs.clone()
+    };
+    let layout = match shards {
+        Some(shards) => Layout {
+            grid: Some(shards),
+            inner: Some(chunks),
+            codecs: codecs_from_flags(&codec_flags, &data_type)?,
+        },
+        None => Layout {
+            grid: Some(chunks),
+            inner: None,
+            codecs: codecs_from_flags(&codec_flags, &data_type)?,
+        },
+    };
+    let (grid, codecs) = layout.to_metadata_parts()?;
+    let mut builder = ArrayBuilder::new(shape, data_type, grid)
+        .codecs(codecs)
+        .attributes(parse_attributes(&args.attributes)?)
+        .overwrite(args.overwrite);
+    if let Some(text) = &args.fill_value {
+        builder = builder.fill_value(parse_fill_value(text, &data_type)?);
+    }
+    if let Some(names) = &args.dimension_names {
+        if names.len()
+            != args
+                .shape
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .count()
+        {
+            usage!("--dimension-names needs one name per dimension");
+        }
+        builder = builder.dimension_names(names.iter().cloned());
+    }
+    let target = resolve(&args.target, Access::Write)?;
+    let array = builder
+        .create(std::sync::Arc::clone(&target.store), &target.path)
+        .await
+        .with_context(|| format!("creating {}", target.describe()))?;
+    note(
+        global,
+        &format!(
+            "created {}: {} {} ({})",
+            target.describe(),
+            array.data_type().name(),
+            shape_text(array.shape()),
+            crate::layout::chunking_text(array.metadata())
+        ),
+    );
+    Ok(())
+}
+
+/// Arguments of `zarr put`.
+#[derive(Args, Debug)]
+pub(crate) struct PutArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// The `.npy` file holding the values (C order, the array's data type, any byte order).
+    #[arg(short, long, value_name = "FILE")]
+    input: PathBuf,
+    /// Where to write, numpy-like (`100:200,0:50`); default the whole array. Its shape must
+    /// be the file's shape (single-index dimensions may be left out of the file's shape).
+    #[arg(short, long, allow_hyphen_values = true)]
+    region: Option<String>,
+}
+
+/// `<f4` without its byte order: `f4`.
+fn without_order(descr: &str) -> &str {
+    descr.trim_start_matches(['<', '>', '|', '='])
+}
+
+pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
+    let target = resolve(&args.target, Access::Read)?;
+    let array = target.array().await?;
+    let metadata = array.metadata();
+    let data_type = metadata.data_type;
+    let expected = npy_type(&data_type)?;
+    if expected.small_int.is_some() {
+        usage!("put does not write {} arrays", data_type.name());
+    }
+    let file =
+        File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
+    let mut input = BufReader::new(file);
+    let header =
+        read_header(&mut input).with_context(|| format!("reading {}", args.input.display()))?;
+    if header.fortran_order {
+        usage!(
+            "{} is in Fortran order; save it in C order (numpy.ascontiguousarray)",
+            args.input.display()
+        );
+    }
+    if without_order(&header.descr) != without_order(&expected.descr) {
+        usage!(
+            "{} holds {}, the array {} ({})",
+            args.input.display(),
+            header.descr,
+            data_type.name(),
+            expected.descr
+        );
+    }
+    let big_endian = header.descr.starts_with('>');
+    let needs_swap = if cfg!(target_endian = "big") {
+        header.descr.starts_with('<')
+    } else {
+        big_endian
+    };
+    let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
+    if header.shape != selection.out_shape() && header.shape != selection.region.shape() {
+        usage!(
+            "{} has shape {}, the region {}",
+            args.input.display(),
+            shape_text(&header.shape),
+            shape_text(&selection.region.shape())
+        );
+    }
+    let element = data_type.fixed_size().unwrap_or(1) as u64;
+    let slabs = slabs(metadata, &selection.region, element, SLAB_BYTES)?;
+    let progress = bar(global, slabs.len() as u64, "put");
+    for slab in slabs {
+        let n = usize::try_from(slab.num_elements()? * element)?;
+        let mut buf = vec![0u8; n];
+        input.read_exact(&mut buf).with_context(|| {
+            format!(
+                "reading {}: the data is shorter than its header says",
+                args.input.display()
+            )
+        })?;
+        if needs_swap {
+            swap_bytes(&mut buf, crate::format::swap_unit(&data_type));
+        }
+        array
+            .write_bytes(&slab, &buf)
+            .await
+            .with_context(|| format!("writing {} of {}", slab, target.describe()))?;
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    note(
+        global,
+        &format!(
+            "wrote {} elements from {} to {} {}",
+            header.num_elements(),
+            args.input.display(),
+            target.describe(),
+            selection.region
+        ),
+    );
+    Ok(())
+}

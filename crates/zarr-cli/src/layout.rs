@@ -1,0 +1,253 @@
+//! Chunk layout: shards, inner chunks and codec lists, read from metadata and built from
+//! command-line flags.
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use zarr::metadata::{ArrayMetadata, ChunkGrid, DataType, ExtensionObject};
+
+use crate::usage;
+
+/// The name of the sharding codec.
+pub(crate) const SHARDING: &str = "sharding_indexed";
+
+/// How an array's elements are laid out in stored objects.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Layout {
+    /// The chunk shape of a regular grid (the shard shape when sharded), `None` for
+    /// rectilinear grids.
+    pub(crate) grid: Option<Vec<u64>>,
+    /// The inner chunk shape when the array is sharded.
+    pub(crate) inner: Option<Vec<u64>>,
+    /// The codecs of a chunk (of an inner chunk when sharded).
+    pub(crate) codecs: Vec<ExtensionObject>,
+}
+
+impl Layout {
+    /// The layout of existing metadata (only the outermost sharding level is unwrapped).
+    pub(crate) fn of(metadata: &ArrayMetadata) -> Result<Self> {
+        let grid = match &metadata.chunk_grid {
+            ChunkGrid::Regular(grid) => Some(grid.chunk_shape().to_vec()),
+            ChunkGrid::Rectilinear(_) => None,
+        };
+        if let [only] = metadata.codecs.as_slice()
+            && only.name == SHARDING
+        {
+            let config = only.configuration_or_empty();
+            let inner: Vec<u64> =
+                serde_json::from_value(config.get("chunk_shape").cloned().unwrap_or(Value::Null))
+                    .context("the sharding codec's chunk_shape")?;
+            let codecs = match config.get("codecs") {
+                Some(Value::Array(list)) => list
+                    .iter()
+                    .map(|c| ExtensionObject::from_json(c, "codecs"))
+                    .collect::<Result<Vec<_>, _>>()?,
+                _ => Vec::new(),
+            };
+            return Ok(Self {
+                grid,
+                inner: Some(inner),
+                codecs,
+            });
+        }
+        Ok(Self {
+            grid,
+            inner: None,
+            codecs: metadata.codecs.clone(),
+        })
+    }
+
+    /// The chunk grid shape and codec list for metadata: the codecs wrapped in
+    /// `sharding_indexed` (index at the end, little-endian with crc32c) when sharded.
+    pub(crate) fn to_metadata_parts(&self) -> Result<(Vec<u64>, Vec<ExtensionObject>)> {
+        let Some(grid) = &self.grid else {
+            anyhow::bail!("rectilinear chunk grids cannot be written by this tool");
+        };
+        match &self.inner {
+            None => Ok((grid.clone(), self.codecs.clone())),
+            Some(inner) => {
+                let codecs: Vec<Value> = self.codecs.iter().map(ExtensionObject::to_json).collect();
+                let config = json!({
+                    "chunk_shape": inner,
+                    "codecs": codecs,
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"},
+                    ],
+                    "index_location": "end",
+                });
+                Ok((grid.clone(), vec![extension(SHARDING, config)]))
+            }
+        }
+    }
+}
+
+fn extension(name: &str, configuration: Value) -> ExtensionObject {
+    match configuration {
+        Value::Object(map) => ExtensionObject::with_configuration(name, map),
+        _ => ExtensionObject::new(name),
+    }
+}
+
+/// The array-to-bytes codec a data type needs by default.
+pub(crate) fn default_array_to_bytes(data_type: &DataType) -> ExtensionObject {
+    match data_type {
+        DataType::String => extension("vlen-utf8", json!({})),
+        DataType::Bytes => extension("vlen-bytes", json!({})),
+        _ => extension("bytes", json!({"endian": "little"})),
+    }
+}
+
+/// The codec list for `--codec` flags: the default array-to-bytes codec, then each flag's
+/// bytes-to-bytes codec (`none` adds nothing).
+pub(crate) fn codecs_from_flags(
+    specs: &[String],
+    data_type: &DataType,
+) -> Result<Vec<ExtensionObject>> {
+    let mut list = vec![default_array_to_bytes(data_type)];
+    for spec in specs {
+        if let Some(codec) = parse_codec(spec, data_type)? {
+            list.push(codec);
+        }
+    }
+    Ok(list)
+}
+
+/// One `--codec` flag: `zstd[:LEVEL]`, `gzip[:LEVEL]`, `blosc[:CNAME[:CLEVEL]]`, `crc32c`
+/// or `none`.
+pub(crate) fn parse_codec(spec: &str, data_type: &DataType) -> Result<Option<ExtensionObject>> {
+    let mut parts = spec.split(':');
+    let name = parts.next().unwrap_or_default();
+    let args: Vec<&str> = parts.collect();
+    let int = |text: &str, what: &str| -> Result<i64> {
+        match text.parse::<i64>() {
+            Ok(v) => Ok(v),
+            Err(_) => usage!("--codec {spec}: the {what} {text:?} is not an integer"),
+        }
+    };
+    let codec = match (name, args.as_slice()) {
+        ("none", []) => return Ok(None),
+        ("zstd", []) => extension("zstd", json!({"level": 3, "checksum": false})),
+        ("zstd", [level]) => {
+            let level = int(level, "level")?;
+            if !(-131_072..=22).contains(&level) {
+                usage!("--codec {spec}: zstd levels run from -131072 to 22");
+            }
+            extension("zstd", json!({"level": level, "checksum": false}))
+        }
+        ("gzip", []) => extension("gzip", json!({"level": 5})),
+        ("gzip", [level]) => {
+            let level = int(level, "level")?;
+            if !(0..=9).contains(&level) {
+                usage!("--codec {spec}: gzip levels run from 0 to 9");
+            }
+            extension("gzip", json!({ "level": level }))
+        }
+        ("blosc", args) if args.len() <= 2 => {
+            let cname = args.first().copied().unwrap_or("lz4");
+            if !["lz4", "lz4hc", "blosclz", "zstd", "zlib", "snappy"].contains(&cname) {
+                usage!(
+                    "--codec {spec}: blosc compressors are lz4, lz4hc, blosclz, zstd, zlib and snappy"
+                );
+            }
+            let clevel = match args.get(1) {
+                Some(level) => int(level, "level")?,
+                None => 5,
+            };
+            if !(0..=9).contains(&clevel) {
+                usage!("--codec {spec}: blosc levels run from 0 to 9");
+            }
+            let typesize = data_type.fixed_size().unwrap_or(1);
+            let shuffle = if typesize > 1 { "shuffle" } else { "noshuffle" };
+            extension(
+                "blosc",
+                json!({"cname": cname, "clevel": clevel, "shuffle": shuffle,
+                       "typesize": typesize, "blocksize": 0}),
+            )
+        }
+        ("crc32c", []) => ExtensionObject::new("crc32c"),
+        _ => usage!(
+            "--codec {spec:?} is not zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], crc32c or none"
+        ),
+    };
+    Ok(Some(codec))
+}
+
+/// A shape as `10x20` (`()` for a 0-d array).
+pub(crate) fn shape_text(shape: &[u64]) -> String {
+    if shape.is_empty() {
+        return "()".to_owned();
+    }
+    shape
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+/// One line for an array's chunking: `chunks 10x10`, `shards 100x100 of chunks 10x10`, or
+/// `rectilinear chunks`.
+pub(crate) fn chunking_text(metadata: &ArrayMetadata) -> String {
+    match Layout::of(metadata) {
+        Ok(Layout {
+            grid: Some(grid),
+            inner: Some(inner),
+            ..
+        }) => format!(
+            "shards {} of chunks {}",
+            shape_text(&grid),
+            shape_text(&inner)
+        ),
+        Ok(Layout {
+            grid: Some(grid), ..
+        }) => format!("chunks {}", shape_text(&grid)),
+        _ => "rectilinear chunks".to_owned(),
+    }
+}
+
+/// A codec as `name {configuration}`.
+pub(crate) fn codec_text(codec: &ExtensionObject) -> String {
+    match &codec.configuration {
+        Some(config) if !config.is_empty() => {
+            format!("{} {}", codec.name, Value::Object(config.clone()))
+        }
+        _ => codec.name.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codec_flags() {
+        let dt = DataType::Float32;
+        let list =
+            codecs_from_flags(&["zstd:5".into(), "crc32c".into(), "none".into()], &dt).unwrap();
+        let names: Vec<_> = list.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["bytes", "zstd", "crc32c"]);
+        assert_eq!(list[1].configuration_or_empty()["level"], 5);
+        let blosc = parse_codec("blosc:zstd:7", &dt).unwrap().unwrap();
+        assert_eq!(blosc.configuration_or_empty()["typesize"], 4);
+        assert_eq!(blosc.configuration_or_empty()["shuffle"], "shuffle");
+        for bad in ["zstd:x", "gzip:10", "lzma", "blosc:foo", "crc32c:1"] {
+            let err = parse_codec(bad, &dt).unwrap_err();
+            assert!(err.downcast_ref::<crate::Usage>().is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sharded_layouts_round_trip_through_metadata() {
+        let layout = Layout {
+            grid: Some(vec![8, 8]),
+            inner: Some(vec![4, 2]),
+            codecs: codecs_from_flags(&["gzip:1".into()], &DataType::UInt16).unwrap(),
+        };
+        let (grid, codecs) = layout.to_metadata_parts().unwrap();
+        let metadata = zarr::array::ArrayBuilder::new(vec![16, 16], DataType::UInt16, grid)
+            .codecs(codecs)
+            .build_metadata()
+            .unwrap();
+        assert_eq!(Layout::of(&metadata).unwrap(), layout);
+        assert_eq!(chunking_text(&metadata), "shards 8x8 of chunks 4x2");
+    }
+}

@@ -1,0 +1,311 @@
+//! The `.npy` format (numpy's `NEP 1`): a header with the dtype, order and shape, then the
+//! elements in C order.
+
+use std::io::Read;
+
+use anyhow::{Context, Result, bail};
+use zarr::metadata::DataType;
+
+/// How elements of a data type are written to `.npy`: the numpy dtype in little-endian form
+/// and any change to the stored bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NpyType {
+    /// The `descr`: `<f4`, `|b1`, `<M8[10ns]`, ...
+    pub(crate) descr: String,
+    /// For `int2`/`int4`/`uint2`/`uint4`: the value bits to sign-extend or mask into a whole
+    /// byte (`Some((bits, signed))`).
+    pub(crate) small_int: Option<(u32, bool)>,
+}
+
+/// The numpy dtype for `data_type`.
+///
+/// # Errors
+/// For types numpy has no dtype for (`bfloat16`, the 8-bit floats, `string` and `bytes`,
+/// which would need pickled objects).
+pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
+    let plain = |descr: &str| NpyType {
+        descr: descr.to_owned(),
+        small_int: None,
+    };
+    Ok(match data_type {
+        DataType::Bool => plain("|b1"),
+        DataType::Int8 => plain("|i1"),
+        DataType::Int16 => plain("<i2"),
+        DataType::Int32 => plain("<i4"),
+        DataType::Int64 => plain("<i8"),
+        DataType::UInt8 => plain("|u1"),
+        DataType::UInt16 => plain("<u2"),
+        DataType::UInt32 => plain("<u4"),
+        DataType::UInt64 => plain("<u8"),
+        DataType::Float16 => plain("<f2"),
+        DataType::Float32 => plain("<f4"),
+        DataType::Float64 => plain("<f8"),
+        DataType::Complex64 => plain("<c8"),
+        DataType::Complex128 => plain("<c16"),
+        DataType::Int2 | DataType::Int4 | DataType::UInt2 | DataType::UInt4 => {
+            let bits = if matches!(data_type, DataType::Int2 | DataType::UInt2) {
+                2
+            } else {
+                4
+            };
+            let signed = matches!(data_type, DataType::Int2 | DataType::Int4);
+            NpyType {
+                descr: if signed { "|i1" } else { "|u1" }.to_owned(),
+                small_int: Some((bits, signed)),
+            }
+        }
+        DataType::DateTime64 { unit, scale_factor }
+        | DataType::TimeDelta64 { unit, scale_factor } => {
+            let kind = if matches!(data_type, DataType::DateTime64 { .. }) {
+                'M'
+            } else {
+                'm'
+            };
+            let scale = if *scale_factor == 1 {
+                String::new()
+            } else {
+                scale_factor.to_string()
+            };
+            plain(&format!("<{kind}8[{scale}{}]", unit.as_str()))
+        }
+        DataType::FixedLengthUtf32 { length_bytes } => plain(&format!("<U{}", length_bytes / 4)),
+        DataType::NullTerminatedBytes { length_bytes } => plain(&format!("|S{length_bytes}")),
+        DataType::RawBytes { length_bytes } => plain(&format!("|V{length_bytes}")),
+        DataType::RawBits(bytes) => plain(&format!("|V{bytes}")),
+        DataType::String | DataType::Bytes => bail!(
+            "{} elements have variable lengths, which .npy holds only as pickled objects; \
+             use --format json",
+            data_type.name()
+        ),
+        other => bail!(
+            "numpy has no dtype for {}; use --format raw (one element per {} bytes)",
+            other.name(),
+            other.fixed_size().unwrap_or(1)
+        ),
+    })
+}
+
+/// Rewrite `int2`/`int4`/`uint2`/`uint4` elements (one per byte, value in the low bits) as
+/// whole `int8`/`uint8` values.
+pub(crate) fn widen_small_ints(bytes: &mut [u8], (bits, signed): (u32, bool)) {
+    let shift = 8 - bits;
+    for b in bytes {
+        *b = if signed {
+            // Sign-extend the low bits; the casts reinterpret the byte.
+            (((*b << shift) as i8) >> shift) as u8
+        } else {
+            *b & ((1 << bits) - 1)
+        };
+    }
+}
+
+/// The header of an `.npy` file for C-order data of `descr` and `shape`: version 1.0 (2.0
+/// when the header does not fit 64 KiB), padded so the data starts on a 64-byte boundary.
+pub(crate) fn header(descr: &str, shape: &[u64]) -> Vec<u8> {
+    let shape = match shape {
+        [] => "()".to_owned(),
+        [n] => format!("({n},)"),
+        dims => format!(
+            "({})",
+            dims.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let (version, prefix): (u8, usize) = if dict.len() + 11 < 65536 {
+        (1, 10)
+    } else {
+        (2, 12)
+    };
+    let total = (prefix + dict.len() + 1).div_ceil(64) * 64;
+    while prefix + dict.len() + 1 < total {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut out = b"\x93NUMPY".to_vec();
+    out.extend([version, 0]);
+    if version == 1 {
+        // Fits: checked above.
+        out.extend(u16::try_from(dict.len()).unwrap_or(u16::MAX).to_le_bytes());
+    } else {
+        out.extend(u32::try_from(dict.len()).unwrap_or(u32::MAX).to_le_bytes());
+    }
+    out.extend(dict.as_bytes());
+    out
+}
+
+/// A parsed `.npy` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub(crate) descr: String,
+    pub(crate) fortran_order: bool,
+    pub(crate) shape: Vec<u64>,
+    /// The header's length in bytes (where the data starts).
+    pub(crate) data_offset: u64,
+}
+
+impl Header {
+    /// The number of elements.
+    pub(crate) fn num_elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
+}
+
+/// Read and parse the header of an `.npy` file.
+///
+/// # Errors
+/// If the input is not an `.npy` file or its header is not one numpy writes.
+pub(crate) fn read_header(input: &mut impl Read) -> Result<Header> {
+    let mut fixed = [0u8; 8];
+    input
+        .read_exact(&mut fixed)
+        .context("reading the .npy magic")?;
+    if &fixed[..6] != b"\x93NUMPY" {
+        bail!("not an .npy file (no \\x93NUMPY magic)");
+    }
+    let (len, prefix) = match fixed[6] {
+        1 => {
+            let mut b = [0u8; 2];
+            input.read_exact(&mut b)?;
+            (usize::from(u16::from_le_bytes(b)), 10)
+        }
+        2 | 3 => {
+            let mut b = [0u8; 4];
+            input.read_exact(&mut b)?;
+            (usize::try_from(u32::from_le_bytes(b))?, 12)
+        }
+        v => bail!(".npy version {v} is not supported"),
+    };
+    let mut dict = vec![0u8; len];
+    input
+        .read_exact(&mut dict)
+        .context("reading the .npy header")?;
+    let dict = String::from_utf8(dict).context("the .npy header is not text")?;
+    let descr = field(&dict, "descr")?;
+    let descr = descr
+        .strip_prefix('\'')
+        .and_then(|d| d.strip_suffix('\''))
+        .with_context(|| {
+            format!(
+                "the .npy descr {descr} is not a simple dtype (structured arrays are not supported)"
+            )
+        })?
+        .to_owned();
+    let fortran_order = match field(&dict, "fortran_order")? {
+        "True" => true,
+        "False" => false,
+        other => bail!("the .npy fortran_order is {other}"),
+    };
+    let shape_text = field(&dict, "shape")?;
+    let inner = shape_text
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .with_context(|| format!("the .npy shape {shape_text} is not a tuple"))?;
+    let mut shape = Vec::new();
+    for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        shape.push(
+            part.trim_end_matches('L')
+                .parse::<u64>()
+                .with_context(|| format!("the .npy shape {shape_text}"))?,
+        );
+    }
+    Ok(Header {
+        descr,
+        fortran_order,
+        shape,
+        data_offset: (prefix + len) as u64,
+    })
+}
+
+/// The value text of `key` in a Python dict literal of simple values (`'x'`, `True`, a tuple).
+fn field<'a>(dict: &'a str, key: &str) -> Result<&'a str> {
+    let pattern = format!("'{key}':");
+    let start = dict
+        .find(&pattern)
+        .with_context(|| format!("the .npy header has no {key:?}"))?
+        + pattern.len();
+    let rest = dict[start..].trim_start();
+    let end = if rest.starts_with('(') {
+        rest.find(')').map(|i| i + 1)
+    } else if let Some(quoted) = rest.strip_prefix('\'') {
+        quoted.find('\'').map(|i| i + 2)
+    } else {
+        rest.find([',', '}'])
+    }
+    .with_context(|| format!("the .npy header's {key:?} is not terminated"))?;
+    Ok(rest[..end].trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_align() {
+        for shape in [vec![], vec![7], vec![2, 3, 4]] {
+            let h = header("<f4", &shape);
+            assert_eq!(h.len() % 64, 0);
+            assert_eq!(h[6], 1);
+            assert_eq!(*h.last().unwrap(), b'\n');
+            let parsed = read_header(&mut h.as_slice()).unwrap();
+            assert_eq!(parsed.descr, "<f4");
+            assert!(!parsed.fortran_order);
+            assert_eq!(parsed.shape, shape);
+            assert_eq!(parsed.data_offset, h.len() as u64);
+        }
+    }
+
+    #[test]
+    fn numpy_written_headers_parse() {
+        // What numpy 2 writes for np.save(f, np.zeros((3, 4), '>i2')), and for a scalar.
+        let dict = "{'descr': '>i2', 'fortran_order': False, 'shape': (3, 4), }";
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        file.extend(u16::try_from(dict.len()).unwrap().to_le_bytes());
+        file.extend(dict.as_bytes());
+        let h = read_header(&mut file.as_slice()).unwrap();
+        assert_eq!(
+            (h.descr.as_str(), h.shape.as_slice()),
+            (">i2", &[3u64, 4][..])
+        );
+        let dict = "{'descr': '<U3', 'fortran_order': True, 'shape': (), }";
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        file.extend(u16::try_from(dict.len()).unwrap().to_le_bytes());
+        file.extend(dict.as_bytes());
+        let h = read_header(&mut file.as_slice()).unwrap();
+        assert!(h.fortran_order);
+        assert!(h.shape.is_empty());
+        assert!(read_header(&mut &b"PK\x03\x04xxxxxx"[..]).is_err());
+    }
+
+    #[test]
+    fn dtypes() {
+        use zarr::metadata::TimeUnit;
+        let d = |dt: DataType| npy_type(&dt).unwrap().descr;
+        assert_eq!(d(DataType::Bool), "|b1");
+        assert_eq!(d(DataType::Float16), "<f2");
+        assert_eq!(d(DataType::Complex64), "<c8");
+        assert_eq!(d(DataType::Complex128), "<c16");
+        assert_eq!(
+            d(DataType::DateTime64 {
+                unit: TimeUnit::Nanosecond,
+                scale_factor: 10
+            }),
+            "<M8[10ns]"
+        );
+        assert_eq!(
+            d(DataType::TimeDelta64 {
+                unit: TimeUnit::Second,
+                scale_factor: 1
+            }),
+            "<m8[s]"
+        );
+        assert_eq!(d(DataType::FixedLengthUtf32 { length_bytes: 16 }), "<U4");
+        assert!(npy_type(&DataType::String).is_err());
+        assert!(npy_type(&DataType::BFloat16).is_err());
+        let mut b = [0x0f, 0x07, 0x08];
+        widen_small_ints(&mut b, (4, true));
+        assert_eq!(b, [0xff, 7, 0xf8]);
+    }
+}

@@ -1,0 +1,255 @@
+//! Turning a TARGET argument (a local path or a URL, plus `--path`) into a store and a node
+//! path.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use zarr::array::{Array, Node};
+use zarr::metadata::NodePath;
+use zarr::store::{FilesystemStore, ObjectStoreAdapter, Store};
+
+use crate::TargetArgs;
+
+/// A resolved target: the store, and the node's path inside it.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    /// The store.
+    pub(crate) store: Arc<dyn Store>,
+    /// The node path (`/` for the root).
+    pub(crate) path: String,
+    /// How to name the target in messages: what the user typed.
+    pub(crate) display: String,
+    /// Whether `display` already names the node (a local path without `--path`).
+    display_is_node: bool,
+}
+
+/// Whether the target is to be read (it must exist) or written (it may be created).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    Read,
+    Write,
+}
+
+fn is_url(target: &str) -> bool {
+    target.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    })
+}
+
+/// Resolve `args` for `access`.
+///
+/// A URL opens an object store at that location and the node is `--path` (default the root).
+/// A local path with `--path` is the store root. A local path without it is a node: the store
+/// root is the outermost directory reached by walking up through parents that are Zarr groups
+/// (so `data.zarr/images/raw` opens store `data.zarr`, node `/images/raw`). A path to be
+/// written that does not exist yet is a new node below the nearest existing group; failing
+/// that, a new store at its first new directory named `*.zarr` (`new.zarr/images/raw`), or
+/// a new store at the path itself.
+pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
+    let display = args.target.clone();
+    let node = |path: Option<&str>| -> Result<String> {
+        let path = path.unwrap_or("/");
+        let path = if path.starts_with('/') {
+            path.to_owned()
+        } else {
+            format!("/{path}")
+        };
+        let path = path.trim_end_matches('/');
+        let path = if path.is_empty() { "/" } else { path };
+        NodePath::new(path).with_context(|| format!("--path {path:?}"))?;
+        Ok(path.to_owned())
+    };
+    if is_url(&args.target) {
+        let store = ObjectStoreAdapter::from_url(&args.target)
+            .with_context(|| format!("opening {}", args.target))?;
+        return Ok(Target {
+            store: Arc::new(store),
+            path: node(args.path.as_deref())?,
+            display,
+            display_is_node: false,
+        });
+    }
+    let given = Path::new(&args.target);
+    if let Some(path) = &args.path {
+        if access == Access::Read && !given.is_dir() {
+            anyhow::bail!("{}: not a directory", given.display());
+        }
+        return local(given, node(Some(path))?, display, false);
+    }
+    // `zarr info data.zarr/zarr.json` means the node.
+    let given = if given.file_name().is_some_and(|n| n == "zarr.json") && given.is_file() {
+        given.parent().unwrap_or(Path::new("."))
+    } else {
+        given
+    };
+    match access {
+        Access::Read => {
+            if !given.exists() {
+                anyhow::bail!("{}: no such file or directory", given.display());
+            }
+            let dir = absolute(given)?;
+            if !dir.join("zarr.json").is_file() {
+                anyhow::bail!(
+                    "{}: not a Zarr v3 node (there is no zarr.json in it)",
+                    given.display()
+                );
+            }
+            let (root, path) = split_at_store_root(&dir)?;
+            local(&root, path, display, true)
+        }
+        Access::Write => {
+            let dir = absolute(given)?;
+            // The nearest existing directory, and the names below it that do not exist yet.
+            let mut existing = dir.clone();
+            let mut missing = Vec::new();
+            while !existing.exists() {
+                let Some(name) = existing.file_name() else {
+                    break;
+                };
+                missing.push(name.to_string_lossy().into_owned());
+                existing.pop();
+            }
+            missing.reverse();
+            if existing.join("zarr.json").is_file() && (missing.is_empty() || is_group(&existing)) {
+                let (root, mut path) = split_at_store_root(&existing)?;
+                for name in missing {
+                    if !path.ends_with('/') {
+                        path.push('/');
+                    }
+                    path.push_str(&name);
+                }
+                NodePath::new(&path)
+                    .with_context(|| format!("{}: not a valid node path", given.display()))?;
+                local(&root, path, display, true)
+            } else if let Some(i) = missing.iter().position(|name| name.ends_with(".zarr")) {
+                // `new.zarr/images/raw`: a new store `new.zarr` with the node below it.
+                let mut root = existing.clone();
+                root.extend(&missing[..=i]);
+                let path = format!("/{}", missing[i + 1..].join("/"));
+                NodePath::new(&path)
+                    .with_context(|| format!("{}: not a valid node path", given.display()))?;
+                local(&root, path, display, true)
+            } else {
+                local(&dir, "/".to_owned(), display, true)
+            }
+        }
+    }
+}
+
+fn local(root: &Path, path: String, display: String, display_is_node: bool) -> Result<Target> {
+    let store = FilesystemStore::new(root)
+        .with_context(|| format!("opening the store at {}", root.display()))?;
+    Ok(Target {
+        store: Arc::new(store),
+        path,
+        display,
+        display_is_node,
+    })
+}
+
+/// `path` made absolute and free of `.` and `..` (without resolving symbolic links).
+fn absolute(path: &Path) -> Result<PathBuf> {
+    let path = std::path::absolute(path)
+        .with_context(|| format!("{}: cannot make the path absolute", path.display()))?;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `dir` holds the `zarr.json` of a group.
+fn is_group(dir: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(dir.join("zarr.json")) else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .is_ok_and(|v| v.get("node_type").and_then(|t| t.as_str()) == Some("group"))
+}
+
+/// Split the absolute directory of a node into the store root (walking up while the parent
+/// is a group) and the node path.
+fn split_at_store_root(dir: &Path) -> Result<(PathBuf, String)> {
+    let mut root = dir.to_path_buf();
+    let mut names = Vec::new();
+    while let Some(parent) = root.parent() {
+        if !is_group(parent) {
+            break;
+        }
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        names.push(name);
+        root = parent.to_path_buf();
+    }
+    names.reverse();
+    let path = format!("/{}", names.join("/"));
+    NodePath::new(&path)
+        .with_context(|| format!("{}: not a valid node path below {}", path, root.display()))?;
+    Ok((root, path))
+}
+
+impl Target {
+    /// Open the node, whatever it is.
+    pub(crate) async fn node(&self) -> Result<Node<dyn Store>> {
+        Node::open(Arc::clone(&self.store), &self.path)
+            .await
+            .with_context(|| format!("opening {}", self.describe()))
+    }
+
+    /// Open the node as an array.
+    pub(crate) async fn array(&self) -> Result<Array<dyn Store>> {
+        Array::open(Arc::clone(&self.store), &self.path)
+            .await
+            .with_context(|| format!("opening {}", self.describe()))
+    }
+
+    /// The target as the user named it, with the node path when it was given separately.
+    pub(crate) fn describe(&self) -> String {
+        if self.display_is_node || self.path == "/" {
+            self.display.clone()
+        } else {
+            format!("{} (node {})", self.display, self.path)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_told_from_paths() {
+        assert!(is_url("s3://bucket/x"));
+        assert!(is_url("memory:///"));
+        assert!(!is_url("data.zarr/images"));
+        assert!(!is_url("./odd://name"));
+    }
+
+    #[test]
+    fn the_store_root_is_the_outermost_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let group = r#"{"zarr_format": 3, "node_type": "group"}"#;
+        std::fs::create_dir_all(dir.path().join("s.zarr/a/b")).unwrap();
+        std::fs::write(dir.path().join("s.zarr/zarr.json"), group).unwrap();
+        std::fs::write(dir.path().join("s.zarr/a/zarr.json"), group).unwrap();
+        std::fs::write(dir.path().join("s.zarr/a/b/zarr.json"), group).unwrap();
+        let (root, path) = split_at_store_root(&dir.path().join("s.zarr/a/b")).unwrap();
+        assert_eq!(root, dir.path().join("s.zarr"));
+        assert_eq!(path, "/a/b");
+        let (root, path) = split_at_store_root(&dir.path().join("s.zarr")).unwrap();
+        assert_eq!(root, dir.path().join("s.zarr"));
+        assert_eq!(path, "/");
+    }
+}

@@ -1,0 +1,140 @@
+//! `zarr verify`: decode every stored chunk and report the ones that do not decode.
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use futures::StreamExt as _;
+use zarr::array::{Array, Node};
+use zarr::metadata::NodeMetadata;
+use zarr::store::Store;
+
+use crate::info::grid_indices;
+use crate::progress::bar;
+use crate::target::{Access, resolve};
+use crate::{Global, TargetArgs, error_line};
+
+/// Arguments of `zarr verify`.
+#[derive(Args, Debug)]
+pub(crate) struct VerifyArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// How many chunks are fetched and decoded at once.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    jobs: usize,
+}
+
+/// What checking one chunk found.
+enum Outcome {
+    /// Not stored: reads as the fill value.
+    Missing,
+    /// Stored and decodes.
+    Good,
+    /// Stored but unreadable or undecodable.
+    Bad { key: String, reason: String },
+}
+
+async fn check(array: Array<dyn Store>, chunk: Vec<u64>) -> Outcome {
+    let key = match array.chunk_key(&chunk) {
+        Ok(key) => key.as_str().to_owned(),
+        Err(err) => {
+            return Outcome::Bad {
+                key: format!("{chunk:?}"),
+                reason: error_line(&err),
+            };
+        }
+    };
+    let bytes = match array.read_encoded_chunk(&chunk).await {
+        Ok(None) => return Outcome::Missing,
+        Ok(Some(bytes)) => bytes,
+        Err(err) => {
+            return Outcome::Bad {
+                key,
+                reason: format!("cannot be read: {}", error_line(&err)),
+            };
+        }
+    };
+    let metadata = array.metadata();
+    let shape = metadata
+        .chunk_grid
+        .chunk_shape(&metadata.shape, &chunk)
+        .unwrap_or_default();
+    let chain = array.codec_chain();
+    let result = if chain.decoded_representation().shape() == shape.as_slice() {
+        // Decode the bytes already fetched.
+        chain.decode(bytes).map(drop).map_err(|e| error_line(&e))
+    } else {
+        // A chunk of another shape (rectilinear grids): the array builds its chain.
+        match array.read_chunk(&chunk).await {
+            Ok(_) => Ok(()),
+            Err(zarr::array::Error::Chunk { source, .. }) => Err(error_line(&*source)),
+            Err(err) => Err(error_line(&err)),
+        }
+    };
+    match result {
+        Ok(()) => Outcome::Good,
+        Err(reason) => Outcome::Bad { key, reason },
+    }
+}
+
+pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
+    let target = resolve(&args.target, Access::Read)?;
+    let mut problems = 0u64;
+    let arrays: Vec<Array<dyn Store>> = match target.node().await? {
+        Node::Array(array) => vec![array],
+        Node::Group(group) => {
+            let mut arrays = Vec::new();
+            for (path, metadata) in group.tree().await? {
+                if let NodeMetadata::Array(_) = metadata {
+                    match Array::open(Arc::clone(&target.store), path.as_str()).await {
+                        Ok(array) => arrays.push(array),
+                        Err(err) => {
+                            problems += 1;
+                            println!("unopenable {path}: {}", error_line(&err));
+                        }
+                    }
+                }
+            }
+            arrays
+        }
+    };
+    let mut total = 0u64;
+    for array in &arrays {
+        total += array.grid_shape()?.iter().product::<u64>();
+    }
+    let progress = bar(global, total, "verify");
+    let (mut good, mut missing) = (0u64, 0u64);
+    for array in &arrays {
+        let grid = array.grid_shape()?;
+        let mut outcomes = futures::stream::iter(grid_indices(&grid))
+            .map(|chunk| tokio::spawn(check(array.clone(), chunk)))
+            .buffer_unordered(args.jobs.max(1));
+        while let Some(outcome) = outcomes.next().await {
+            match outcome? {
+                Outcome::Missing => missing += 1,
+                Outcome::Good => good += 1,
+                Outcome::Bad { key, reason } => {
+                    problems += 1;
+                    progress.suspend(|| println!("corrupt {key}: {reason}"));
+                }
+            }
+            progress.inc(1);
+        }
+    }
+    progress.finish_and_clear();
+    println!(
+        "checked {} array{}: {good} chunks decode, {missing} not stored (fill value), {problems} problem{}",
+        arrays.len(),
+        if arrays.len() == 1 { "" } else { "s" },
+        if problems == 1 { "" } else { "s" }
+    );
+    if problems > 0 {
+        bail!(
+            "{} has {problems} corrupt or unreadable chunk{} or array{}",
+            target.describe(),
+            if problems == 1 { "" } else { "s" },
+            if problems == 1 { "" } else { "s" }
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,259 @@
+//! `copy`: re-chunk, re-shard, re-compress and convert, between local stores and S3.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{fails, fixture, ok, write_npy, zarr_env};
+
+fn raw(target: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.raw");
+    ok(&["get", target, "-f", "raw", "-o", file.to_str().unwrap()]);
+    std::fs::read(file).unwrap()
+}
+
+fn info(target: &str) -> Value {
+    serde_json::from_str(&ok(&["info", "--json", target])).unwrap()
+}
+
+fn codec_names(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A 37x23 uint16 array in chunks of 10x10 (edge chunks on both sides), partly written.
+fn source(dir: &Path) -> String {
+    let array = dir.join("src.zarr").display().to_string();
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "37,23",
+        "--dtype",
+        "uint16",
+        "--chunks",
+        "10,10",
+        "--fill-value",
+        "7",
+        "--dimension-names",
+        "y,x",
+        "--attr",
+        "origin=test",
+    ]);
+    let values: Vec<u8> = (0..30u16 * 23)
+        .flat_map(|i| (i.wrapping_mul(37) % 5000).to_le_bytes())
+        .collect();
+    let npy = dir.join("v.npy");
+    write_npy(&npy, "<u2", &[30, 23], &values);
+    ok(&["put", &array, "-i", npy.to_str().unwrap(), "-r", "0:30"]);
+    array
+}
+
+#[test]
+fn copy_round_trips_through_shards_and_compressors() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let original = raw(&src);
+    let sharded = dir.path().join("sharded.zarr").display().to_string();
+    ok(&[
+        "copy", &src, &sharded, "--shards", "16,24", "--chunks", "8,8", "--codec", "zstd:5",
+    ]);
+    let meta = info(&sharded);
+    assert_eq!(meta["shard_shape"], serde_json::json!([16, 24]));
+    assert_eq!(meta["inner_chunk_shape"], serde_json::json!([8, 8]));
+    assert_eq!(
+        codec_names(&meta["metadata"]["codecs"]),
+        ["sharding_indexed"]
+    );
+    assert_eq!(meta["metadata"]["fill_value"], 7);
+    assert_eq!(
+        meta["metadata"]["dimension_names"],
+        serde_json::json!(["y", "x"])
+    );
+    assert_eq!(meta["metadata"]["attributes"]["origin"], "test");
+    assert_eq!(raw(&sharded), original);
+
+    // Another compressor, keeping the shards.
+    let gzipped = dir.path().join("gzipped.zarr").display().to_string();
+    ok(&[
+        "copy", &sharded, &gzipped, "--codec", "gzip:9", "--codec", "crc32c",
+    ]);
+    let meta = info(&gzipped);
+    assert_eq!(meta["shard_shape"], serde_json::json!([16, 24]));
+    let inner = &meta["metadata"]["codecs"][0]["configuration"]["codecs"];
+    assert_eq!(codec_names(inner), ["bytes", "gzip", "crc32c"]);
+    assert_eq!(raw(&gzipped), original);
+
+    // And back to plain chunks.
+    let back = dir.path().join("back.zarr").display().to_string();
+    ok(&[
+        "copy", &gzipped, &back, "--shards", "none", "--chunks", "10,10", "--codec", "zstd:3",
+    ]);
+    let meta = info(&back);
+    assert_eq!(
+        meta["metadata"]["chunk_grid"],
+        info(&src)["metadata"]["chunk_grid"]
+    );
+    assert_eq!(codec_names(&meta["metadata"]["codecs"]), ["bytes", "zstd"]);
+    assert_eq!(raw(&back), original);
+    // Fill-value chunks stay unstored.
+    assert_eq!(meta["chunks"]["present"], info(&src)["chunks"]["present"]);
+    ok(&["verify", &back]);
+}
+
+#[test]
+fn copy_converts_the_data_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let floats = dir.path().join("f.zarr").display().to_string();
+    ok(&["copy", &src, &floats, "--data-type", "float32"]);
+    assert_eq!(info(&floats)["metadata"]["data_type"], "float32");
+    assert_eq!(info(&floats)["metadata"]["fill_value"], 7.0);
+    assert_eq!(ok(&["get", &floats, "-r", "0,0:3"]), "0.0\n37.0\n74.0\n");
+    let back = dir.path().join("u.zarr").display().to_string();
+    ok(&["copy", &floats, &back, "--dtype", "uint16"]);
+    assert_eq!(raw(&back), raw(&src));
+    // Values that do not fit are an error, not wrapped.
+    let err = fails(
+        &[
+            "copy",
+            &src,
+            dir.path().join("i8.zarr").to_str().unwrap(),
+            "--dtype",
+            "int8",
+        ],
+        1,
+    );
+    assert!(err.contains("out of the range of int8"), "{err}");
+}
+
+#[test]
+fn copy_is_safe_to_run_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let dst = dir.path().join("dst.zarr");
+    let dst_text = dst.display().to_string();
+    // Blocks of one chunk row (5x23 uint16 = 230 bytes).
+    let small = ["--chunks", "5,23", "--block-size", "200"];
+    ok(&[&["copy", &src, &dst_text][..], &small].concat());
+    // Again without a flag: refused.
+    let err = fails(&["copy", &src, &dst_text, "--chunks", "5,23"], 2);
+    assert!(err.contains("--resume"), "{err}");
+    // An interrupted copy: a chunk never written (chunk writes are atomic, so a chunk is
+    // there whole or not at all). --resume copies its block again and skips the rest.
+    std::fs::remove_file(dst.join("c/2/0")).unwrap();
+    let out = zarr_env(
+        &[&["copy", &src, &dst_text, "--resume"][..], &small].concat(),
+        &[],
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{err}");
+    // 8 blocks: block 2, and blocks 6 and 7 (rows 30..37, all fill value, so not stored),
+    // are copied again.
+    assert!(err.contains("skipped 5 blocks already copied"), "{err}");
+    assert_eq!(raw(&dst_text), raw(&src));
+    // Resuming with another layout is refused.
+    let err = fails(
+        &["copy", &src, &dst_text, "--chunks", "6,23", "--resume"],
+        1,
+    );
+    assert!(err.contains("other metadata"), "{err}");
+    // --overwrite starts again.
+    ok(&["copy", &src, &dst_text, "--chunks", "6,23", "--overwrite"]);
+    assert_eq!(raw(&dst_text), raw(&src));
+}
+
+#[test]
+fn copy_a_peer_written_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("groups.zarr").display().to_string();
+    let src = fixture("zarr-python/nested_groups");
+    ok(&["copy", &src, &dst, "--codec", "gzip:1"]);
+    assert_eq!(ok(&["tree", &dst]), ok(&["tree", &src]));
+    for node in ["root_array", "a/a_array", "a/b/c/c_array"] {
+        assert_eq!(
+            ok(&["get", "-f", "json", &format!("{dst}/{node}")]),
+            ok(&["get", "-f", "json", &format!("{src}/{node}")]),
+            "{node}"
+        );
+    }
+    let out = ok(&["info", &format!("{dst}/a/b/c")]);
+    assert!(out.contains("nested: {\"k\":[true,null]}"), "{out}");
+}
+
+/// The S3 test server (moto) that `cargo xtask ci` starts: copy there and back.
+#[test]
+fn copy_to_s3_and_back() {
+    let Ok(endpoint) = std::env::var("ZARR_TEST_S3_ENDPOINT") else {
+        let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        assert!(
+            !in_ci,
+            "ZARR_TEST_S3_ENDPOINT is not set but CI is: run the tests through `cargo xtask ci`"
+        );
+        eprintln!("NOTICE: skipping copy_to_s3_and_back: ZARR_TEST_S3_ENDPOINT is not set");
+        return;
+    };
+    let bucket = std::env::var("ZARR_TEST_S3_BUCKET").unwrap_or_else(|_| "zarr-test".into());
+    let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
+    let env = [
+        ("AWS_ENDPOINT", endpoint),
+        ("AWS_ALLOW_HTTP", "true".to_owned()),
+        ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "false".to_owned()),
+        ("AWS_ACCESS_KEY_ID", var("AWS_ACCESS_KEY_ID", "testing")),
+        (
+            "AWS_SECRET_ACCESS_KEY",
+            var("AWS_SECRET_ACCESS_KEY", "testing"),
+        ),
+        ("AWS_REGION", var("AWS_REGION", "us-east-1")),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = |args: &[&str]| {
+        let out = zarr_env(args, &env);
+        assert!(
+            out.status.success(),
+            "zarr {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let url = format!("s3://{bucket}/cli-{}-{nanos}/data.zarr", std::process::id());
+    run(&[
+        "copy",
+        &src,
+        &url,
+        "--dst-path",
+        "/arrays/v",
+        "--shards",
+        "20,23",
+        "--chunks",
+        "10,23",
+    ]);
+    let tree = run(&["tree", &url]);
+    assert!(
+        tree.contains("v  uint16 37x23 (shards 20x23 of chunks 10x23)"),
+        "{tree}"
+    );
+    let out = run(&["verify", &url, "--path", "/arrays/v"]);
+    assert!(out.contains("0 problems"), "{out}");
+    let back = dir.path().join("back.zarr").display().to_string();
+    run(&[
+        "copy",
+        &url,
+        &back,
+        "--src-path",
+        "arrays/v",
+        "--shards",
+        "none",
+    ]);
+    assert_eq!(raw(&back), raw(&src));
+}

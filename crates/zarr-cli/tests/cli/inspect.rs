@@ -1,0 +1,286 @@
+//! `info`, `tree` and `get` on stores written by zarr-python and tensorstore.
+
+use serde_json::Value;
+
+use crate::common::{entry, fails, fixture, flatten, manifest, ok, parse_npy, same_value, zarr};
+
+fn chunk_keys(entry: &Value) -> usize {
+    entry["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k != &"zarr.json")
+        .count()
+}
+
+#[test]
+fn info_describes_a_sharded_array() {
+    let out = ok(&["info", &fixture("zarr-python/shard_2d")]);
+    for line in [
+        "shape        6x8",
+        "data type    uint16",
+        "chunking     shards 4x4 of chunks 2x2",
+        "grid         2x2 shards",
+        "sharding     sharding_indexed, index at the end",
+        "stored       3 of 4 shards",
+        "fill value   0",
+    ] {
+        assert!(out.contains(line), "{line:?} not in\n{out}");
+    }
+}
+
+#[test]
+fn info_describes_a_group_and_its_children() {
+    let out = ok(&["info", &fixture("zarr-python/nested_groups")]);
+    assert!(out.contains("level: \"root\""), "{out}");
+    assert!(out.contains("a/  group"), "{out}");
+    assert!(
+        out.contains("root_array  array int32 3 (chunks 2)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn info_finds_the_store_root_of_a_nested_node_or_takes_path() {
+    let nested = format!("{}/a/b/c/c_array", fixture("zarr-python/nested_groups"));
+    let out = ok(&["info", &nested]);
+    assert!(out.contains("path         /a/b/c/c_array"), "{out}");
+    assert!(out.contains("data type    bool"), "{out}");
+    let out = ok(&[
+        "info",
+        &fixture("zarr-python/nested_groups"),
+        "--path",
+        "a/a_array",
+    ]);
+    assert!(out.contains("path         /a/a_array"), "{out}");
+    assert!(out.contains("units: \"m\""), "{out}");
+    // The node's zarr.json names the node too.
+    let out = ok(&["info", &format!("{nested}/zarr.json")]);
+    assert!(out.contains("path         /a/b/c/c_array"), "{out}");
+}
+
+#[test]
+fn info_json_has_the_metadata_and_the_stored_chunks() {
+    for store in [
+        "tensorstore/uint16_zstd",
+        "zarr-python/shard_2d",
+        "zarr-python/dtype_float16",
+        "tensorstore/sharded",
+    ] {
+        let out = ok(&["info", "--json", &fixture(store)]);
+        let value: Value = serde_json::from_str(&out).unwrap();
+        let original: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{}/zarr.json", fixture(store))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(value["metadata"], original, "{store}");
+        let manifest = entry(store, "");
+        assert_eq!(value["chunks"]["present"], chunk_keys(&manifest), "{store}");
+        let stored: u64 = manifest["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k != &"zarr.json")
+            .map(|k| {
+                std::fs::metadata(format!("{}/{}", fixture(store), k.as_str().unwrap()))
+                    .unwrap()
+                    .len()
+            })
+            .sum();
+        assert_eq!(value["stored_bytes"], stored, "{store}");
+        assert!(value["compression_ratio"].as_f64().unwrap() > 0.0);
+    }
+    let out = ok(&["info", "--json", &fixture("zarr-python/shard_2d")]);
+    let value: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(value["shard_shape"], serde_json::json!([4, 4]));
+    assert_eq!(value["inner_chunk_shape"], serde_json::json!([2, 2]));
+    assert_eq!(value["chunks"]["possible"], 4);
+}
+
+#[test]
+fn tree_lists_the_hierarchy() {
+    let out = ok(&["tree", &fixture("zarr-python/nested_groups")]);
+    let expected = "\
+/
+  a/
+    a_array  float64 2x2 (chunks 1x2)
+    b/
+      c/
+        c_array  bool 4 (chunks 2)
+  root_array  int32 3 (chunks 2)
+";
+    assert_eq!(out, expected);
+    let out = ok(&["tree", &fixture("zarr-python/consolidated")]);
+    assert!(
+        out.starts_with("/  (from consolidated metadata)\n"),
+        "{out}"
+    );
+    assert!(out.contains("    values  uint64 5 (chunks 5)"), "{out}");
+    let out = ok(&["tree", &fixture("zarr-python/shard_2d")]);
+    assert_eq!(out, "/  uint16 6x8 (shards 4x4 of chunks 2x2)\n");
+}
+
+/// Every fixture array reads whole, as JSON, to exactly the manifest's values; arrays whose
+/// codecs this build lacks fail with a clear message and are counted.
+#[test]
+fn get_json_matches_every_fixture_written_by_peers() {
+    let mut checked = 0;
+    let mut unsupported = Vec::new();
+    for entry in manifest() {
+        if entry["node_type"] != "array" {
+            continue;
+        }
+        let store = entry["store"].as_str().unwrap();
+        let path = entry["path"].as_str().unwrap();
+        let target = format!("{}/{path}", fixture(store));
+        let out = zarr(&["get", "--format", "json", &target]);
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(
+                err.contains("unknown codec `vlen-")
+                    || err.contains("unknown data type `structured`"),
+                "{store} {path}: {err}"
+            );
+            unsupported.push(format!("{store}/{path}"));
+            continue;
+        }
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rank = entry["shape"].as_array().unwrap().len();
+        let got = flatten(&got, rank);
+        let want = entry["values"].as_array().unwrap();
+        assert_eq!(got.len(), want.len(), "{store} {path}");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                same_value(g, w),
+                "{store} {path} element {i}: got {g}, want {w}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 100,
+        "only {checked} arrays checked; unsupported {unsupported:?}"
+    );
+}
+
+#[test]
+fn get_prints_a_region_as_text() {
+    let store = fixture("zarr-python/shard_2d");
+    // Rows 1 and 2, the last three columns.
+    assert_eq!(
+        ok(&["get", &store, "--region", "1:3,-3:"]),
+        "113 114 115\n121 122 123\n"
+    );
+    // A single index drops its dimension: column 4 as one value per line.
+    assert_eq!(
+        ok(&["get", &store, "-r", ":,4"]),
+        "104\n112\n120\n128\n0\n0\n"
+    );
+    let out = ok(&["get", &fixture("zarr-python/dtype_float16")]);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "0.5", "-2.0", "65500.0", "6e-8", "1.5", "1.5", "1.5", "1.5", "Infinity", "-0.0"
+        ]
+    );
+    let out = ok(&["get", &fixture("zarr-python/dtype_complex64"), "-r", "0:3"]);
+    assert_eq!(out, "0.5-0.5j\nNaN-Infinityj\n-0.0+3e38j\n");
+    // 3-d: rows, with a blank line between planes.
+    let out = ok(&[
+        "get",
+        &fixture("zarr-python/dimension_names"),
+        "-r",
+        ":,0:2,0:2",
+    ]);
+    assert_eq!(out, "0 1\n4 5\n\n12 13\n16 17\n");
+}
+
+#[test]
+fn get_exports_npy_that_matches_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    for (store, descr, element) in [
+        ("zarr-python/shard_2d", "<u2", 2),
+        ("zarr-python/dtype_float16", "<f2", 2),
+        ("zarr-python/dtype_complex64", "<c8", 8),
+        ("zarr-python/dtype_bool", "|b1", 1),
+        ("zarr-python/dtype_datetime64_10ns", "<M8[10ns]", 8),
+        ("zarr-python/fixed_utf32", "<U4", 16),
+        ("tensorstore/sharded", "<i4", 4),
+    ] {
+        let file = dir.path().join("out.npy");
+        ok(&[
+            "get",
+            &fixture(store),
+            "--format",
+            "npy",
+            "-o",
+            file.to_str().unwrap(),
+        ]);
+        let npy = parse_npy(&std::fs::read(&file).unwrap());
+        let manifest = entry(store, "");
+        assert_eq!(npy.descr, descr, "{store}");
+        let shape: Vec<u64> = serde_json::from_value(manifest["shape"].clone()).unwrap();
+        assert_eq!(npy.shape, shape, "{store}");
+        // The bytes match the values, checked through --format raw for the same region.
+        let raw = dir.path().join("out.raw");
+        ok(&[
+            "get",
+            &fixture(store),
+            "--format",
+            "raw",
+            "-o",
+            raw.to_str().unwrap(),
+        ]);
+        assert_eq!(std::fs::read(&raw).unwrap(), npy.data, "{store}");
+        assert_eq!(npy.data.len() % element, 0);
+    }
+    // Values of one, decoded here by hand.
+    let file = dir.path().join("sharded.npy");
+    ok(&[
+        "get",
+        &fixture("tensorstore/sharded"),
+        "-r",
+        "2:4,1:6",
+        "-f",
+        "npy",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    let npy = parse_npy(&std::fs::read(&file).unwrap());
+    assert_eq!(npy.shape, [2, 5]);
+    let got: Vec<i32> = npy
+        .data
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let values = entry("tensorstore/sharded", "")["values"].clone();
+    let want: Vec<i32> = [2usize, 3]
+        .iter()
+        .flat_map(|r| (1..6).map(move |c| r * 7 + c))
+        .map(|i| i32::try_from(values[i].as_i64().unwrap()).unwrap())
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn get_refuses_what_npy_cannot_hold() {
+    let err = fails(
+        &[
+            "get",
+            &fixture("tensorstore/bfloat16"),
+            "-f",
+            "npy",
+            "-o",
+            "/dev/null",
+        ],
+        1,
+    );
+    assert!(err.contains("numpy has no dtype for bfloat16"), "{err}");
+    let err = fails(&["get", &fixture("zarr-python/shard_2d"), "-r", "0:2,9"], 2);
+    assert!(
+        err.contains("index 9 is out of bounds for dimension 1 of size 8"),
+        "{err}"
+    );
+    let err = fails(&["get", &fixture("zarr-python/shard_2d"), "-r", "0:2:2"], 2);
+    assert!(err.contains("steps other than 1"), "{err}");
+}

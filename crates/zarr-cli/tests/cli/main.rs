@@ -1,0 +1,9 @@
+//! Runs the `zarr` binary: on stores from the fixture corpus (written by zarr-python and
+//! tensorstore) and on stores it writes itself.
+
+mod common;
+mod copy;
+mod inspect;
+mod misc;
+mod verify;
+mod write;

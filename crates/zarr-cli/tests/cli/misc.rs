@@ -1,0 +1,127 @@
+//! `bench`, `demo`, global flags, errors and exit codes.
+
+use crate::common::{fails, ok, zarr};
+
+#[test]
+fn bench_writes_and_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(&[
+        "bench",
+        "--size",
+        "2",
+        "--chunks",
+        "64,256",
+        "--shards",
+        "128,512",
+        "--codec",
+        "blosc:lz4:5",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--threads",
+        "2",
+    ]);
+    assert!(
+        out.contains("array   float32 512x1024 (shards 128x512 of chunks 64x256)"),
+        "{out}"
+    );
+    for line in [
+        "write   2.0 MiB in ",
+        "read    2.0 MiB in ",
+        "MiB/s",
+        "stored  ",
+    ] {
+        assert!(out.contains(line), "{line:?} not in {out}");
+    }
+    // The temporary store is gone.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn demo_builds_a_dataset_that_the_other_commands_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo.zarr");
+    let demo_text = demo.display().to_string();
+    let out = ok(&["demo", &demo_text]);
+    assert!(
+        out.contains("    raw  uint16 512x512 (shards 256x256 of chunks 64x64)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    temperature  float32 1000 (chunks 100)"),
+        "{out}"
+    );
+    assert!(out.contains("stored       4 of 4 shards"), "{out}");
+    assert!(out.contains("zarr.open_group("), "{out}");
+    let raw = format!("{demo_text}/images/raw");
+    assert_eq!(ok(&["get", &raw, "-r", "0,0:4"]), "1000\n1\n2\n3\n");
+    let series = ok(&[
+        "get",
+        &format!("{demo_text}/timeseries/temperature"),
+        "-r",
+        "699:701",
+    ]);
+    let lines: Vec<&str> = series.lines().collect();
+    assert!(lines[0].parse::<f32>().unwrap().is_finite(), "{series}");
+    assert_eq!(lines[1], "NaN", "{series}");
+    let verify = ok(&["verify", &demo_text]);
+    assert!(verify.contains("0 problems"), "{verify}");
+    // Running it again replaces the earlier demo; another directory is left alone.
+    ok(&["demo", &demo_text]);
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("keep.txt"), "x").unwrap();
+    let err = fails(&["demo", other.to_str().unwrap()], 1);
+    assert!(err.contains("is not an earlier demo"), "{err}");
+    assert!(other.join("keep.txt").exists());
+}
+
+#[test]
+fn errors_are_one_line_with_the_cause_and_exit_1() {
+    let err = fails(&["info", "/definitely/not/here"], 1);
+    assert_eq!(
+        err,
+        "zarr: /definitely/not/here: no such file or directory\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let err = fails(&["info", dir.path().to_str().unwrap()], 1);
+    assert!(
+        err.contains("not a Zarr v3 node (there is no zarr.json in it)"),
+        "{err}"
+    );
+    let structured = crate::common::fixture("zarr-python/structured");
+    let err = fails(&["info", &structured], 1);
+    assert!(err.contains("unknown data type `structured`"), "{err}");
+    let err = fails(
+        &["get", &crate::common::fixture("zarr-python/nested_groups")],
+        1,
+    );
+    assert!(err.contains("is a group, not an array"), "{err}");
+    let err = fails(&["info", "ftp://host/x"], 1);
+    assert!(err.contains("ftp://host/x"), "{err}");
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    assert_eq!(zarr(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(zarr(&["get"]).status.code(), Some(2));
+    let shard = crate::common::fixture("zarr-python/shard_2d");
+    fails(&["get", &shard, "--threads", "0"], 2);
+    fails(&["get", &shard, "--region", "1,2,3"], 2);
+    fails(&["get", &shard, "--format", "xml"], 2);
+}
+
+#[test]
+fn help_has_examples_for_every_command() {
+    for command in [
+        "info", "tree", "get", "create", "put", "verify", "copy", "bench", "demo",
+    ] {
+        let out = ok(&[command, "--help"]);
+        assert!(out.contains("Examples:"), "{command}: {out}");
+        assert!(
+            out.contains(&format!("zarr {command} ")),
+            "{command}: {out}"
+        );
+    }
+    let out = ok(&["--help"]);
+    assert!(out.contains("Exit codes: 0 success; 1 failure"), "{out}");
+}

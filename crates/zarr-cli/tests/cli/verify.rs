@@ -1,0 +1,105 @@
+//! `verify` on damaged copies of fixture stores.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::common::{copy_dir, fixtures, ok, zarr};
+
+/// A copy of a fixture store in a temporary directory.
+fn damaged_copy(store: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.zarr");
+    copy_dir(&fixtures().join(store), &copy);
+    (dir, copy)
+}
+
+fn flip_byte(file: &Path, at_from_end: usize) {
+    let mut bytes = std::fs::read(file).unwrap();
+    let i = bytes.len() - at_from_end;
+    bytes[i] ^= 0x40;
+    std::fs::write(file, bytes).unwrap();
+}
+
+fn verify(store: &Path) -> (Output, String) {
+    let out = zarr(&["verify", store.to_str().unwrap()]);
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    (out, stdout)
+}
+
+fn assert_fails_with(store: &Path, corrupt: &[&str]) -> String {
+    let (out, stdout) = verify(store);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let reported: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("corrupt "))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(reported, corrupt, "{stdout}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("corrupt or unreadable"), "{err}");
+    stdout
+}
+
+#[test]
+fn verify_passes_intact_stores() {
+    for store in [
+        "zarr-python/nested_groups",
+        "zarr-python/shard_2d",
+        "tensorstore/sharded",
+    ] {
+        let out = ok(&["verify", fixtures().join(store).to_str().unwrap()]);
+        assert!(out.contains(" 0 problems"), "{store}: {out}");
+    }
+    let out = ok(&[
+        "verify",
+        fixtures().join("zarr-python/shard_2d").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out,
+        "checked 1 array: 3 chunks decode, 1 not stored (fill value), 0 problems\n"
+    );
+}
+
+#[test]
+fn verify_finds_a_flipped_byte_under_a_checksum() {
+    let (_dir, copy) = damaged_copy("zarr-python/crc32c");
+    flip_byte(&copy.join("c/1"), 6);
+    let out = assert_fails_with(&copy, &["c/1"]);
+    assert!(out.contains("crc32c") || out.contains("checksum"), "{out}");
+    assert!(out.contains("2 chunks decode"), "{out}");
+}
+
+#[test]
+fn verify_finds_a_flipped_byte_in_a_compressed_chunk() {
+    let (_dir, copy) = damaged_copy("zarr-python/zstd_checksum");
+    flip_byte(&copy.join("c/2"), 3);
+    assert_fails_with(&copy, &["c/2"]);
+}
+
+#[test]
+fn verify_finds_a_truncated_chunk() {
+    let (_dir, copy) = damaged_copy("zarr-python/zstd_checksum");
+    let chunk = copy.join("c/0");
+    let bytes = std::fs::read(&chunk).unwrap();
+    std::fs::write(&chunk, &bytes[..bytes.len() / 2]).unwrap();
+    assert_fails_with(&copy, &["c/0"]);
+}
+
+#[test]
+fn verify_finds_a_corrupt_shard_index() {
+    let (_dir, copy) = damaged_copy("zarr-python/shard_2d");
+    // The index is at the end: 4 (offset, nbytes) pairs of u64 and a crc32c of 4 bytes.
+    flip_byte(&copy.join("c/0/1"), 4 + 8);
+    let out = assert_fails_with(&copy, &["c/0/1"]);
+    assert!(out.contains("index"), "{out}");
+}
+
+#[test]
+fn verify_walks_every_array_of_a_group() {
+    let (_dir, copy) = damaged_copy("zarr-python/nested_groups");
+    let chunk = copy.join("a/a_array/c/1/0");
+    std::fs::write(&chunk, b"not zstd").unwrap();
+    let stdout = assert_fails_with(&copy, &["a/a_array/c/1/0"]);
+    assert!(stdout.contains("checked 3 arrays"), "{stdout}");
+}

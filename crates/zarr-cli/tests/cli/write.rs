@@ -1,0 +1,205 @@
+//! `create` and `put`, checked through `get`.
+
+use serde_json::{Value, json};
+
+use crate::common::{fails, ok, parse_npy, write_npy, zarr_env};
+
+#[test]
+fn create_put_get_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("data.zarr");
+    let array = format!("{}/images/raw", store.display());
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "20,30",
+        "--dtype",
+        "int32",
+        "--chunks",
+        "5,10",
+        "--shards",
+        "10,30",
+        "--codec",
+        "zstd:5",
+        "--codec",
+        "crc32c",
+        "--fill-value",
+        "-1",
+        "--dimension-names",
+        "y,x",
+        "--attr",
+        "units=counts",
+        "--attr",
+        "scale=[1, 2]",
+    ]);
+    // A parent group was created, so the nested path resolves to the store root.
+    let info: Value = serde_json::from_str(&ok(&["info", "--json", &array])).unwrap();
+    assert_eq!(info["path"], "/images/raw");
+    assert_eq!(info["shard_shape"], json!([10, 30]));
+    assert_eq!(info["inner_chunk_shape"], json!([5, 10]));
+    assert_eq!(info["metadata"]["fill_value"], -1);
+    assert_eq!(info["metadata"]["dimension_names"], json!(["y", "x"]));
+    assert_eq!(
+        info["metadata"]["attributes"],
+        json!({"units": "counts", "scale": [1, 2]})
+    );
+    assert_eq!(info["chunks"]["present"], 0);
+
+    // Big-endian input, as numpy writes with dtype '>i4': rows 3..7, columns 4..10.
+    let values: Vec<i32> = (0..4 * 6).map(|i| i * 1000 - 7).collect();
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
+    let npy = dir.path().join("tile.npy");
+    write_npy(&npy, ">i4", &[4, 6], &data);
+    ok(&[
+        "put",
+        &array,
+        "--input",
+        npy.to_str().unwrap(),
+        "--region",
+        "3:7,4:10",
+    ]);
+
+    let got: Value =
+        serde_json::from_str(&ok(&["get", &array, "-f", "json", "-r", "2:8,3:11"])).unwrap();
+    let mut want = vec![vec![-1i64; 8]; 6];
+    for r in 0..4 {
+        for c in 0..6 {
+            want[r + 1][c + 1] = i64::from(values[r * 6 + c]);
+        }
+    }
+    assert_eq!(got, json!(want));
+
+    // The whole array through npy: the fill value outside the tile.
+    let out = dir.path().join("all.npy");
+    ok(&["get", &array, "-f", "npy", "-o", out.to_str().unwrap()]);
+    let all = parse_npy(&std::fs::read(&out).unwrap());
+    assert_eq!(
+        (all.descr.as_str(), all.shape.as_slice()),
+        ("<i4", &[20u64, 30][..])
+    );
+    let at = |r: usize, c: usize| {
+        let i = (r * 30 + c) * 4;
+        i32::from_le_bytes(all.data[i..i + 4].try_into().unwrap())
+    };
+    assert_eq!(at(0, 0), -1);
+    assert_eq!(at(3, 4), values[0]);
+    assert_eq!(at(6, 9), values[23]);
+
+    // A whole-array put from our own export writes the same values back.
+    ok(&["put", &array, "-i", out.to_str().unwrap()]);
+    let again = dir.path().join("again.npy");
+    ok(&["get", &array, "-f", "npy", "-o", again.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&out).unwrap());
+}
+
+#[test]
+fn create_float_with_fill_words_and_single_index_put() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("f.zarr").display().to_string();
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "3,4",
+        "--dtype",
+        "float64",
+        "--chunks",
+        "2,2",
+        "--fill-value",
+        "NaN",
+        "--codec",
+        "none",
+    ]);
+    // A 1-d file into row 1 (the region's single index drops that dimension).
+    let npy = dir.path().join("row.npy");
+    let data: Vec<u8> = [0.5f64, -1.0, 2.25, 1e300]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    write_npy(&npy, "<f8", &[4], &data);
+    ok(&["put", &array, "-i", npy.to_str().unwrap(), "-r", "1"]);
+    assert_eq!(
+        ok(&["get", &array]),
+        "NaN NaN NaN NaN\n0.5 -1.0 2.25 1e300\nNaN NaN NaN NaN\n"
+    );
+    // Creating again needs --overwrite.
+    let err = fails(&["create", &array, "--shape", "3", "--dtype", "uint8"], 1);
+    assert!(err.contains("already there"), "{err}");
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "3",
+        "--dtype",
+        "uint8",
+        "--overwrite",
+    ]);
+    assert_eq!(ok(&["get", &array]), "0\n0\n0\n");
+}
+
+#[test]
+fn put_checks_the_file_against_the_array() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("u.zarr").display().to_string();
+    ok(&[
+        "create", &array, "--shape", "4,4", "--dtype", "uint16", "--chunks", "2,2",
+    ]);
+    let npy = dir.path().join("x.npy");
+    write_npy(&npy, "<f4", &[4, 4], &[0; 64]);
+    let err = fails(&["put", &array, "-i", npy.to_str().unwrap()], 2);
+    assert!(err.contains("holds <f4, the array uint16 (<u2)"), "{err}");
+    write_npy(&npy, "<u2", &[2, 2], &[0; 8]);
+    let err = fails(&["put", &array, "-i", npy.to_str().unwrap()], 2);
+    assert!(err.contains("has shape 2x2, the region 4x4"), "{err}");
+    // Shorter data than the header says.
+    write_npy(&npy, "<u2", &[4, 4], &[0; 8]);
+    let err = fails(&["put", &array, "-i", npy.to_str().unwrap()], 1);
+    assert!(err.contains("shorter than its header says"), "{err}");
+    let err = fails(
+        &[
+            "create", &array, "--shape", "4", "--dtype", "uint16", "--shards", "4",
+        ],
+        2,
+    );
+    assert!(err.contains("--shards needs --chunks"), "{err}");
+    let err = fails(
+        &[
+            "create", &array, "--shape", "4", "--dtype", "uint16", "--codec", "lzma",
+        ],
+        2,
+    );
+    assert!(err.contains("--codec \"lzma\""), "{err}");
+}
+
+#[test]
+fn verbose_shows_the_library_tracing_and_quiet_hides_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("v.zarr").display().to_string();
+    let out = zarr_env(
+        &["-vv", "create", &array, "--shape", "4", "--dtype", "uint8"],
+        &[],
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("created array"), "{err}");
+    let out = zarr_env(
+        &[
+            "--quiet",
+            "create",
+            &array,
+            "--shape",
+            "4",
+            "--dtype",
+            "uint8",
+            "--overwrite",
+        ],
+        &[],
+    );
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
