@@ -276,6 +276,19 @@ impl<S: ?Sized> Array<S> {
         })
     }
 
+    /// The sharding codec for shards of `shape`, if the array is sharded.
+    pub(crate) fn sharding(&self, shape: &[u64]) -> Result<Option<zarr_sharding::ShardingCodec>> {
+        self.codecs.sharding(self.path.as_str(), shape)
+    }
+
+    pub(crate) fn shard_error(&self, key: &StoreKey, source: zarr_sharding::Error) -> Error {
+        Error::Shard {
+            array: self.path.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            source: Box::new(source),
+        }
+    }
+
     pub(crate) fn chunk_error(&self, key: &StoreKey, source: zarr_codecs::Error) -> Error {
         Error::Chunk {
             array: self.path.as_str().to_owned(),
