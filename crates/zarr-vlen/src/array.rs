@@ -566,7 +566,7 @@ mod tests {
             Err(Error::NotVariableLength { bytes: 2 })
         ));
         assert_eq!(s.get(3), None);
-        assert_eq!(s.iter().rev().next(), Some("x"));
+        assert_eq!(s.iter().next_back(), Some("x"));
         assert_eq!(format!("{s:?}"), r#"VlenStrings<int32>["🦀", "", "x"]"#);
         let b = VlenBinary::<i32>::try_from(vec![vec![0xff], vec![]]).unwrap();
         assert!(VlenStrings::try_from(b.clone()).is_err());

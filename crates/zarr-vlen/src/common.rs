@@ -127,6 +127,8 @@ pub(crate) fn usize_range(start: u64, len: u64) -> Option<Range<usize>> {
 }
 
 #[cfg(test)]
+// A region of a 1-D chunk is a `Vec` holding one range, which is what this lint dislikes.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 

@@ -498,7 +498,7 @@ impl VlenArrowCodec {
             check_utf8(&values, &rebased, |o| o as usize)
                 .map_err(|e| shift_element(e, elements.start).into_codec(Self::NAME))?;
         }
-        Ok(VlenBytes::try_new(rebased, values)?)
+        VlenBytes::try_new(rebased, values)
     }
 
     /// Decode only the elements of `region` (chunk coordinates) of a chunk in memory,
