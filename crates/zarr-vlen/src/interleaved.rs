@@ -13,7 +13,7 @@ use crate::array::{VlenBinary, VlenStrings};
 use crate::common::{check_data_type, check_keys, num_elements};
 use crate::error::Error;
 use crate::offset::VlenOffset;
-use crate::utf8::check_utf8;
+use crate::utf8::{check_utf8, check_utf8_split, is_continuation};
 
 /// Read a little-endian `u32` at `pos` (the caller checked that four bytes are there).
 #[inline]
@@ -21,6 +21,17 @@ fn read_u32(bytes: &[u8], pos: usize) -> usize {
     let mut b = [0u8; 4];
     b.copy_from_slice(&bytes[pos..pos + 4]);
     u32::from_le_bytes(b) as usize
+}
+
+/// How many bytes past the values [`decode_interleaved`] may write while copying.
+const SLACK: usize = 16;
+
+/// Elements decoded from the interleaved layout.
+struct Decoded<T> {
+    offsets: Vec<T>,
+    values: Vec<u8>,
+    /// Whether a non-empty element starts with a UTF-8 continuation byte.
+    split: bool,
 }
 
 /// Decode the interleaved layout into offsets of type `T` and a values buffer.
@@ -33,7 +44,7 @@ fn decode_interleaved<T: Copy>(
     n: usize,
     offset_type: (&'static str, usize),
     from_usize: impl Fn(usize) -> T,
-) -> CodecResult<(Vec<T>, Vec<u8>)> {
+) -> CodecResult<Decoded<T>> {
     let (offset_type, max_offset) = offset_type;
     let truncated = |reason: String| CodecError::Truncated {
         codec: codec.to_owned(),
@@ -73,12 +84,14 @@ fn decode_interleaved<T: Copy>(
         .into_codec(codec));
     }
     let mut offsets: Vec<T> = Vec::with_capacity(n + 1);
-    let mut values: Vec<u8> = Vec::with_capacity(total);
+    // `SLACK` spare bytes let short elements be copied with one fixed-size move (which the
+    // next element overwrites) instead of a call to memcpy.
+    let mut values: Vec<u8> = vec![0; total + SLACK];
+    let mut written = 0;
+    let mut split = false;
     offsets.push(from_usize(0));
     let mut pos = 4;
     for i in 0..n {
-        // `headers` ensures the length of the first element is there; later ones are
-        // checked as the values consume bytes.
         if bytes.len() - pos < 4 {
             return Err(truncated(format!(
                 "the data ends before the length of element {i}"
@@ -86,19 +99,30 @@ fn decode_interleaved<T: Copy>(
         }
         let len = read_u32(bytes, pos);
         pos += 4;
-        let Some(element) = bytes
-            .get(pos..pos + len)
-            .filter(|_| len <= bytes.len() - pos)
-        else {
+        if len > bytes.len() - pos {
             return Err(truncated(format!(
                 "element {i} claims {len} bytes, only {} remain",
                 bytes.len() - pos
             )));
-        };
-        values.extend_from_slice(element);
+        }
+        if len > total - written {
+            return Err(truncated(format!(
+                "element {i} claims {len} bytes, leaving too few for the lengths of the {} \
+                 elements after it",
+                n - 1 - i
+            )));
+        }
+        if len <= SLACK && bytes.len() - pos >= SLACK {
+            values[written..written + SLACK].copy_from_slice(&bytes[pos..pos + SLACK]);
+        } else {
+            values[written..written + len].copy_from_slice(&bytes[pos..pos + len]);
+        }
+        // A non-empty element starting inside a character (see `check_utf8_split`).
+        split |= (len > 0) & is_continuation(values[written]);
         pos += len;
+        written += len;
         // At most `total`, which fits T.
-        offsets.push(from_usize(values.len()));
+        offsets.push(from_usize(written));
     }
     if pos != bytes.len() {
         return Err(CodecError::Corrupt {
@@ -109,7 +133,13 @@ fn decode_interleaved<T: Copy>(
             ),
         });
     }
-    Ok((offsets, values))
+    // All bytes were consumed: the values are exactly `total` long.
+    values.truncate(total);
+    Ok(Decoded {
+        offsets,
+        values,
+        split,
+    })
 }
 
 /// Encode elements given as offsets (converted by `to_usize`) into `values`.
@@ -154,10 +184,14 @@ fn decode_chunk(
     decoded: &ChunkRepresentation,
 ) -> CodecResult<ArrayBytes> {
     let n = num_elements(codec, decoded.num_elements())?;
-    let (offsets, values) =
-        decode_interleaved(codec, bytes, n, ("uint64", usize::MAX), |v| v as u64)?;
+    let Decoded {
+        offsets,
+        values,
+        split,
+    } = decode_interleaved(codec, bytes, n, ("uint64", usize::MAX), |v| v as u64)?;
     if utf8 {
-        check_utf8(&values, &offsets, |o| o as usize).map_err(|e| e.into_codec(codec))?;
+        check_utf8_split(&values, &offsets, |o| o as usize, split)
+            .map_err(|e| e.into_codec(codec))?;
     }
     Ok(ArrayBytes::Variable(VlenBytes::try_new(
         offsets,
@@ -249,9 +283,13 @@ impl VlenUtf8Codec {
         num_elements: u64,
     ) -> CodecResult<VlenStrings<O>> {
         let n = crate::common::num_elements(Self::NAME, num_elements)?;
-        let (offsets, values) =
-            decode_interleaved(Self::NAME, bytes, n, (O::NAME, O::MAX_USIZE), O::usize_as)?;
-        check_utf8(&values, &offsets, O::as_usize).map_err(|e| e.into_codec(Self::NAME))?;
+        let Decoded {
+            offsets,
+            values,
+            split,
+        } = decode_interleaved(Self::NAME, bytes, n, (O::NAME, O::MAX_USIZE), O::usize_as)?;
+        check_utf8_split(&values, &offsets, O::as_usize, split)
+            .map_err(|e| e.into_codec(Self::NAME))?;
         // SAFETY: offsets from 0, growing with the values, ending at their length.
         let binary = unsafe { VlenBinary::new_unchecked(offsets.into(), Buffer::from_vec(values)) };
         // SAFETY: just checked.
@@ -337,8 +375,9 @@ impl VlenBytesCodec {
         num_elements: u64,
     ) -> CodecResult<VlenBinary<O>> {
         let n = crate::common::num_elements(Self::NAME, num_elements)?;
-        let (offsets, values) =
-            decode_interleaved(Self::NAME, bytes, n, (O::NAME, O::MAX_USIZE), O::usize_as)?;
+        let Decoded {
+            offsets, values, ..
+        } = decode_interleaved(Self::NAME, bytes, n, (O::NAME, O::MAX_USIZE), O::usize_as)?;
         // SAFETY: offsets from 0, growing with the values, ending at their length.
         Ok(unsafe { VlenBinary::new_unchecked(offsets.into(), Buffer::from_vec(values)) })
     }

@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 
 /// Whether `b` continues a multi-byte UTF-8 sequence (so no element may start or end there).
 #[inline]
-fn is_continuation(b: u8) -> bool {
+pub(crate) fn is_continuation(b: u8) -> bool {
     (b as i8) < -0x40
 }
 
@@ -18,13 +18,7 @@ pub(crate) fn check_utf8<T: Copy>(
     offsets: &[T],
     to_usize: impl Fn(T) -> usize,
 ) -> Result<()> {
-    if let Err(e) = std::str::from_utf8(values) {
-        let byte = e.valid_up_to();
-        return Err(Error::InvalidUtf8 {
-            index: element_at(offsets, byte, &to_usize),
-            byte,
-        });
-    }
+    check_buffer(values, offsets, &to_usize)?;
     if values.is_ascii() {
         return Ok(());
     }
@@ -35,7 +29,35 @@ pub(crate) fn check_utf8<T: Copy>(
     let split = inner.iter().fold(false, |bad, &o| {
         bad | values.get(to_usize(o)).is_some_and(|&b| is_continuation(b))
     });
+    report_split(values, offsets, to_usize, split)
+}
+
+/// [`check_utf8`] for a caller that has found out whether any non-empty element starts with
+/// a continuation byte (`split`): with the whole buffer valid, that is the only way for an
+/// element boundary to fall inside a character (an empty element's boundary is also the
+/// start of the next non-empty one, or the end of the buffer).
+pub(crate) fn check_utf8_split<T: Copy>(
+    values: &[u8],
+    offsets: &[T],
+    to_usize: impl Fn(T) -> usize,
+    split: bool,
+) -> Result<()> {
+    check_buffer(values, offsets, &to_usize)?;
+    report_split(values, offsets, to_usize, split)
+}
+
+/// The error for the first element boundary inside a character, if `split` says there is
+/// one.
+fn report_split<T: Copy>(
+    values: &[u8],
+    offsets: &[T],
+    to_usize: impl Fn(T) -> usize,
+    split: bool,
+) -> Result<()> {
     if split {
+        let inner = offsets
+            .get(1..offsets.len().saturating_sub(1))
+            .unwrap_or(&[]);
         let i = inner
             .iter()
             .position(|&o| values.get(to_usize(o)).is_some_and(|&b| is_continuation(b)))
@@ -43,14 +65,30 @@ pub(crate) fn check_utf8<T: Copy>(
         // Element i ends (and element i + 1 starts) inside a character; report the first.
         return Err(Error::InvalidUtf8 {
             index: i,
-            byte: to_usize(inner[i]),
+            byte: inner.get(i).map_or(0, |&o| to_usize(o)),
+        });
+    }
+    Ok(())
+}
+
+/// Check that the whole buffer is UTF-8, naming the element of the first invalid byte.
+fn check_buffer<T: Copy>(
+    values: &[u8],
+    offsets: &[T],
+    to_usize: &impl Fn(T) -> usize,
+) -> Result<()> {
+    if let Err(e) = std::str::from_utf8(values) {
+        let byte = e.valid_up_to();
+        return Err(Error::InvalidUtf8 {
+            index: element_at(offsets, byte, to_usize),
+            byte,
         });
     }
     Ok(())
 }
 
 /// The index of the element holding byte `byte` (the last element starting at or before it).
-fn element_at<T: Copy>(offsets: &[T], byte: usize, to_usize: impl Fn(T) -> usize) -> usize {
+fn element_at<T: Copy>(offsets: &[T], byte: usize, to_usize: &impl Fn(T) -> usize) -> usize {
     offsets
         .partition_point(|&o| to_usize(o) <= byte)
         .saturating_sub(1)
