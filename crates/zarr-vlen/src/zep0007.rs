@@ -202,25 +202,25 @@ impl VlenArrowCodec {
 
     /// Read the stored offsets in `raw` into a new vector, converting with `convert`, and
     /// check that they never decrease.
-    fn read_offsets<W: VlenOffset, T>(
+    fn read_offsets<const N: usize, W: VlenOffset, T>(
         raw: &[u8],
+        from_le: impl Fn([u8; N]) -> W,
         convert: impl Fn(W) -> T,
     ) -> Result<Vec<T>, Error> {
-        // Convert and check in two simple passes, which the compiler vectorises.
-        let out: Vec<T> = raw
-            .chunks_exact(W::SIZE)
-            .map(|b| convert(W::read_le(b)))
-            .collect();
+        // Convert and check in two simple passes over fixed-size arrays, which the compiler
+        // vectorises.
+        let (words, _) = raw.as_chunks::<N>();
+        let out: Vec<T> = words.iter().map(|&b| convert(from_le(b))).collect();
         let mut previous = W::usize_as(0);
-        let sorted = raw.chunks_exact(W::SIZE).fold(true, |ok, b| {
-            let o = W::read_le(b);
+        let sorted = words.iter().fold(true, |ok, &b| {
+            let o = from_le(b);
             let ok = ok & (o >= previous);
             previous = o;
             ok
         });
         if !sorted {
             // Find the culprit (and report a negative first offset as such).
-            let all: Vec<W> = raw.chunks_exact(W::SIZE).map(W::read_le).collect();
+            let all: Vec<W> = words.iter().map(|&b| from_le(b)).collect();
             check_offsets(&all, usize::MAX)?;
         }
         Ok(out)
@@ -250,9 +250,9 @@ impl VlenArrowCodec {
         let (first, last) = (&raw[..size], &raw[raw.len() - size..]);
         let result = match self.offsets {
             OffsetType::Int32 => check_ends(i32::read_le(first), i32::read_le(last), values_len)
-                .and_then(|()| Self::read_offsets(raw, convert32)),
+                .and_then(|()| Self::read_offsets(raw, i32::from_le_bytes, convert32)),
             OffsetType::Int64 => check_ends(i64::read_le(first), i64::read_le(last), values_len)
-                .and_then(|()| Self::read_offsets(raw, convert64)),
+                .and_then(|()| Self::read_offsets(raw, i64::from_le_bytes, convert64)),
         };
         result
             .map(|offsets| (offsets, layout))
