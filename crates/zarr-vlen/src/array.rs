@@ -130,10 +130,11 @@ impl<O: VlenOffset> VlenBinary<O> {
     }
 
     /// The elements in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + DoubleEndedIterator + '_ {
-        self.offsets
-            .windows(2)
-            .map(|w| &self.values[w[0].as_usize()..w[1].as_usize()])
+    pub fn iter(&self) -> BinaryIter<'_, O> {
+        BinaryIter {
+            windows: self.offsets.windows(2),
+            values: &self.values,
+        }
     }
 
     /// Copies of the elements.
@@ -198,11 +199,46 @@ impl<O: VlenOffset> fmt::Debug for VlenBinary<O> {
 
 impl<'a, O: VlenOffset> IntoIterator for &'a VlenBinary<O> {
     type Item = &'a [u8];
-    type IntoIter = Box<dyn ExactSizeIterator<Item = &'a [u8]> + 'a>;
+    type IntoIter = BinaryIter<'a, O>;
     fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
+        self.iter()
     }
 }
+
+/// The elements of a [`VlenBinary`] in order (see [`VlenBinary::iter`]).
+#[derive(Debug, Clone)]
+pub struct BinaryIter<'a, O: VlenOffset> {
+    windows: std::slice::Windows<'a, O>,
+    values: &'a [u8],
+}
+
+impl<'a, O: VlenOffset> BinaryIter<'a, O> {
+    fn element(&self, w: &[O]) -> &'a [u8] {
+        &self.values[w[0].as_usize()..w[1].as_usize()]
+    }
+}
+
+impl<'a, O: VlenOffset> Iterator for BinaryIter<'a, O> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let w = self.windows.next()?;
+        Some(self.element(w))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.windows.size_hint()
+    }
+}
+
+impl<O: VlenOffset> DoubleEndedIterator for BinaryIter<'_, O> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let w = self.windows.next_back()?;
+        Some(self.element(w))
+    }
+}
+
+impl<O: VlenOffset> ExactSizeIterator for BinaryIter<'_, O> {}
+
+impl<O: VlenOffset> std::iter::FusedIterator for BinaryIter<'_, O> {}
 
 impl<O: VlenOffset> TryFrom<&[&[u8]]> for VlenBinary<O> {
     type Error = Error;
@@ -378,11 +414,10 @@ impl<O: VlenOffset> VlenStrings<O> {
     }
 
     /// The strings in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + DoubleEndedIterator + '_ {
-        // SAFETY: every element is valid UTF-8 (the type's invariant).
-        self.binary
-            .iter()
-            .map(|b| unsafe { std::str::from_utf8_unchecked(b) })
+    pub fn iter(&self) -> StringsIter<'_, O> {
+        StringsIter {
+            inner: self.binary.iter(),
+        }
     }
 
     /// Copies of the strings.
@@ -437,11 +472,44 @@ impl<O: VlenOffset> fmt::Debug for VlenStrings<O> {
 
 impl<'a, O: VlenOffset> IntoIterator for &'a VlenStrings<O> {
     type Item = &'a str;
-    type IntoIter = Box<dyn ExactSizeIterator<Item = &'a str> + 'a>;
+    type IntoIter = StringsIter<'a, O>;
     fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
+        self.iter()
     }
 }
+
+/// The strings of a [`VlenStrings`] in order (see [`VlenStrings::iter`]).
+#[derive(Debug, Clone)]
+pub struct StringsIter<'a, O: VlenOffset> {
+    /// Over the elements of a `VlenStrings`, so every item is valid UTF-8.
+    inner: BinaryIter<'a, O>,
+}
+
+impl<'a, O: VlenOffset> Iterator for StringsIter<'a, O> {
+    type Item = &'a str;
+    fn next(&mut self) -> Option<&'a str> {
+        // SAFETY: every element of a VlenStrings is valid UTF-8 (the type's invariant).
+        self.inner
+            .next()
+            .map(|b| unsafe { std::str::from_utf8_unchecked(b) })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<O: VlenOffset> DoubleEndedIterator for StringsIter<'_, O> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        // SAFETY: as in `next`.
+        self.inner
+            .next_back()
+            .map(|b| unsafe { std::str::from_utf8_unchecked(b) })
+    }
+}
+
+impl<O: VlenOffset> ExactSizeIterator for StringsIter<'_, O> {}
+
+impl<O: VlenOffset> std::iter::FusedIterator for StringsIter<'_, O> {}
 
 impl<O: VlenOffset> TryFrom<&[&str]> for VlenStrings<O> {
     type Error = Error;
@@ -572,6 +640,15 @@ mod tests {
         assert!(VlenStrings::try_from(b.clone()).is_err());
         assert_eq!(Vec::<Vec<u8>>::from(&b), vec![vec![0xff], vec![]]);
         assert_eq!((&b).into_iter().count(), 2);
+        let mut it = s.iter();
+        assert_eq!(it.len(), 3);
+        assert_eq!(it.next_back(), Some("x"));
+        assert_eq!(it.collect::<Vec<_>>(), ["🦀", ""]);
+        let mut n = 0;
+        for element in &s {
+            n += element.len();
+        }
+        assert_eq!(n, 5);
     }
 
     #[test]

@@ -105,7 +105,7 @@ use std::sync::Arc;
 
 use zarr_codecs::{Codec, CodecRegistry};
 
-pub use array::{VlenBinary, VlenStrings};
+pub use array::{BinaryIter, StringsIter, VlenBinary, VlenStrings};
 pub use error::{Error, Result};
 pub use interleaved::{VlenBytesCodec, VlenUtf8Codec};
 pub use offset::VlenOffset;

@@ -77,7 +77,11 @@ impl OffsetType {
 /// be read with two small byte-range requests: see
 /// [`offsets_byte_range`](Self::offsets_byte_range),
 /// [`values_byte_range`](Self::values_byte_range) and [`decode_range`](Self::decode_range),
-/// or [`decode_region`](Self::decode_region) for a chunk in memory.
+/// or [`decode_region`](Self::decode_region) for a chunk in memory. (The codec trait's
+/// [`partial_decode_into`](ArrayToBytesCodec::partial_decode_into) writes fixed-size elements
+/// into a byte buffer, which variable-length elements cannot fill, so
+/// [`can_partially_decode`](ArrayToBytesCodec::can_partially_decode) stays `false`; these
+/// methods are the partial decoding of this layout.)
 ///
 /// ```
 /// use zarr_vlen::{VlenArrowCodec, VlenStrings};
