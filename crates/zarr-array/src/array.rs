@@ -8,6 +8,7 @@ use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, CodecChain, CodecRegistry};
 use zarr_core::{ArrayMetadata, DataType, FillValue, NodeMetadata, NodePath, Region};
 use zarr_store::{ReadableStore, StoreKey, WritableStore};
+use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 
 use crate::codecs::{ArrayCodecs, shared_default_registry};
 use crate::element::{Element, as_bytes, as_bytes_mut};
@@ -289,6 +290,25 @@ impl<S: ?Sized> Array<S> {
         }
     }
 
+    fn check_vlen(&self, data_type: DataType, element: &'static str) -> Result<()> {
+        if self.metadata.data_type == data_type {
+            Ok(())
+        } else {
+            Err(Error::element_type(
+                self.path.as_str(),
+                &self.metadata.data_type,
+                element,
+            ))
+        }
+    }
+
+    fn vlen_error(&self, source: zarr_vlen::Error) -> Error {
+        Error::Vlen {
+            array: self.path.as_str().to_owned(),
+            source: Box::new(source),
+        }
+    }
+
     pub(crate) fn chunk_error(&self, key: &StoreKey, source: zarr_codecs::Error) -> Error {
         Error::Chunk {
             array: self.path.as_str().to_owned(),
@@ -429,6 +449,44 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         }
     }
 
+    /// Read `region` of a `string` array as UTF-8 strings in Arrow layout (offsets of type
+    /// `O`, `i32` or `i64`, and one values buffer).
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `string`; [`Error::Vlen`] for values
+    /// that are not UTF-8 or do not fit `O` offsets; as [`Array::read`].
+    pub async fn read_strings<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<VlenStrings<O>> {
+        self.check_vlen(DataType::String, "VlenStrings")?;
+        let vlen = self.read_vlen(region).await?;
+        VlenStrings::from_vlen_bytes(&vlen).map_err(|e| self.vlen_error(e))
+    }
+
+    /// Read `region` of a `bytes` array as binary values in Arrow layout.
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `bytes`; as [`Array::read_strings`].
+    pub async fn read_binary<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<VlenBinary<O>> {
+        self.check_vlen(DataType::Bytes, "VlenBinary")?;
+        let vlen = self.read_vlen(region).await?;
+        VlenBinary::from_vlen_bytes(&vlen).map_err(|e| self.vlen_error(e))
+    }
+
+    async fn read_vlen(&self, region: impl IntoRegion) -> Result<zarr_codecs::VlenBytes> {
+        match self.read_array_bytes(region).await? {
+            ArrayBytes::Variable(vlen) => Ok(vlen),
+            ArrayBytes::Fixed(_) => Err(Error::unsupported(
+                self.path.as_str(),
+                "fixed-size data where variable-length data was expected",
+            )),
+        }
+    }
+
     /// The stored (encoded) bytes of one chunk, `None` if it is not stored.
     ///
     /// # Errors
@@ -516,6 +574,55 @@ impl<S: WritableStore + ?Sized> Array<S> {
             ArrayBytes::Fixed(bytes) => self.write_bytes(&region, &bytes).await,
             ArrayBytes::Variable(vlen) => crate::write::write_variable(self, &region, vlen).await,
         }
+    }
+
+    /// Write UTF-8 strings (Arrow layout, C order) into `region` of a `string` array.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    /// use zarr_vlen::VlenStrings;
+    ///
+    /// let array = ArrayBuilder::new(vec![4], DataType::String, vec![2])
+    ///     .create(Arc::new(MemoryStore::new()), "/labels")
+    ///     .await?;
+    /// let names = VlenStrings::<i32>::from_strs(["ice", "", "snow"]).unwrap();
+    /// array.write_strings(0..3, &names).await?;
+    /// let back = array.read_strings::<i32>(0..4).await?;
+    /// assert_eq!(back.iter().collect::<Vec<_>>(), ["ice", "", "snow", ""]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `string`; as [`Array::write`].
+    pub async fn write_strings<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+        values: &VlenStrings<O>,
+    ) -> Result<()> {
+        self.check_vlen(DataType::String, "VlenStrings")?;
+        let vlen = values.to_vlen_bytes().map_err(|e| self.vlen_error(e))?;
+        self.write_array_bytes(region, ArrayBytes::Variable(vlen))
+            .await
+    }
+
+    /// Write binary values (Arrow layout, C order) into `region` of a `bytes` array.
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `bytes`; as [`Array::write`].
+    pub async fn write_binary<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+        values: &VlenBinary<O>,
+    ) -> Result<()> {
+        self.check_vlen(DataType::Bytes, "VlenBinary")?;
+        let vlen = values.to_vlen_bytes().map_err(|e| self.vlen_error(e))?;
+        self.write_array_bytes(region, ArrayBytes::Variable(vlen))
+            .await
     }
 
     /// Encode and store one whole chunk (its full shape, edge chunks included), or erase it if

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 pub fn default_registry() -> CodecRegistry {
     let mut registry = CodecRegistry::with_defaults();
     zarr_sharding::register(&mut registry);
+    zarr_vlen::register(&mut registry);
     registry
 }
 

@@ -62,6 +62,16 @@ pub enum Error {
         source: Box<zarr_sharding::Error>,
     },
 
+    /// Variable-length values are malformed (invalid UTF-8, offsets that do not fit).
+    #[error("array {array}: {source}")]
+    Vlen {
+        /// The array's path.
+        array: String,
+        /// What the variable-length layer said.
+        #[source]
+        source: Box<zarr_vlen::Error>,
+    },
+
     /// No node (no `zarr.json`) at the path.
     #[error("no Zarr node at {path:?} (no {key:?} in the store)")]
     NodeNotFound {

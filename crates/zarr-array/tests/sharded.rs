@@ -8,7 +8,9 @@ use zarr_core::DataType;
 use zarr_store::{MemoryStore, RecordingStore, StoreKey, WritableStore};
 
 fn values(n: usize) -> Vec<u32> {
-    (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect()
+    (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect()
 }
 
 /// Reads of part of a shard cost two requests; whole shards one; values match.
@@ -25,7 +27,11 @@ async fn sharded_reads_cost_at_most_two_requests_per_shard() {
     let all = values(64 * 64);
     store.clear();
     array.write([0..64, 0..64], &all).await.unwrap();
-    assert_eq!(store.stats().gets, 0, "whole shards are written without reading");
+    assert_eq!(
+        store.stats().gets,
+        0,
+        "whole shards are written without reading"
+    );
 
     store.clear();
     let part: Vec<u32> = array.read([3..12, 5..7]).await.unwrap();
@@ -44,7 +50,11 @@ async fn sharded_reads_cost_at_most_two_requests_per_shard() {
     let back: Vec<u32> = array.read(array.full_region()).await.unwrap();
     assert_eq!(back, all);
     let stats = store.stats();
-    assert_eq!(stats.calls(), 4, "four whole shards, one get each: {stats:?}");
+    assert_eq!(
+        stats.calls(),
+        4,
+        "four whole shards, one get each: {stats:?}"
+    );
 
     // A region across four shards: at most two requests each.
     store.clear();
