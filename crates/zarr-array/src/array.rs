@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, CodecChain, CodecRegistry};
 use zarr_core::{ArrayMetadata, DataType, FillValue, NodeMetadata, NodePath, Region};
-use zarr_store::{ReadableStore, StoreKey, WritableStore};
+use zarr_sharding::{ShardingTransformer, ShardingTransformerConfig};
+use zarr_store::{ReadableStore, StoreKey, StorePrefix, WritableStore};
 use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 
 use crate::codecs::{ArrayCodecs, shared_default_registry};
@@ -121,6 +122,8 @@ pub struct Array<S: ?Sized> {
     pub(crate) metadata: ArrayMetadata,
     pub(crate) codecs: Arc<ArrayCodecs>,
     pub(crate) options: ArrayOptions,
+    /// The sharding storage transformer the metadata names, wrapping `store`.
+    pub(crate) transformer: Option<Arc<ShardingTransformer<S>>>,
 }
 
 impl<S: ?Sized> Clone for Array<S> {
@@ -131,6 +134,7 @@ impl<S: ?Sized> Clone for Array<S> {
             metadata: self.metadata.clone(),
             codecs: Arc::clone(&self.codecs),
             options: self.options.clone(),
+            transformer: self.transformer.clone(),
         }
     }
 }
@@ -147,12 +151,30 @@ impl<S: ?Sized> Array<S> {
         metadata: ArrayMetadata,
         options: ArrayOptions,
     ) -> Result<Self> {
-        if let Some(transformer) = metadata.storage_transformers.first() {
-            return Err(Error::unsupported(
-                path.as_str(),
-                format!("the storage transformer {:?}", transformer.name),
-            ));
-        }
+        let transformer = match metadata.storage_transformers.as_slice() {
+            [] => None,
+            [only] if ShardingTransformerConfig::from_metadata(only).is_ok() => {
+                let prefix = StorePrefix::try_new(path.prefix())?;
+                let transformer = ShardingTransformer::from_metadata(
+                    Arc::clone(&store),
+                    prefix,
+                    only,
+                    metadata.chunk_key_encoding,
+                )
+                .map_err(|source| Error::Sharding {
+                    array: path.as_str().to_owned(),
+                    source: Box::new(source),
+                })?;
+                Some(Arc::new(transformer))
+            }
+            list => {
+                let names: Vec<&str> = list.iter().map(|t| t.name.as_str()).collect();
+                return Err(Error::unsupported(
+                    path.as_str(),
+                    format!("the storage transformers {names:?}"),
+                ));
+            }
+        };
         let codecs = ArrayCodecs::new(path.as_str(), &metadata, &options.registry)?;
         Ok(Self {
             store,
@@ -160,6 +182,7 @@ impl<S: ?Sized> Array<S> {
             metadata,
             codecs: Arc::new(codecs),
             options,
+            transformer,
         })
     }
 
@@ -191,6 +214,23 @@ impl<S: ?Sized> Array<S> {
     /// The attributes.
     pub fn attributes(&self) -> &Map<String, Value> {
         &self.metadata.attributes
+    }
+
+    /// Whether the array's chunks go through the sharding storage transformer (the metadata
+    /// names it in `storage_transformers`). Such arrays are read-only here.
+    pub fn uses_storage_transformer(&self) -> bool {
+        self.transformer.is_some()
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.transformer.is_some() {
+            return Err(Error::unsupported(
+                self.path.as_str(),
+                "writing through the sharding storage transformer (this array can be read; \
+                 to write, wrap the store in zarr_sharding::ShardingTransformer yourself)",
+            ));
+        }
+        Ok(())
     }
 
     /// The options.
@@ -319,6 +359,15 @@ impl<S: ?Sized> Array<S> {
 }
 
 impl<S: ReadableStore + ?Sized> Array<S> {
+    /// The store chunk reads go to: the sharding storage transformer when the array uses
+    /// one, the store itself otherwise.
+    pub(crate) fn read_store(&self) -> &dyn ReadableStore {
+        match &self.transformer {
+            Some(transformer) => &**transformer,
+            None => &self.store,
+        }
+    }
+
     /// Open the array at `path` with default options.
     ///
     /// # Errors
@@ -493,7 +542,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// [`Error::Core`] if the chunk lies outside the grid; store errors.
     pub async fn read_encoded_chunk(&self, chunk: &[u64]) -> Result<Option<Bytes>> {
         let key = self.chunk_key(chunk)?;
-        Ok(self.store.get(&key).await?)
+        Ok(self.read_store().get(&key).await?)
     }
 
     /// Decode one whole chunk (at its full shape, edge chunks included). A chunk that is not
@@ -508,7 +557,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
             .chunk_grid
             .chunk_shape(&self.metadata.shape, chunk)?;
         let chain = self.chain(&shape)?;
-        match self.store.get(&key).await? {
+        match self.read_store().get(&key).await? {
             None => ArrayBytes::fill(chain.decoded_representation())
                 .map_err(|e| self.chunk_error(&key, e)),
             Some(bytes) => chain.decode(bytes).map_err(|e| self.chunk_error(&key, e)),
@@ -521,7 +570,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// As [`Array::read_encoded_chunk`].
     pub async fn chunk_exists(&self, chunk: &[u64]) -> Result<bool> {
         let key = self.chunk_key(chunk)?;
-        Ok(self.store.size(&key).await?.is_some())
+        Ok(self.read_store().size(&key).await?.is_some())
     }
 }
 
@@ -545,6 +594,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::write`].
     pub async fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
+        self.check_writable()?;
         let region = region.into_region()?;
         if self.metadata.data_type == DataType::Bool
             && let Some(i) = bool::first_invalid(values)
@@ -572,7 +622,10 @@ impl<S: WritableStore + ?Sized> Array<S> {
         let region = region.into_region()?;
         match values {
             ArrayBytes::Fixed(bytes) => self.write_bytes(&region, &bytes).await,
-            ArrayBytes::Variable(vlen) => crate::write::write_variable(self, &region, vlen).await,
+            ArrayBytes::Variable(vlen) => {
+                self.check_writable()?;
+                crate::write::write_variable(self, &region, vlen).await
+            }
         }
     }
 
@@ -632,6 +685,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Core`] if the chunk lies outside the grid; [`Error::Chunk`] if `values` do not
     /// match the chunk; store errors.
     pub async fn write_chunk(&self, chunk: &[u64], values: ArrayBytes) -> Result<()> {
+        self.check_writable()?;
         let key = self.chunk_key(chunk)?;
         let shape = self
             .metadata
@@ -650,6 +704,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::write_chunk`].
     pub async fn erase_chunk(&self, chunk: &[u64]) -> Result<()> {
+        self.check_writable()?;
         let key = self.chunk_key(chunk)?;
         self.store.erase(&key).await?;
         Ok(())
@@ -696,6 +751,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Core`] if the new shape has the wrong rank or does not suit the chunk grid
     /// (a rectilinear grid must still cover it); store and chunk errors.
     pub async fn resize(&mut self, shape: Vec<u64>) -> Result<()> {
+        self.check_writable()?;
         let mut metadata = self.metadata.clone();
         metadata.shape = shape.clone();
         metadata.validate()?;

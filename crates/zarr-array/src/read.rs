@@ -46,7 +46,7 @@ where
     S: ReadableStore + ?Sized,
     I: Iterator<Item = ChunkSelection>,
 {
-    let store: &dyn ReadableStore = &array.store;
+    let store = array.read_store();
     let fetches = stream::iter(selections)
         .map(|selection| async move {
             let key = array.chunk_key_unchecked(&selection.chunk)?;

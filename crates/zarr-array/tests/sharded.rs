@@ -157,3 +157,75 @@ async fn corrupt_shard_index_is_an_error_naming_the_shard() {
     let rest: Vec<u32> = array.read(8..16).await.unwrap();
     assert_eq!(rest, values(16)[8..16]);
 }
+
+/// An array whose metadata names the sharding storage transformer (the seed's design) reads
+/// through it: chunks live in shards of `chunks_per_shard` chunks; writes are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arrays_naming_the_storage_transformer_read_through_it() {
+    use zarr_core::{ChunkKeyEncoding, ExtensionObject, NodeMetadata};
+    use zarr_sharding::ShardingTransformer;
+    use zarr_store::{ListableStore, ReadableStore, StorePrefix};
+
+    // The same array, written plainly.
+    let plain = Arc::new(MemoryStore::new());
+    let array = ArrayBuilder::new(vec![10, 6], DataType::UInt32, vec![2, 3])
+        .zstd(1)
+        .create(Arc::clone(&plain), "/t")
+        .await
+        .unwrap();
+    let all = values(60);
+    array.write([0..10, 0..6], &all).await.unwrap();
+
+    // Copy its chunks through a transformer of 2x2 chunks per shard, and its metadata with
+    // the transformer named.
+    let sharded = Arc::new(MemoryStore::new());
+    let transformer = ShardingTransformer::new(
+        Arc::clone(&sharded),
+        StorePrefix::new("t/"),
+        vec![2, 2],
+        ChunkKeyEncoding::default(),
+    )
+    .unwrap();
+    for key in plain.list_prefix(&StorePrefix::new("t/c/")).await.unwrap() {
+        let value = plain.get(&key).await.unwrap().unwrap();
+        transformer.set(&key, value).await.unwrap();
+    }
+    let meta = array.metadata().clone().with_storage_transformers(vec![
+        ExtensionObject::with_configuration(
+            "sharding",
+            serde_json::json!({"chunks_per_shard": [2, 2]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
+    ]);
+    let text = NodeMetadata::Array(Box::new(meta))
+        .to_json_pretty()
+        .unwrap();
+    sharded
+        .set(&StoreKey::new("t/zarr.json"), text.into_bytes().into())
+        .await
+        .unwrap();
+    // 5x2 chunks in shards of 2x2 chunks: 3x1 shard objects.
+    let shards = sharded
+        .list_prefix(&StorePrefix::new("t/c/"))
+        .await
+        .unwrap();
+    assert_eq!(shards.len(), 3, "{shards:?}");
+
+    let opened = Array::open(Arc::clone(&sharded), "/t").await.unwrap();
+    assert!(opened.uses_storage_transformer());
+    let back: Vec<u32> = opened.read(opened.full_region()).await.unwrap();
+    assert_eq!(back, all);
+    let part: Vec<u32> = opened.read([3..9, 2..5]).await.unwrap();
+    let expected: Vec<u32> = (3..9)
+        .flat_map(|y| (2..5).map(move |x| y * 6 + x))
+        .map(|i| all[i as usize])
+        .collect();
+    assert_eq!(part, expected);
+    let err = opened.write([0..1, 0..1], &[1u32]).await.unwrap_err();
+    assert!(
+        matches!(err, zarr_array::Error::Unsupported { .. }),
+        "{err}"
+    );
+}
