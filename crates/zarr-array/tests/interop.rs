@@ -853,6 +853,9 @@ async fn the_peers_read_what_we_wrote() {
                 .attribute("valid", json!({"min": -1, "max": [1.5, null]})),
         ),
     ];
+    // Their group, `/builder`, is not created by the test: the builder writes the missing
+    // ancestor group itself, and the peers must find it.
+    manifest.push(json!({"node_type": "group", "path": "builder", "attributes": {}}));
     for (path, builder) in conveniences {
         let shape = builder.build_metadata().unwrap().shape;
         let whole: Vec<Range<u64>> = shape.iter().map(|&n| 0..n).collect();

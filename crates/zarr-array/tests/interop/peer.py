@@ -861,6 +861,19 @@ def cmd_verify(root: Path, manifest_path: Path) -> None:
     if not entries:
         sys.exit("peer.py verify: the manifest lists no nodes")
     problems = verify_entries(root, entries)
+    if any(e["node_type"] == "group" and e["path"] == "" for e in entries):
+        # The hierarchy as zarr-python discovers it from the root must be exactly the nodes
+        # listed (every group written explicitly, nothing extra).
+        try:
+            g = zarr.open_group(LocalStore(root, read_only=True), mode="r", zarr_format=3)
+            found = sorted(name for name, _ in g.members(max_depth=None))
+            want = sorted(e["path"] for e in entries if e["path"])
+            if found != want:
+                problems.append(f"/ ({ZP}): the hierarchy lists {sorted(set(found) - set(want))} "
+                                f"more and {sorted(set(want) - set(found))} fewer nodes than "
+                                "the manifest")
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"/ ({ZP}): cannot list the hierarchy: {e!r}")
     for e in entries:
         for peer, why in e.get("peer_bugs", {}).items():
             if peer in e.get("peers", []):
