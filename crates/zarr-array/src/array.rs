@@ -454,6 +454,31 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         Ok(())
     }
 
+    /// Read `region` as an n-dimensional [`ndarray::ArrayD`] of the region's shape (feature
+    /// `ndarray`).
+    ///
+    /// # Errors
+    /// As [`Array::read`].
+    #[cfg(feature = "ndarray")]
+    pub async fn read_ndarray<T: Element>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<ndarray::ArrayD<T>> {
+        let region = region.into_region()?;
+        let shape: Vec<usize> = region
+            .shape()
+            .iter()
+            .map(|&n| usize::try_from(n))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| zarr_core::Error::Overflow {
+                what: "the region's shape".into(),
+            })?;
+        let values = self.read(&region).await?;
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), values).map_err(|e| {
+            Error::unsupported(self.path.as_str(), format!("building the ndarray: {e}"))
+        })
+    }
+
     /// Read `region` as raw bytes (native byte order, C order) of any fixed-size data type.
     ///
     /// # Errors
@@ -586,6 +611,40 @@ impl<S: WritableStore + ?Sized> Array<S> {
     pub async fn write<T: Element>(&self, region: impl IntoRegion, values: &[T]) -> Result<()> {
         self.check_element::<T>()?;
         self.write_bytes(region, as_bytes(values)).await
+    }
+
+    /// Write an [`ndarray`] array (any memory layout) at `origin` (feature `ndarray`): the
+    /// region starts at `origin` and has the array's shape.
+    ///
+    /// # Errors
+    /// As [`Array::write`]; [`Error::Core`] if `origin` has the wrong rank or the region does
+    /// not fit the array.
+    #[cfg(feature = "ndarray")]
+    pub async fn write_ndarray<T: Element, D: ndarray::Dimension>(
+        &self,
+        origin: &[u64],
+        values: ndarray::ArrayView<'_, T, D>,
+    ) -> Result<()> {
+        if origin.len() != values.ndim() {
+            return Err(zarr_core::Error::RankMismatch {
+                what: "the origin and the ndarray".into(),
+                expected: values.ndim(),
+                found: origin.len(),
+            }
+            .into());
+        }
+        let ranges: Vec<std::ops::Range<u64>> = origin
+            .iter()
+            .zip(values.shape())
+            .map(|(&o, &n)| o..o.saturating_add(n as u64))
+            .collect();
+        match values.as_slice() {
+            Some(slice) => self.write(ranges, slice).await,
+            None => {
+                let contiguous: Vec<T> = values.iter().copied().collect();
+                self.write(ranges, &contiguous).await
+            }
+        }
     }
 
     /// Write raw bytes (native byte order, C order) of any fixed-size data type into

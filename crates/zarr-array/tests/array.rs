@@ -693,3 +693,24 @@ async fn strings_and_bytes_through_the_array() {
         "all-fill chunk not stored"
     );
 }
+
+/// Regions as `ndarray` arrays, from standard and transposed (non-contiguous) views.
+#[cfg(feature = "ndarray")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ndarray_regions_round_trip() {
+    let array = ArrayBuilder::new(vec![4, 6], DataType::Float64, vec![3, 4])
+        .create(memory(), "/nd")
+        .await
+        .unwrap();
+    let block = ndarray::Array2::from_shape_fn((2, 3), |(i, j)| (i * 10 + j) as f64);
+    array.write_ndarray(&[1, 2], block.view()).await.unwrap();
+    let back = array.read_ndarray::<f64>([1..3, 2..5]).await.unwrap();
+    assert_eq!(back, block.into_dyn());
+    // A transposed view is not contiguous; it is written in its logical order.
+    let t = ndarray::Array2::from_shape_fn((3, 2), |(i, j)| (100 + i * 2 + j) as f64);
+    array.write_ndarray(&[0, 0], t.t()).await.unwrap();
+    let back = array.read_ndarray::<f64>([0..2, 0..3]).await.unwrap();
+    assert_eq!(back, t.t().to_owned().into_dyn());
+    let err = array.write_ndarray(&[0], t.view()).await.unwrap_err();
+    assert!(matches!(err, Error::Core(_)), "{err}");
+}
