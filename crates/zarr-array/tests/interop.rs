@@ -22,8 +22,10 @@ use std::sync::Arc;
 use num_complex::Complex;
 use serde_json::{Map, Value, json};
 use zarr_array::{Array, ArrayBuilder, Group, Region};
+use zarr_codecs::ArrayBytes;
 use zarr_core::{ChunkKeyEncoding, DataType, ExtensionObject, FillValue, GroupMetadata};
 use zarr_store::FilesystemStore;
+use zarr_vlen::{VlenBinary, VlenStrings};
 
 /// The variable naming the Python interpreter that has the peers installed.
 const PYTHON_VAR: &str = "ZARR_TEST_PYTHON";
@@ -208,6 +210,129 @@ fn compare_values(dt: &DataType, bytes: &[u8], values: &[Value], what: &str) -> 
     problems
 }
 
+/// A string or bytes element from its JSON form in manifests: the string's UTF-8 bytes, or
+/// the bytes from hex.
+fn vlen_element_from_json(dt: &DataType, value: &Value) -> Option<Vec<u8>> {
+    let text = value.as_str()?;
+    match dt {
+        DataType::String => Some(text.as_bytes().to_vec()),
+        DataType::Bytes => {
+            if !text.len().is_multiple_of(2) {
+                return None;
+            }
+            (0..text.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+                .collect()
+        }
+        _ => None,
+    }
+}
+
+/// A string or bytes element's JSON form in manifests (see [`vlen_element_from_json`]).
+fn vlen_element_json(dt: &DataType, element: &[u8]) -> Value {
+    match dt {
+        DataType::String => json!(std::str::from_utf8(element).expect("a string is UTF-8")),
+        _ => json!(
+            element
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        ),
+    }
+}
+
+/// The elements of a variable-length read, one `Vec<u8>` each.
+fn vlen_elements(bytes: ArrayBytes) -> Option<Vec<Vec<u8>>> {
+    match bytes {
+        ArrayBytes::Variable(vlen) => Some(VlenBinary::<i64>::try_from(&vlen).ok()?.to_vecs()),
+        ArrayBytes::Fixed(_) => None,
+    }
+}
+
+/// The values of a string or bytes array the peers wrote: the whole array through
+/// `read_array_bytes` and through `read_strings` / `read_binary`, and the interior region.
+async fn check_peer_vlen_values(
+    array: &Array<FilesystemStore>,
+    values: &[Value],
+    what: &str,
+) -> Vec<String> {
+    let dt = *array.data_type();
+    let expected: Vec<Vec<u8>> = values
+        .iter()
+        .map(|v| {
+            vlen_element_from_json(&dt, v)
+                .unwrap_or_else(|| panic!("{what}: the manifest's value {v} is not a {dt}"))
+        })
+        .collect();
+    let whole = match array.read_array_bytes(array.full_region()).await {
+        Ok(bytes) => match vlen_elements(bytes) {
+            Some(elements) => elements,
+            None => return vec![format!("{what}: read_array_bytes gave fixed-size data")],
+        },
+        Err(e) => return vec![format!("{what}: cannot read: {e}")],
+    };
+    let mut problems = Vec::new();
+    if whole.len() != expected.len() {
+        problems.push(format!(
+            "{what}: {} elements, expected {}",
+            whole.len(),
+            expected.len()
+        ));
+        return problems;
+    }
+    for (i, (got, want)) in whole.iter().zip(&expected).enumerate() {
+        if got != want {
+            problems.push(format!(
+                "{what}: element {i} is {}, expected {}",
+                vlen_element_json(&DataType::Bytes, got),
+                vlen_element_json(&DataType::Bytes, want)
+            ));
+            if problems.len() >= 8 {
+                problems.push(format!("{what}: (further mismatches not listed)"));
+                break;
+            }
+        }
+    }
+    let typed = match dt {
+        DataType::String => array
+            .read_strings::<i32>(array.full_region())
+            .await
+            .map(|s| s.iter().map(|e| e.as_bytes().to_vec()).collect::<Vec<_>>()),
+        _ => array
+            .read_binary::<i32>(array.full_region())
+            .await
+            .map(|b| b.to_vecs()),
+    };
+    match typed {
+        Ok(typed) if typed == whole => {}
+        Ok(_) => problems.push(format!(
+            "{what}: the typed read differs from read_array_bytes"
+        )),
+        Err(e) => problems.push(format!("{what}: the typed read fails: {e}")),
+    }
+    if !array.shape().contains(&0) {
+        let ranges: Vec<Range<u64>> = array
+            .shape()
+            .iter()
+            .map(|&n| if n >= 3 { 1..n - 1 } else { 0..n })
+            .collect();
+        let cut: Vec<Vec<u8>> = c_order_indices(&ranges)
+            .iter()
+            .map(|index| whole[flat_offset(array.shape(), index)].clone())
+            .collect();
+        let region = Region::try_new(ranges.clone()).unwrap();
+        match array.read_array_bytes(&region).await.map(vlen_elements) {
+            Ok(Some(part)) if part == cut => {}
+            Ok(_) => problems.push(format!(
+                "{what}: the region {ranges:?} differs from the same part of the whole array"
+            )),
+            Err(e) => problems.push(format!("{what}: cannot read {ranges:?}: {e}")),
+        }
+    }
+    problems
+}
+
 /// Read `region` with the typed API for the array's data type, as native-endian bytes.
 async fn read_typed_bytes(array: &Array<FilesystemStore>, region: &Region) -> Vec<u8> {
     macro_rules! typed {
@@ -337,6 +462,10 @@ async fn check_peer_array(store: &Arc<FilesystemStore>, entry: &Value) -> Vec<St
         ));
     }
     let values = entry["values"].as_array().unwrap();
+    if dt.fixed_size().is_none() {
+        problems.extend(check_peer_vlen_values(&array, values, &what).await);
+        return problems;
+    }
     let whole = match array.read_bytes(array.full_region()).await {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -658,13 +787,21 @@ fn element_json(dt: &DataType, bytes: &[u8]) -> Value {
     }
 }
 
+/// What an array we wrote holds, in C order.
+enum Expected {
+    /// Native-endian elements of a fixed-size data type, back to back.
+    Fixed(Vec<u8>),
+    /// The elements of a string or bytes array.
+    Variable(Vec<Vec<u8>>),
+}
+
 /// Where an array ends up: its entry for `peer.py verify`.
 struct Written {
     path: String,
     data_type: DataType,
     shape: Vec<u64>,
     fill_value: Value,
-    expected: Vec<u8>,
+    expected: Expected,
     attributes: Map<String, Value>,
     dimension_names: Option<Vec<Option<String>>>,
     peer_bugs: Value,
@@ -672,12 +809,16 @@ struct Written {
 
 impl Written {
     fn manifest_entry(&self) -> Value {
-        let size = self.data_type.fixed_size().unwrap();
-        let values: Vec<Value> = self
-            .expected
-            .chunks(size)
-            .map(|e| element_json(&self.data_type, e))
-            .collect();
+        let values: Vec<Value> = match &self.expected {
+            Expected::Fixed(bytes) => bytes
+                .chunks(self.data_type.fixed_size().unwrap())
+                .map(|e| element_json(&self.data_type, e))
+                .collect(),
+            Expected::Variable(elements) => elements
+                .iter()
+                .map(|e| vlen_element_json(&self.data_type, e))
+                .collect(),
+        };
         json!({
             "node_type": "array",
             "path": self.path.trim_start_matches('/'),
@@ -708,7 +849,9 @@ async fn write_case(
         .await
         .unwrap_or_else(|e| panic!("{path}: create: {e}"));
     let dt = *array.data_type();
-    let size = dt.fixed_size().unwrap();
+    let Some(size) = dt.fixed_size() else {
+        return write_vlen_case(&array, writes, peer_bugs).await;
+    };
     let shape = array.shape().to_vec();
     let count: usize = shape.iter().map(|&n| usize::try_from(n).unwrap()).product();
     let mut expected = array.fill_value().as_bytes().repeat(count);
@@ -735,7 +878,95 @@ async fn write_case(
         data_type: dt,
         shape,
         fill_value: array.fill_value().to_json(&dt).unwrap(),
-        expected,
+        expected: Expected::Fixed(expected),
+        attributes: array.attributes().clone(),
+        dimension_names: array.metadata().dimension_names.clone(),
+        peer_bugs,
+    }
+}
+
+/// A string (`i % 4 == 0`: one with its index, so few chunks repeat) or a bytes value for
+/// position `i`: empty ones, multi-byte UTF-8, emoji, NUL, long ones.
+fn vlen_element(dt: &DataType, rng: &mut Rng, i: usize) -> Vec<u8> {
+    const POOL: [&str; 10] = [
+        "",
+        "b",
+        "rust 🦀",
+        "ünïcødé",
+        "中文字符",
+        "\u{1f600}\u{1f3f3}\u{fe0f}\u{200d}\u{1f308}",
+        "a\u{0}b",
+        "line\nbreak",
+        "\u{10ffff}",
+        "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",
+    ];
+    let r = rng.next();
+    match dt {
+        DataType::String if i.is_multiple_of(4) => {
+            format!("{i} {}", POOL[(r % 10) as usize]).into_bytes()
+        }
+        DataType::String => POOL[(r % 10) as usize].as_bytes().to_vec(),
+        _ => match r % 5 {
+            0 => Vec::new(),
+            1 => vec![0],
+            2 => vec![0xff, 0xfe, 0],
+            _ => (0..(r >> 8) % 200).map(|_| rng.next() as u8).collect(),
+        },
+    }
+}
+
+/// [`write_case`] for a string or bytes array: strings through `write_strings` (`i32`
+/// offsets), bytes through `write_binary` (`i64` offsets).
+async fn write_vlen_case(
+    array: &Array<FilesystemStore>,
+    writes: &[Vec<Range<u64>>],
+    mut peer_bugs: Value,
+) -> Written {
+    let path = array.path().as_str().to_owned();
+    let dt = *array.data_type();
+    let shape = array.shape().to_vec();
+    let count: usize = shape.iter().map(|&n| usize::try_from(n).unwrap()).product();
+    let mut expected = vec![array.fill_value().as_bytes().to_vec(); count];
+    let mut rng = Rng::new(&path);
+    for ranges in writes {
+        let indices = c_order_indices(ranges);
+        let mut values = Vec::with_capacity(indices.len());
+        for (i, index) in indices.iter().enumerate() {
+            let e = vlen_element(&dt, &mut rng, i);
+            expected[flat_offset(&shape, index)].clone_from(&e);
+            values.push(e);
+        }
+        let written = match dt {
+            DataType::String => {
+                let strings: Vec<String> = values
+                    .into_iter()
+                    .map(|v| String::from_utf8(v).unwrap())
+                    .collect();
+                let strings = VlenStrings::<i32>::try_from(strings).unwrap();
+                array.write_strings(ranges.clone(), &strings).await
+            }
+            _ => {
+                let binary = VlenBinary::<i64>::try_from(values).unwrap();
+                array.write_binary(ranges.clone(), &binary).await
+            }
+        };
+        written.unwrap_or_else(|e| panic!("{path}: write {ranges:?}: {e}"));
+    }
+    let back = vlen_elements(array.read_array_bytes(array.full_region()).await.unwrap());
+    assert!(
+        back.as_ref() == Some(&expected),
+        "{path}: reads back differently"
+    );
+    peer_bugs.as_object_mut().unwrap().insert(
+        "tensorstore".into(),
+        json!("tensorstore 0.1.86 has no string or bytes data type in zarr3"),
+    );
+    Written {
+        path,
+        data_type: dt,
+        shape,
+        fill_value: array.fill_value().to_json(&dt).unwrap(),
+        expected: Expected::Variable(expected),
         attributes: array.attributes().clone(),
         dimension_names: array.metadata().dimension_names.clone(),
         peer_bugs,
@@ -852,14 +1083,73 @@ async fn the_peers_read_what_we_wrote() {
                 .attribute("units", "K")
                 .attribute("valid", json!({"min": -1, "max": [1.5, null]})),
         ),
+        (
+            "/builder/sharded_zstd",
+            ArrayBuilder::new(vec![10, 7], DataType::Int32, vec![4, 6])
+                .fill_value_json(json!(-1))
+                .unwrap()
+                .zstd(1)
+                .sharding(vec![2, 3]),
+        ),
+        (
+            "/builder/sharded_crc32c_float64",
+            ArrayBuilder::new(vec![9, 5], DataType::Float64, vec![6, 4])
+                .crc32c()
+                .sharding(vec![3, 2]),
+        ),
+        (
+            "/builder/sharded_1d_gzip",
+            ArrayBuilder::new(vec![100], DataType::UInt16, vec![32])
+                .gzip(1)
+                .sharding(vec![8]),
+        ),
+        (
+            "/builder/strings",
+            ArrayBuilder::new(vec![13], DataType::String, vec![3])
+                .fill_value_json(json!("fïll ✓"))
+                .unwrap(),
+        ),
+        (
+            "/builder/strings_2d_zstd",
+            ArrayBuilder::new(vec![5, 7], DataType::String, vec![2, 3]).zstd(3),
+        ),
+        (
+            "/builder/strings_sharded",
+            ArrayBuilder::new(vec![10, 7], DataType::String, vec![4, 6])
+                .fill_value_json(json!("🦀"))
+                .unwrap()
+                .zstd(1)
+                .sharding(vec![2, 3]),
+        ),
+        (
+            "/builder/bytes",
+            ArrayBuilder::new(vec![13], DataType::Bytes, vec![3])
+                .fill_value_json(json!("AP96"))
+                .unwrap(),
+        ),
+        (
+            "/builder/bytes_sharded_gzip",
+            ArrayBuilder::new(vec![10, 7], DataType::Bytes, vec![4, 6])
+                .gzip(5)
+                .sharding(vec![2, 3]),
+        ),
     ];
     // Their group, `/builder`, is not created by the test: the builder writes the missing
     // ancestor group itself, and the peers must find it.
     manifest.push(json!({"node_type": "group", "path": "builder", "attributes": {}}));
     for (path, builder) in conveniences {
         let shape = builder.build_metadata().unwrap().shape;
-        let whole: Vec<Range<u64>> = shape.iter().map(|&n| 0..n).collect();
-        let written = write_case(&store, path, builder, &[whole], Pattern::Smooth, json!({})).await;
+        // Sharded and variable-length arrays leave shards, inner chunks and chunks out, and
+        // end in edge chunks written in part; the others are written whole.
+        let writes: Vec<Vec<Range<u64>>> = match shape.as_slice() {
+            _ if path.starts_with("/builder/sharded_1d") => vec![vec![0..40], vec![97..100]],
+            [13] => vec![vec![0..5], vec![11..12]],
+            [5, 7] => vec![vec![0..3, 0..5], vec![4..5, 6..7]],
+            [10, 7] => vec![vec![0..5, 0..4], vec![9..10, 6..7]],
+            [9, 5] => vec![vec![0..7, 0..3]],
+            _ => vec![shape.iter().map(|&n| 0..n).collect()],
+        };
+        let written = write_case(&store, path, builder, &writes, Pattern::Smooth, json!({})).await;
         manifest.push(written.manifest_entry());
     }
 
