@@ -4,7 +4,7 @@
 //!   rustdoc with warnings denied). This is what `.ci/run` and the README's test command run.
 //! - `fixtures`: regenerate the fixture corpus written by zarr-python and tensorstore.
 //! - `s3-server`: start the S3 test server (moto) and print the variables that point the tests
-//!   at it, for running the S3 tests by hand.
+//!   at it and at the interop peers' Python, for running those tests by hand.
 
 use std::process::Command;
 
@@ -37,7 +37,8 @@ fn print_help() {
          tasks:\n  \
          ci        format check, clippy -D warnings, tests, doc tests, rustdoc -D warnings\n  \
          fixtures  regenerate the fixture corpus with pinned zarr-python and tensorstore\n  \
-         s3-server start the S3 test server (moto) and print the variables for the tests"
+         s3-server start the S3 test server (moto) and print the variables for the S3 and\n            \
+         interop tests"
     );
 }
 
@@ -78,10 +79,16 @@ fn ci() -> Result<()> {
         ],
         &[],
     )?;
-    // The object-store tests run against a real S3 server; they never skip in CI.
-    let s3 = servers::start_s3()
+    // One Python environment serves the object-store tests (a real S3 server) and the interop
+    // tests (zarr-python and tensorstore as peers); neither kind skips in CI.
+    let venv = servers::TestVenv::ensure().context(
+        "cannot build the test Python environment (target/test-venv) that the S3 and interop \
+         tests need",
+    )?;
+    let s3 = servers::start_s3(&venv)
         .context("cannot start the S3 test server (moto) that the object-store tests need")?;
-    let env = s3.env();
+    let mut env = s3.env();
+    env.extend(venv.env());
     let envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     cargo(&["test", "--workspace", "--all-targets"], &envs)?;
     cargo(&["test", "--workspace", "--doc"], &envs)?;
@@ -96,9 +103,10 @@ fn ci() -> Result<()> {
 
 /// Start the S3 test server and keep it running until interrupted.
 fn s3_server() -> Result<()> {
-    let server = servers::start_s3()?;
+    let venv = servers::TestVenv::ensure()?;
+    let server = servers::start_s3(&venv)?;
     println!("# The S3 test server runs until Ctrl-C. In another shell:");
-    for (key, value) in server.env() {
+    for (key, value) in server.env().into_iter().chain(venv.env()) {
         println!("export {key}={value}");
     }
     server.wait()

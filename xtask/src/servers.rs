@@ -1,4 +1,5 @@
-//! Test servers: an S3-compatible server (moto) run from a Python virtual environment.
+//! The Python side of the test run: one virtual environment with the S3-compatible test
+//! server (moto) and the interop peers (zarr-python, tensorstore).
 //!
 //! The environment lives in `<workspace>/target/test-venv` and is (re)built from
 //! `xtask/requirements-test.txt` whenever that file changes.
@@ -58,6 +59,53 @@ impl Drop for S3Server {
     }
 }
 
+/// The variable that tells the interop tests which Python has the peers installed.
+pub(crate) const PYTHON_VAR: &str = "ZARR_TEST_PYTHON";
+
+/// The test virtual environment, built and checked.
+pub(crate) struct TestVenv {
+    dir: PathBuf,
+}
+
+impl TestVenv {
+    /// Create (or update) the environment and check that the peers import.
+    pub(crate) fn ensure() -> Result<Self> {
+        let venv = Self {
+            dir: ensure_venv()?,
+        };
+        let status = Command::new(venv.python())
+            .args([
+                "-c",
+                "import zarr, tensorstore, numcodecs, numpy; \
+                 from importlib.metadata import version as v; \
+                 print(f'==> interop peers: zarr {v(\"zarr\")}, tensorstore {v(\"tensorstore\")}')",
+            ])
+            .status()
+            .with_context(|| format!("cannot run {}", venv.python().display()))?;
+        if !status.success() {
+            bail!(
+                "the test virtual environment {} cannot import zarr and tensorstore ({status}); \
+                 delete it to rebuild it from xtask/requirements-test.txt",
+                venv.dir.display()
+            );
+        }
+        Ok(venv)
+    }
+
+    /// The environment's Python interpreter.
+    pub(crate) fn python(&self) -> PathBuf {
+        self.dir.join("bin").join("python")
+    }
+
+    /// The variables that point the interop tests at this environment.
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
+        vec![(
+            PYTHON_VAR.to_owned(),
+            self.python().to_string_lossy().into_owned(),
+        )]
+    }
+}
+
 /// Create (or update) the virtual environment with the pinned test packages.
 fn ensure_venv() -> Result<PathBuf> {
     let root = workspace_root();
@@ -79,7 +127,7 @@ fn ensure_venv() -> Result<PathBuf> {
         Command::new("python3")
             .args(["-m", "venv", "--clear"])
             .arg(&venv),
-        "python3 -m venv (the S3 tests need Python 3 with the venv module to run moto)",
+        "python3 -m venv (the S3 and interop tests need Python 3.11+ with the venv module)",
     )?;
     run(
         Command::new(venv.join("bin").join("python"))
@@ -139,10 +187,10 @@ fn log_tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-/// Start moto's S3 server on a free loopback port, wait until it answers, and create the test
-/// bucket.
-pub(crate) fn start_s3() -> Result<S3Server> {
-    let venv = ensure_venv()?;
+/// Start moto's S3 server (from the test environment) on a free loopback port, wait until it
+/// answers, and create the test bucket.
+pub(crate) fn start_s3(venv: &TestVenv) -> Result<S3Server> {
+    let venv = &venv.dir;
     let port = free_port()?;
     let log = venv.join(format!("moto-{port}.log"));
     let log_file =

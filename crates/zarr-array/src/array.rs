@@ -7,7 +7,9 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, CodecChain, CodecRegistry};
 use zarr_core::{ArrayMetadata, DataType, FillValue, NodeMetadata, NodePath, Region};
-use zarr_store::{ReadableStore, StoreKey, WritableStore};
+use zarr_sharding::{ShardingTransformer, ShardingTransformerConfig};
+use zarr_store::{ReadableStore, StoreKey, StorePrefix, WritableStore};
+use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 
 use crate::codecs::{ArrayCodecs, shared_default_registry};
 use crate::element::{Element, as_bytes, as_bytes_mut};
@@ -120,6 +122,8 @@ pub struct Array<S: ?Sized> {
     pub(crate) metadata: ArrayMetadata,
     pub(crate) codecs: Arc<ArrayCodecs>,
     pub(crate) options: ArrayOptions,
+    /// The sharding storage transformer the metadata names, wrapping `store`.
+    pub(crate) transformer: Option<Arc<ShardingTransformer<S>>>,
 }
 
 impl<S: ?Sized> Clone for Array<S> {
@@ -130,6 +134,7 @@ impl<S: ?Sized> Clone for Array<S> {
             metadata: self.metadata.clone(),
             codecs: Arc::clone(&self.codecs),
             options: self.options.clone(),
+            transformer: self.transformer.clone(),
         }
     }
 }
@@ -146,12 +151,30 @@ impl<S: ?Sized> Array<S> {
         metadata: ArrayMetadata,
         options: ArrayOptions,
     ) -> Result<Self> {
-        if let Some(transformer) = metadata.storage_transformers.first() {
-            return Err(Error::unsupported(
-                path.as_str(),
-                format!("the storage transformer {:?}", transformer.name),
-            ));
-        }
+        let transformer = match metadata.storage_transformers.as_slice() {
+            [] => None,
+            [only] if ShardingTransformerConfig::from_metadata(only).is_ok() => {
+                let prefix = StorePrefix::try_new(path.prefix())?;
+                let transformer = ShardingTransformer::from_metadata(
+                    Arc::clone(&store),
+                    prefix,
+                    only,
+                    metadata.chunk_key_encoding,
+                )
+                .map_err(|source| Error::Sharding {
+                    array: path.as_str().to_owned(),
+                    source: Box::new(source),
+                })?;
+                Some(Arc::new(transformer))
+            }
+            list => {
+                let names: Vec<&str> = list.iter().map(|t| t.name.as_str()).collect();
+                return Err(Error::unsupported(
+                    path.as_str(),
+                    format!("the storage transformers {names:?}"),
+                ));
+            }
+        };
         let codecs = ArrayCodecs::new(path.as_str(), &metadata, &options.registry)?;
         Ok(Self {
             store,
@@ -159,6 +182,7 @@ impl<S: ?Sized> Array<S> {
             metadata,
             codecs: Arc::new(codecs),
             options,
+            transformer,
         })
     }
 
@@ -190,6 +214,23 @@ impl<S: ?Sized> Array<S> {
     /// The attributes.
     pub fn attributes(&self) -> &Map<String, Value> {
         &self.metadata.attributes
+    }
+
+    /// Whether the array's chunks go through the sharding storage transformer (the metadata
+    /// names it in `storage_transformers`). Such arrays are read-only here.
+    pub fn uses_storage_transformer(&self) -> bool {
+        self.transformer.is_some()
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.transformer.is_some() {
+            return Err(Error::unsupported(
+                self.path.as_str(),
+                "writing through the sharding storage transformer (this array can be read; \
+                 to write, wrap the store in zarr_sharding::ShardingTransformer yourself)",
+            ));
+        }
+        Ok(())
     }
 
     /// The options.
@@ -276,6 +317,38 @@ impl<S: ?Sized> Array<S> {
         })
     }
 
+    /// The sharding codec for shards of `shape`, if the array is sharded.
+    pub(crate) fn sharding(&self, shape: &[u64]) -> Result<Option<zarr_sharding::ShardingCodec>> {
+        self.codecs.sharding(self.path.as_str(), shape)
+    }
+
+    pub(crate) fn shard_error(&self, key: &StoreKey, source: zarr_sharding::Error) -> Error {
+        Error::Shard {
+            array: self.path.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            source: Box::new(source),
+        }
+    }
+
+    fn check_vlen(&self, data_type: DataType, element: &'static str) -> Result<()> {
+        if self.metadata.data_type == data_type {
+            Ok(())
+        } else {
+            Err(Error::element_type(
+                self.path.as_str(),
+                &self.metadata.data_type,
+                element,
+            ))
+        }
+    }
+
+    fn vlen_error(&self, source: zarr_vlen::Error) -> Error {
+        Error::Vlen {
+            array: self.path.as_str().to_owned(),
+            source: Box::new(source),
+        }
+    }
+
     pub(crate) fn chunk_error(&self, key: &StoreKey, source: zarr_codecs::Error) -> Error {
         Error::Chunk {
             array: self.path.as_str().to_owned(),
@@ -286,6 +359,15 @@ impl<S: ?Sized> Array<S> {
 }
 
 impl<S: ReadableStore + ?Sized> Array<S> {
+    /// The store chunk reads go to: the sharding storage transformer when the array uses
+    /// one, the store itself otherwise.
+    pub(crate) fn read_store(&self) -> &dyn ReadableStore {
+        match &self.transformer {
+            Some(transformer) => &**transformer,
+            None => &self.store,
+        }
+    }
+
     /// Open the array at `path` with default options.
     ///
     /// # Errors
@@ -372,6 +454,31 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         Ok(())
     }
 
+    /// Read `region` as an n-dimensional [`ndarray::ArrayD`] of the region's shape (feature
+    /// `ndarray`).
+    ///
+    /// # Errors
+    /// As [`Array::read`].
+    #[cfg(feature = "ndarray")]
+    pub async fn read_ndarray<T: Element>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<ndarray::ArrayD<T>> {
+        let region = region.into_region()?;
+        let shape: Vec<usize> = region
+            .shape()
+            .iter()
+            .map(|&n| usize::try_from(n))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| zarr_core::Error::Overflow {
+                what: "the region's shape".into(),
+            })?;
+        let values = self.read(&region).await?;
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), values).map_err(|e| {
+            Error::unsupported(self.path.as_str(), format!("building the ndarray: {e}"))
+        })
+    }
+
     /// Read `region` as raw bytes (native byte order, C order) of any fixed-size data type.
     ///
     /// # Errors
@@ -416,13 +523,51 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         }
     }
 
+    /// Read `region` of a `string` array as UTF-8 strings in Arrow layout (offsets of type
+    /// `O`, `i32` or `i64`, and one values buffer).
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `string`; [`Error::Vlen`] for values
+    /// that are not UTF-8 or do not fit `O` offsets; as [`Array::read`].
+    pub async fn read_strings<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<VlenStrings<O>> {
+        self.check_vlen(DataType::String, "VlenStrings")?;
+        let vlen = self.read_vlen(region).await?;
+        VlenStrings::from_vlen_bytes(&vlen).map_err(|e| self.vlen_error(e))
+    }
+
+    /// Read `region` of a `bytes` array as binary values in Arrow layout.
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `bytes`; as [`Array::read_strings`].
+    pub async fn read_binary<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<VlenBinary<O>> {
+        self.check_vlen(DataType::Bytes, "VlenBinary")?;
+        let vlen = self.read_vlen(region).await?;
+        VlenBinary::from_vlen_bytes(&vlen).map_err(|e| self.vlen_error(e))
+    }
+
+    async fn read_vlen(&self, region: impl IntoRegion) -> Result<zarr_codecs::VlenBytes> {
+        match self.read_array_bytes(region).await? {
+            ArrayBytes::Variable(vlen) => Ok(vlen),
+            ArrayBytes::Fixed(_) => Err(Error::unsupported(
+                self.path.as_str(),
+                "fixed-size data where variable-length data was expected",
+            )),
+        }
+    }
+
     /// The stored (encoded) bytes of one chunk, `None` if it is not stored.
     ///
     /// # Errors
     /// [`Error::Core`] if the chunk lies outside the grid; store errors.
     pub async fn read_encoded_chunk(&self, chunk: &[u64]) -> Result<Option<Bytes>> {
         let key = self.chunk_key(chunk)?;
-        Ok(self.store.get(&key).await?)
+        Ok(self.read_store().get(&key).await?)
     }
 
     /// Decode one whole chunk (at its full shape, edge chunks included). A chunk that is not
@@ -437,7 +582,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
             .chunk_grid
             .chunk_shape(&self.metadata.shape, chunk)?;
         let chain = self.chain(&shape)?;
-        match self.store.get(&key).await? {
+        match self.read_store().get(&key).await? {
             None => ArrayBytes::fill(chain.decoded_representation())
                 .map_err(|e| self.chunk_error(&key, e)),
             Some(bytes) => chain.decode(bytes).map_err(|e| self.chunk_error(&key, e)),
@@ -450,7 +595,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// As [`Array::read_encoded_chunk`].
     pub async fn chunk_exists(&self, chunk: &[u64]) -> Result<bool> {
         let key = self.chunk_key(chunk)?;
-        Ok(self.store.size(&key).await?.is_some())
+        Ok(self.read_store().size(&key).await?.is_some())
     }
 }
 
@@ -468,12 +613,47 @@ impl<S: WritableStore + ?Sized> Array<S> {
         self.write_bytes(region, as_bytes(values)).await
     }
 
+    /// Write an [`ndarray`] array (any memory layout) at `origin` (feature `ndarray`): the
+    /// region starts at `origin` and has the array's shape.
+    ///
+    /// # Errors
+    /// As [`Array::write`]; [`Error::Core`] if `origin` has the wrong rank or the region does
+    /// not fit the array.
+    #[cfg(feature = "ndarray")]
+    pub async fn write_ndarray<T: Element, D: ndarray::Dimension>(
+        &self,
+        origin: &[u64],
+        values: ndarray::ArrayView<'_, T, D>,
+    ) -> Result<()> {
+        if origin.len() != values.ndim() {
+            return Err(zarr_core::Error::RankMismatch {
+                what: "the origin and the ndarray".into(),
+                expected: values.ndim(),
+                found: origin.len(),
+            }
+            .into());
+        }
+        let ranges: Vec<std::ops::Range<u64>> = origin
+            .iter()
+            .zip(values.shape())
+            .map(|(&o, &n)| o..o.saturating_add(n as u64))
+            .collect();
+        match values.as_slice() {
+            Some(slice) => self.write(ranges, slice).await,
+            None => {
+                let contiguous: Vec<T> = values.iter().copied().collect();
+                self.write(ranges, &contiguous).await
+            }
+        }
+    }
+
     /// Write raw bytes (native byte order, C order) of any fixed-size data type into
     /// `region`.
     ///
     /// # Errors
     /// As [`Array::write`].
     pub async fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
+        self.check_writable()?;
         let region = region.into_region()?;
         if self.metadata.data_type == DataType::Bool
             && let Some(i) = bool::first_invalid(values)
@@ -501,8 +681,60 @@ impl<S: WritableStore + ?Sized> Array<S> {
         let region = region.into_region()?;
         match values {
             ArrayBytes::Fixed(bytes) => self.write_bytes(&region, &bytes).await,
-            ArrayBytes::Variable(vlen) => crate::write::write_variable(self, &region, vlen).await,
+            ArrayBytes::Variable(vlen) => {
+                self.check_writable()?;
+                crate::write::write_variable(self, &region, vlen).await
+            }
         }
+    }
+
+    /// Write UTF-8 strings (Arrow layout, C order) into `region` of a `string` array.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    /// use zarr_vlen::VlenStrings;
+    ///
+    /// let array = ArrayBuilder::new(vec![4], DataType::String, vec![2])
+    ///     .create(Arc::new(MemoryStore::new()), "/labels")
+    ///     .await?;
+    /// let names = VlenStrings::<i32>::from_strs(["ice", "", "snow"]).unwrap();
+    /// array.write_strings(0..3, &names).await?;
+    /// let back = array.read_strings::<i32>(0..4).await?;
+    /// assert_eq!(back.iter().collect::<Vec<_>>(), ["ice", "", "snow", ""]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `string`; as [`Array::write`].
+    pub async fn write_strings<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+        values: &VlenStrings<O>,
+    ) -> Result<()> {
+        self.check_vlen(DataType::String, "VlenStrings")?;
+        let vlen = values.to_vlen_bytes().map_err(|e| self.vlen_error(e))?;
+        self.write_array_bytes(region, ArrayBytes::Variable(vlen))
+            .await
+    }
+
+    /// Write binary values (Arrow layout, C order) into `region` of a `bytes` array.
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `bytes`; as [`Array::write`].
+    pub async fn write_binary<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+        values: &VlenBinary<O>,
+    ) -> Result<()> {
+        self.check_vlen(DataType::Bytes, "VlenBinary")?;
+        let vlen = values.to_vlen_bytes().map_err(|e| self.vlen_error(e))?;
+        self.write_array_bytes(region, ArrayBytes::Variable(vlen))
+            .await
     }
 
     /// Encode and store one whole chunk (its full shape, edge chunks included), or erase it if
@@ -512,6 +744,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Core`] if the chunk lies outside the grid; [`Error::Chunk`] if `values` do not
     /// match the chunk; store errors.
     pub async fn write_chunk(&self, chunk: &[u64], values: ArrayBytes) -> Result<()> {
+        self.check_writable()?;
         let key = self.chunk_key(chunk)?;
         let shape = self
             .metadata
@@ -530,6 +763,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::write_chunk`].
     pub async fn erase_chunk(&self, chunk: &[u64]) -> Result<()> {
+        self.check_writable()?;
         let key = self.chunk_key(chunk)?;
         self.store.erase(&key).await?;
         Ok(())
@@ -576,6 +810,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Core`] if the new shape has the wrong rank or does not suit the chunk grid
     /// (a rectilinear grid must still cover it); store and chunk errors.
     pub async fn resize(&mut self, shape: Vec<u64>) -> Result<()> {
+        self.check_writable()?;
         let mut metadata = self.metadata.clone();
         metadata.shape = shape.clone();
         metadata.validate()?;

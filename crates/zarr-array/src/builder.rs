@@ -215,6 +215,28 @@ impl ArrayBuilder {
         self
     }
 
+    /// Name some of the dimensions: `None` leaves a dimension unnamed (`null` in
+    /// `dimension_names`, as zarr-python and tensorstore write it).
+    ///
+    /// ```
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    ///
+    /// let metadata = ArrayBuilder::new(vec![2, 3, 4], DataType::Float32, vec![2, 3, 4])
+    ///     .dimension_names_opt([Some("t".to_owned()), None, Some("z".to_owned())])
+    ///     .build_metadata()?;
+    /// assert_eq!(metadata.dimension_names.unwrap()[1], None);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    #[must_use]
+    pub fn dimension_names_opt<I>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = Option<String>>,
+    {
+        self.dimension_names = Some(names.into_iter().collect());
+        self
+    }
+
     /// Replace an existing node at the path (its chunks are erased first) instead of
     /// failing.
     #[must_use]

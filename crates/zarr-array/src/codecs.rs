@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use zarr_codecs::{CodecChain, CodecRegistry};
 use zarr_core::ArrayMetadata;
+use zarr_sharding::ShardingCodec;
 
 use crate::error::{Error, Result};
 
@@ -17,6 +18,7 @@ use crate::error::{Error, Result};
 pub fn default_registry() -> CodecRegistry {
     let mut registry = CodecRegistry::with_defaults();
     zarr_sharding::register(&mut registry);
+    zarr_vlen::register(&mut registry);
     registry
 }
 
@@ -32,6 +34,10 @@ pub(crate) fn shared_default_registry() -> Arc<CodecRegistry> {
 pub(crate) struct ArrayCodecs {
     first: CodecChain,
     others: Mutex<HashMap<Vec<u64>, CodecChain>>,
+    /// The sharding codec, when it is the array's only codec (then reads of part of a shard
+    /// fetch only the index and the inner chunks they need).
+    sharding: Option<ShardingCodec>,
+    other_shardings: Mutex<HashMap<Vec<u64>, ShardingCodec>>,
 }
 
 impl ArrayCodecs {
@@ -59,10 +65,54 @@ impl ArrayCodecs {
                     source: Box::new(source),
                 }
             })?;
+        let sharding = match metadata.codecs.as_slice() {
+            [only] if only.name == zarr_sharding::NAME => Some(
+                ShardingCodec::from_metadata(only, first.decoded_representation(), registry)
+                    .map_err(|source| Error::Sharding {
+                        array: path.to_owned(),
+                        source: Box::new(source),
+                    })?,
+            ),
+            _ => None,
+        };
         Ok(Self {
             first,
             others: Mutex::new(HashMap::new()),
+            sharding,
+            other_shardings: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The sharding codec for shards of `shape`, if the array is sharded.
+    pub(crate) fn sharding(&self, path: &str, shape: &[u64]) -> Result<Option<ShardingCodec>> {
+        let Some(first) = &self.sharding else {
+            return Ok(None);
+        };
+        if first.shard_representation().shape() == shape {
+            return Ok(Some(first.clone()));
+        }
+        let mut others = self
+            .other_shardings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(codec) = others.get(shape) {
+            return Ok(Some(codec.clone()));
+        }
+        let repr = first
+            .shard_representation()
+            .with_shape(shape.to_vec())
+            .map_err(|source| Error::Codecs {
+                array: path.to_owned(),
+                source: Box::new(source),
+            })?;
+        let codec = first
+            .with_shard_representation(repr)
+            .map_err(|source| Error::Sharding {
+                array: path.to_owned(),
+                source: Box::new(source),
+            })?;
+        others.insert(shape.to_vec(), codec.clone());
+        Ok(Some(codec))
     }
 
     /// The chain for chunks of `shape`.

@@ -40,6 +40,38 @@ pub enum Error {
         source: Box<zarr_codecs::Error>,
     },
 
+    /// A shard could not be read, decoded or encoded.
+    #[error("array {array}, shard {key}: {source}")]
+    Shard {
+        /// The array's path.
+        array: String,
+        /// The shard's store key.
+        key: String,
+        /// What the sharding layer said.
+        #[source]
+        source: Box<zarr_sharding::Error>,
+    },
+
+    /// The sharding codec or transformer could not be built from the array's metadata.
+    #[error("array {array}: {source}")]
+    Sharding {
+        /// The array's path.
+        array: String,
+        /// What the sharding layer said.
+        #[source]
+        source: Box<zarr_sharding::Error>,
+    },
+
+    /// Variable-length values are malformed (invalid UTF-8, offsets that do not fit).
+    #[error("array {array}: {source}")]
+    Vlen {
+        /// The array's path.
+        array: String,
+        /// What the variable-length layer said.
+        #[source]
+        source: Box<zarr_vlen::Error>,
+    },
+
     /// No node (no `zarr.json`) at the path.
     #[error("no Zarr node at {path:?} (no {key:?} in the store)")]
     NodeNotFound {

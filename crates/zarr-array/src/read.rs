@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, ArrayViewMut, VlenBytes};
 use zarr_core::{ChunkSelection, Region};
+use zarr_sharding::ShardFetch;
 use zarr_store::{ReadableStore, StoreKey};
 
 use crate::array::Array;
@@ -15,33 +16,62 @@ use crate::error::{Error, Result};
 /// At most this many fetched chunks are decoded in one parallel batch.
 const MAX_BATCH: usize = 256;
 
-/// A chunk the region needs, with its stored bytes (`None`: not stored, reads as fill).
+/// What was fetched for one chunk.
+enum Payload {
+    /// Not stored: reads as the fill value.
+    Missing,
+    /// The whole stored chunk (or shard).
+    Whole(Bytes),
+    /// The index and the needed inner chunks of a shard read in part.
+    Shard(ShardFetch),
+}
+
+/// A chunk the region needs, with what was fetched for it.
 struct Fetched {
     selection: ChunkSelection,
     key: StoreKey,
-    bytes: Option<Bytes>,
+    payload: Payload,
 }
 
 /// Fetch the chunks of `selections` with at most `io` requests in flight, handing each ready
-/// batch to `decode`.
+/// batch to `decode`. With `partial_shards`, a shard the region needs only part of is read
+/// as its index plus the inner chunks needed (two requests), not whole.
 async fn fetch_batches<S, I>(
     array: &Array<S>,
     selections: I,
+    partial_shards: bool,
     mut decode: impl FnMut(Vec<Fetched>) -> Result<()>,
 ) -> Result<()>
 where
     S: ReadableStore + ?Sized,
     I: Iterator<Item = ChunkSelection>,
 {
-    let store = &*array.store;
+    let store = array.read_store();
     let fetches = stream::iter(selections)
         .map(|selection| async move {
             let key = array.chunk_key_unchecked(&selection.chunk)?;
-            let bytes = store.get(&key).await?;
+            let whole = selection.within_chunk.shape() == selection.chunk_shape;
+            let payload = match array.sharding(&selection.chunk_shape)? {
+                // Part of a shard: its index, then only the inner chunks needed.
+                Some(codec) if partial_shards && !whole => {
+                    match codec
+                        .fetch(store, &key, &selection.within_chunk)
+                        .await
+                        .map_err(|e| array.shard_error(&key, e))?
+                    {
+                        Some(fetch) => Payload::Shard(fetch),
+                        None => Payload::Missing,
+                    }
+                }
+                _ => match store.get(&key).await? {
+                    Some(bytes) => Payload::Whole(bytes),
+                    None => Payload::Missing,
+                },
+            };
             Ok::<_, Error>(Fetched {
                 selection,
                 key,
-                bytes,
+                payload,
             })
         })
         .buffer_unordered(array.options.io_concurrency())
@@ -95,19 +125,31 @@ pub(crate) async fn read_fixed<S: ReadableStore + ?Sized>(
         // parent view is not written while they live.
         let mut target = unsafe { view.subview(fetched.selection.within_output.clone()) }
             .map_err(|e| array.chunk_error(&fetched.key, e))?;
-        match fetched.bytes {
-            None => target
+        let selection = &fetched.selection;
+        match fetched.payload {
+            Payload::Missing => target
                 .fill(fill)
                 .map_err(|e| array.chunk_error(&fetched.key, e)),
-            Some(bytes) => {
-                let chain = array.chain(&fetched.selection.chunk_shape)?;
-                chain
-                    .decode_into_view(bytes, &fetched.selection.within_chunk, &mut target)
-                    .map_err(|e| array.chunk_error(&fetched.key, e))
+            Payload::Shard(fetch) => {
+                let codec = array
+                    .sharding(&selection.chunk_shape)?
+                    .ok_or_else(|| Error::unsupported(array.path.as_str(), "not sharded"))?;
+                codec
+                    .decode_fetched_into_view(&fetch, &selection.within_chunk, &mut target)
+                    .map_err(|e| array.shard_error(&fetched.key, e))
             }
+            Payload::Whole(bytes) => match array.sharding(&selection.chunk_shape)? {
+                Some(codec) => codec
+                    .decode_shard_into_view(bytes, &selection.within_chunk, &mut target)
+                    .map_err(|e| array.shard_error(&fetched.key, e)),
+                None => array
+                    .chain(&selection.chunk_shape)?
+                    .decode_into_view(bytes, &selection.within_chunk, &mut target)
+                    .map_err(|e| array.chunk_error(&fetched.key, e)),
+            },
         }
     };
-    fetch_batches(array, selections, |batch| {
+    fetch_batches(array, selections, true, |batch| {
         if batch.len() == 1 {
             batch.into_iter().try_for_each(&decode_one)
         } else {
@@ -138,14 +180,14 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
     let span = tracing::debug_span!("zarr.read", array = %array.path, region = %region);
     // Each chunk's selected elements, in the C order of its `within_chunk`.
     let mut parts: Vec<(ChunkSelection, VlenBytes)> = Vec::new();
-    fetch_batches(array, selections, |batch| {
+    fetch_batches(array, selections, false, |batch| {
         let decoded: Vec<(ChunkSelection, VlenBytes)> = batch
             .into_par_iter()
             .map(|fetched| {
                 let chain = array.chain(&fetched.selection.chunk_shape)?;
-                let whole = match fetched.bytes {
-                    None => ArrayBytes::fill(chain.decoded_representation()),
-                    Some(bytes) => chain.decode(bytes),
+                let whole = match fetched.payload {
+                    Payload::Whole(bytes) => chain.decode(bytes),
+                    _ => ArrayBytes::fill(chain.decoded_representation()),
                 }
                 .map_err(|e| array.chunk_error(&fetched.key, e))?;
                 let ArrayBytes::Variable(vlen) = whole else {

@@ -1,11 +1,15 @@
 //! The write engine: merge and encode chunks in parallel, store them concurrently.
 
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
+
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt, stream};
 use rayon::prelude::*;
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, ArrayViewMut, CodecChain, VlenBytes};
 use zarr_core::{ChunkSelection, Region};
+use zarr_sharding::ShardingCodec;
 use zarr_store::{StoreKey, WritableStore};
 
 use crate::array::Array;
@@ -60,8 +64,24 @@ fn covers_chunk<S: ?Sized>(array: &Array<S>, selection: &ChunkSelection) -> Resu
         && selection.within_chunk.starts().iter().all(|&s| s == 0))
 }
 
+/// Locks that serialise read-merge-write of one chunk (or shard) key within the process:
+/// two writers updating different parts of one chunk at the same time must not lose either
+/// update. Striped by a hash of the store's address and the key.
+fn key_locks() -> &'static [tokio::sync::Mutex<()>] {
+    static LOCKS: OnceLock<Vec<tokio::sync::Mutex<()>>> = OnceLock::new();
+    LOCKS.get_or_init(|| (0..256).map(|_| tokio::sync::Mutex::new(())).collect())
+}
+
+fn stripe<S: ?Sized>(array: &Array<S>, key: &StoreKey) -> usize {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (Arc::as_ptr(&array.store).cast::<()>() as usize).hash(&mut hasher);
+    key.as_str().hash(&mut hasher);
+    (hasher.finish() % key_locks().len() as u64) as usize
+}
+
 /// Run `touched` chunks through: fetch existing bytes for partial ones, merge and encode in
-/// parallel with `merge`, then store, `io` requests at a time, batch by batch.
+/// parallel with `merge`, then store, `io` requests at a time, batch by batch. Partial
+/// chunks are locked (in the process) from their read until their write.
 async fn write_chunks<S, I, F>(array: &Array<S>, selections: I, merge: F) -> Result<()>
 where
     S: WritableStore + ?Sized,
@@ -73,11 +93,28 @@ where
     let batch_size = io.max(4 * rayon::current_num_threads());
     let mut selections = selections.peekable();
     while selections.peek().is_some() {
-        let batch: Vec<ChunkSelection> = selections.by_ref().take(batch_size).collect();
-        let touched: Vec<Touched> = stream::iter(batch)
-            .map(|selection| async move {
+        let batch = selections
+            .by_ref()
+            .take(batch_size)
+            .map(|selection| {
                 let key = array.chunk_key_unchecked(&selection.chunk)?;
                 let whole = covers_chunk(array, &selection)?;
+                Ok((selection, key, whole))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut stripes: Vec<usize> = batch
+            .iter()
+            .filter(|(_, _, whole)| !whole)
+            .map(|(_, key, _)| stripe(array, key))
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut guards = Vec::with_capacity(stripes.len());
+        for s in stripes {
+            guards.push(key_locks()[s].lock().await);
+        }
+        let touched: Vec<Touched> = stream::iter(batch)
+            .map(|(selection, key, whole)| async move {
                 let existing = if whole { None } else { store.get(&key).await? };
                 Ok::<_, Error>(Touched {
                     selection,
@@ -104,6 +141,7 @@ where
             .buffer_unordered(io)
             .try_collect::<Vec<()>>()
             .await?;
+        drop(guards);
     }
     Ok(())
 }
@@ -146,6 +184,9 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
         bytes = values.len()
     );
     let merge = |t: &Touched| -> Result<Action> {
+        if let Some(codec) = array.sharding(&t.selection.chunk_shape)? {
+            return merge_shard(array, &codec, t, values, &region_shape, elem);
+        }
         let chain = array.chain(&t.selection.chunk_shape)?;
         let repr = chain.decoded_representation();
         let size = repr
@@ -178,6 +219,64 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
     write_chunks(array, selections, merge)
         .instrument(span)
         .await
+}
+
+/// Merge `values` into a shard: a shard written whole is encoded (inner chunks in parallel)
+/// without being read; a shard written in part re-encodes only the inner chunks it touches.
+fn merge_shard<S: ?Sized>(
+    array: &Array<S>,
+    codec: &ShardingCodec,
+    t: &Touched,
+    values: &[u8],
+    region_shape: &[u64],
+    elem: usize,
+) -> Result<Action> {
+    let within = &t.selection.within_chunk;
+    let shape = within.shape();
+    let n = within.num_elements()? as usize;
+    let mut part = vec![0u8; n * elem];
+    {
+        let mut view =
+            ArrayViewMut::new(&mut part, &shape, elem).map_err(|e| codecs_error(array, e))?;
+        view.copy_from(values, region_shape, &t.selection.within_output)
+            .map_err(|e| codecs_error(array, e))?;
+    }
+    let existing = if t.whole { None } else { t.existing.clone() };
+    let merged = if t.whole && shape != t.selection.chunk_shape {
+        // An edge shard covered whole: the part outside the array is fill.
+        let mut full = vec![
+            0u8;
+            codec
+                .shard_representation()
+                .fixed_size_usize()
+                .map_err(|e| codecs_error(array, e))?
+        ];
+        fill_bytes(&mut full, array.metadata.fill_value.as_bytes());
+        {
+            let view = ArrayViewMut::new(&mut full, &t.selection.chunk_shape, elem)
+                .map_err(|e| codecs_error(array, e))?;
+            // SAFETY: the only view of `full` in use.
+            let mut target =
+                unsafe { view.subview(within.clone()) }.map_err(|e| codecs_error(array, e))?;
+            target
+                .copy_from(&part, &shape, &Region::full(&shape))
+                .map_err(|e| codecs_error(array, e))?;
+        }
+        codec.encode_shard(ArrayBytes::fixed(full))
+    } else {
+        codec.merge_region(existing, within, &ArrayBytes::fixed(part))
+    }
+    .map_err(|e| array.shard_error(&t.key, e))?;
+    Ok(match merged {
+        Some(bytes) => Action::Set(t.key.clone(), bytes),
+        None if array.options.write_empty_chunks() => Action::Set(
+            t.key.clone(),
+            codec
+                .empty_shard()
+                .map_err(|e| array.shard_error(&t.key, e))?,
+        ),
+        None => Action::Erase(t.key.clone()),
+    })
 }
 
 /// Write variable-length `values` (C order over `region`).

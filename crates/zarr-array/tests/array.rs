@@ -597,3 +597,120 @@ fn blocking_api_round_trips_and_refuses_inside_a_runtime() {
         assert!(matches!(err, Error::BlockingInAsync), "{err}");
     });
 }
+
+/// Strings and bytes through the whole stack: plain, compressed, transposed (stored in the
+/// spec's order), sharded, with missing chunks and partial writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strings_and_bytes_through_the_array() {
+    use zarr_vlen::{VlenBinary, VlenStrings};
+    let store = memory();
+    let words = ["α", "", "🦀 crab", "naïve", "x", "日本語"];
+    let builders = [
+        (
+            "plain",
+            ArrayBuilder::new(vec![3, 4], DataType::String, vec![2, 3]),
+        ),
+        (
+            "zstd",
+            ArrayBuilder::new(vec![3, 4], DataType::String, vec![2, 3]).zstd(3),
+        ),
+        (
+            "transposed",
+            ArrayBuilder::new(vec![3, 4], DataType::String, vec![2, 3]).transpose(vec![1, 0]),
+        ),
+        (
+            "sharded",
+            ArrayBuilder::new(vec![3, 4], DataType::String, vec![2, 4])
+                .sharding(vec![1, 2])
+                .zstd(1),
+        ),
+    ];
+    for (name, builder) in builders {
+        let array = builder
+            .fill_value_json(json!("-"))
+            .unwrap()
+            .create(Arc::clone(&store), &format!("/{name}"))
+            .await
+            .unwrap();
+        let values = VlenStrings::<i32>::from_strs(words).unwrap();
+        array.write_strings([0..2, 1..4], &values).await.unwrap();
+        array
+            .write_strings(
+                [2..3, 3..4],
+                &VlenStrings::<i32>::from_strs(["last"]).unwrap(),
+            )
+            .await
+            .unwrap();
+        let back: Vec<String> = (&array.read_strings::<i64>([0..3, 0..4]).await.unwrap()).into();
+        assert_eq!(
+            back,
+            [
+                "-",
+                "α",
+                "",
+                "🦀 crab",
+                "-",
+                "naïve",
+                "x",
+                "日本語",
+                "-",
+                "-",
+                "-",
+                "last"
+            ],
+            "{name}"
+        );
+        let part: Vec<String> = (&array.read_strings::<i32>([1..3, 2..4]).await.unwrap()).into();
+        assert_eq!(part, ["x", "日本語", "-", "last"], "{name}");
+        let err = array.read::<u8>([0..1, 0..1]).await.unwrap_err();
+        assert!(matches!(err, Error::ElementType { .. }), "{err}");
+    }
+
+    // The transposed array stores elements in the C order of the transposed chunk.
+    let chunk = store
+        .get(&StoreKey::new("transposed/c/0/0"))
+        .await
+        .unwrap()
+        .unwrap();
+    // Chunk (0, 0) holds rows 0..2, columns 0..3: [[-, α, ""], [-, naïve, x]]; transposed
+    // [[-, -], [α, naïve], ["", x]] -> -, -, α, naïve, "", x after the count.
+    let decoded: Vec<String> = (&zarr_vlen::VlenUtf8Codec::new()
+        .decode_strings::<i32>(&chunk, 6)
+        .unwrap())
+        .into();
+    assert_eq!(decoded, ["-", "-", "α", "naïve", "", "x"]);
+
+    let binary = ArrayBuilder::new(vec![5], DataType::Bytes, vec![2])
+        .create(Arc::clone(&store), "/bin")
+        .await
+        .unwrap();
+    let blobs = VlenBinary::<i32>::from_elements([&[0u8, 1][..], &[], &[255; 3]]).unwrap();
+    binary.write_binary(1..4, &blobs).await.unwrap();
+    let back: Vec<Vec<u8>> = (&binary.read_binary::<i32>(0..5).await.unwrap()).into();
+    assert_eq!(back, [vec![], vec![0, 1], vec![], vec![255; 3], vec![]]);
+    assert!(
+        !binary.chunk_exists(&[2]).await.unwrap(),
+        "all-fill chunk not stored"
+    );
+}
+
+/// Regions as `ndarray` arrays, from standard and transposed (non-contiguous) views.
+#[cfg(feature = "ndarray")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ndarray_regions_round_trip() {
+    let array = ArrayBuilder::new(vec![4, 6], DataType::Float64, vec![3, 4])
+        .create(memory(), "/nd")
+        .await
+        .unwrap();
+    let block = ndarray::Array2::from_shape_fn((2, 3), |(i, j)| (i * 10 + j) as f64);
+    array.write_ndarray(&[1, 2], block.view()).await.unwrap();
+    let back = array.read_ndarray::<f64>([1..3, 2..5]).await.unwrap();
+    assert_eq!(back, block.into_dyn());
+    // A transposed view is not contiguous; it is written in its logical order.
+    let t = ndarray::Array2::from_shape_fn((3, 2), |(i, j)| (100 + i * 2 + j) as f64);
+    array.write_ndarray(&[0, 0], t.t()).await.unwrap();
+    let back = array.read_ndarray::<f64>([0..2, 0..3]).await.unwrap();
+    assert_eq!(back, t.t().to_owned().into_dyn());
+    let err = array.write_ndarray(&[0], t.view()).await.unwrap_err();
+    assert!(matches!(err, Error::Core(_)), "{err}");
+}

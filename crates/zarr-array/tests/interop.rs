@@ -1,0 +1,1171 @@
+//! Live round trips with real peers: zarr-python 3.1.6 and tensorstore 0.1.86, run through
+//! `tests/interop/peer.py` with the interpreter named by `ZARR_TEST_PYTHON` (a virtual
+//! environment with `xtask/requirements-test.txt` installed; `cargo xtask ci` builds it and
+//! sets the variable).
+//!
+//! 1. [`we_read_what_the_peers_wrote`]: the peers write the matrix (every core data type,
+//!    every codec and chains of them, edge and missing chunks, special fill values, both
+//!    chunk key encodings, 0-d and zero-length arrays, nested groups with attributes); we open
+//!    every node and compare metadata and values bit for bit.
+//! 2. [`the_peers_read_what_we_wrote`]: we write the same matrix with values of our own (plus
+//!    a few arrays made with the builder's conveniences), and the peers compare every array
+//!    with the manifest we give them.
+//!
+//! Without `ZARR_TEST_PYTHON` (a plain `cargo test`) both tests say so and pass without
+//! running; with it set, failing to run Python is a test failure.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use num_complex::Complex;
+use serde_json::{Map, Value, json};
+use zarr_array::{Array, ArrayBuilder, Group, Region};
+use zarr_codecs::ArrayBytes;
+use zarr_core::{ChunkKeyEncoding, DataType, ExtensionObject, FillValue, GroupMetadata};
+use zarr_store::FilesystemStore;
+use zarr_vlen::{VlenBinary, VlenStrings};
+
+/// The variable naming the Python interpreter that has the peers installed.
+const PYTHON_VAR: &str = "ZARR_TEST_PYTHON";
+
+/// The interpreter, or `None` (with a message) when the variable is unset.
+fn python(test: &str) -> Option<PathBuf> {
+    match std::env::var_os(PYTHON_VAR) {
+        Some(python) => Some(PathBuf::from(python)),
+        None => {
+            eprintln!(
+                "SKIPPED {test}: {PYTHON_VAR} is not set. `cargo xtask ci` sets it to a venv with \
+                 zarr-python and tensorstore; to run this test by hand, point it at a Python with \
+                 the pins of xtask/requirements-test.txt installed."
+            );
+            None
+        }
+    }
+}
+
+/// Where a test writes its stores: a fresh temporary directory, or, to look at them
+/// afterwards, `$ZARR_TEST_INTEROP_DIR/<name>` (emptied first).
+fn work_dir(name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
+    match std::env::var_os("ZARR_TEST_INTEROP_DIR") {
+        Some(dir) => {
+            let path = PathBuf::from(dir).join(name);
+            if path.exists() {
+                std::fs::remove_dir_all(&path).unwrap();
+            }
+            std::fs::create_dir_all(&path).unwrap();
+            eprintln!("keeping the stores in {}", path.display());
+            (None, path)
+        }
+        None => {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().to_owned();
+            (Some(dir), path)
+        }
+    }
+}
+
+fn peer_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/peer.py")
+}
+
+/// Run `peer.py args...`; its stdout, or a panic with everything it printed.
+fn run_peer(python: &Path, args: &[&str]) -> String {
+    let output = Command::new(python)
+        .arg(peer_script())
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} ({PYTHON_VAR}): {e}", python.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "peer.py {} failed ({}):\n{stdout}\n{stderr}",
+        args.join(" "),
+        output.status
+    );
+    stdout
+}
+
+fn node_path(entry: &Value) -> String {
+    format!("/{}", entry["path"].as_str().unwrap())
+}
+
+fn data_type_of(entry: &Value) -> DataType {
+    DataType::from_json(&entry["data_type"], "data_type").unwrap()
+}
+
+fn shape_of(value: &Value) -> Vec<u64> {
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect()
+}
+
+/// The regions a case writes, as ranges.
+fn writes_of(entry: &Value) -> Vec<Vec<Range<u64>>> {
+    entry["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|region| {
+            region
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r[0].as_u64().unwrap()..r[1].as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+fn dimension_names_of(entry: &Value) -> Option<Vec<Option<String>>> {
+    entry["dimension_names"].as_array().map(|names| {
+        names
+            .iter()
+            .map(|n| n.as_str().map(str::to_owned))
+            .collect()
+    })
+}
+
+/// A float's bits from its JSON form in manifests (see [`float_json`]).
+fn float_bits_from_json(value: &Value, width: usize) -> Option<u64> {
+    let from_f64 = |x: f64| match width {
+        2 => u64::from(half::f16::from_f64(x).to_bits()),
+        4 => u64::from((x as f32).to_bits()),
+        _ => x.to_bits(),
+    };
+    match value {
+        Value::Number(n) => n.as_f64().map(from_f64),
+        Value::String(s) => match s.as_str() {
+            "NaN" => Some([0x7e00, 0x7fc0_0000, 0x7ff8_0000_0000_0000][width / 4]),
+            "Infinity" => Some(from_f64(f64::INFINITY)),
+            "-Infinity" => Some(from_f64(f64::NEG_INFINITY)),
+            hex => u64::from_str_radix(hex.strip_prefix("0x")?, 16).ok(),
+        },
+        _ => None,
+    }
+}
+
+/// One element (native-endian bytes) from its JSON form in manifests.
+fn element_from_json(dt: &DataType, value: &Value) -> Option<Vec<u8>> {
+    let size = dt.fixed_size()?;
+    match dt {
+        DataType::Bool => value.as_bool().map(|b| vec![u8::from(b)]),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+            let bits = 8 * size as u32;
+            let v = value.as_i64()?;
+            (v == (v << (64 - bits)) >> (64 - bits))
+                .then(|| native_uint(v as u64 & (u64::MAX >> (64 - bits)), size))
+        }
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+            let v = value.as_u64()?;
+            (v <= u64::MAX >> (64 - 8 * size)).then(|| native_uint(v, size))
+        }
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+            float_bits_from_json(value, size).map(|bits| native_uint(bits, size))
+        }
+        DataType::Complex64 | DataType::Complex128 => {
+            let [re, im] = value.as_array()?.as_slice() else {
+                return None;
+            };
+            let mut out = native_uint(float_bits_from_json(re, size / 2)?, size / 2);
+            out.extend(native_uint(float_bits_from_json(im, size / 2)?, size / 2));
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// Every element of `bytes` (native-endian) against the manifest's `values`, bit for bit;
+/// the mismatches.
+fn compare_values(dt: &DataType, bytes: &[u8], values: &[Value], what: &str) -> Vec<String> {
+    let size = dt.fixed_size().unwrap();
+    if bytes.len() != values.len() * size {
+        return vec![format!(
+            "{what}: {} bytes for {} elements of {size} bytes",
+            bytes.len(),
+            values.len()
+        )];
+    }
+    let mut problems = Vec::new();
+    for (i, (element, want)) in bytes.chunks(size).zip(values).enumerate() {
+        let expected = element_from_json(dt, want)
+            .unwrap_or_else(|| panic!("{what}: the manifest's value {want} is not a {dt}"));
+        if element != expected {
+            problems.push(format!(
+                "{what}: element {i} is {} ({element:02x?}), expected {want}",
+                element_json(dt, element)
+            ));
+            if problems.len() >= 8 {
+                problems.push(format!("{what}: (further mismatches not listed)"));
+                break;
+            }
+        }
+    }
+    problems
+}
+
+/// A string or bytes element from its JSON form in manifests: the string's UTF-8 bytes, or
+/// the bytes from hex.
+fn vlen_element_from_json(dt: &DataType, value: &Value) -> Option<Vec<u8>> {
+    let text = value.as_str()?;
+    match dt {
+        DataType::String => Some(text.as_bytes().to_vec()),
+        DataType::Bytes => {
+            if !text.len().is_multiple_of(2) {
+                return None;
+            }
+            (0..text.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+                .collect()
+        }
+        _ => None,
+    }
+}
+
+/// A string or bytes element's JSON form in manifests (see [`vlen_element_from_json`]).
+fn vlen_element_json(dt: &DataType, element: &[u8]) -> Value {
+    match dt {
+        DataType::String => json!(std::str::from_utf8(element).expect("a string is UTF-8")),
+        _ => json!(
+            element
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        ),
+    }
+}
+
+/// The elements of a variable-length read, one `Vec<u8>` each.
+fn vlen_elements(bytes: ArrayBytes) -> Option<Vec<Vec<u8>>> {
+    match bytes {
+        ArrayBytes::Variable(vlen) => Some(VlenBinary::<i64>::try_from(&vlen).ok()?.to_vecs()),
+        ArrayBytes::Fixed(_) => None,
+    }
+}
+
+/// The values of a string or bytes array the peers wrote: the whole array through
+/// `read_array_bytes` and through `read_strings` / `read_binary`, and the interior region.
+async fn check_peer_vlen_values(
+    array: &Array<FilesystemStore>,
+    values: &[Value],
+    what: &str,
+) -> Vec<String> {
+    let dt = *array.data_type();
+    let expected: Vec<Vec<u8>> = values
+        .iter()
+        .map(|v| {
+            vlen_element_from_json(&dt, v)
+                .unwrap_or_else(|| panic!("{what}: the manifest's value {v} is not a {dt}"))
+        })
+        .collect();
+    let whole = match array.read_array_bytes(array.full_region()).await {
+        Ok(bytes) => match vlen_elements(bytes) {
+            Some(elements) => elements,
+            None => return vec![format!("{what}: read_array_bytes gave fixed-size data")],
+        },
+        Err(e) => return vec![format!("{what}: cannot read: {e}")],
+    };
+    let mut problems = Vec::new();
+    if whole.len() != expected.len() {
+        problems.push(format!(
+            "{what}: {} elements, expected {}",
+            whole.len(),
+            expected.len()
+        ));
+        return problems;
+    }
+    for (i, (got, want)) in whole.iter().zip(&expected).enumerate() {
+        if got != want {
+            problems.push(format!(
+                "{what}: element {i} is {}, expected {}",
+                vlen_element_json(&DataType::Bytes, got),
+                vlen_element_json(&DataType::Bytes, want)
+            ));
+            if problems.len() >= 8 {
+                problems.push(format!("{what}: (further mismatches not listed)"));
+                break;
+            }
+        }
+    }
+    let typed = match dt {
+        DataType::String => array
+            .read_strings::<i32>(array.full_region())
+            .await
+            .map(|s| s.iter().map(|e| e.as_bytes().to_vec()).collect::<Vec<_>>()),
+        _ => array
+            .read_binary::<i32>(array.full_region())
+            .await
+            .map(|b| b.to_vecs()),
+    };
+    match typed {
+        Ok(typed) if typed == whole => {}
+        Ok(_) => problems.push(format!(
+            "{what}: the typed read differs from read_array_bytes"
+        )),
+        Err(e) => problems.push(format!("{what}: the typed read fails: {e}")),
+    }
+    if !array.shape().contains(&0) {
+        let ranges: Vec<Range<u64>> = array
+            .shape()
+            .iter()
+            .map(|&n| if n >= 3 { 1..n - 1 } else { 0..n })
+            .collect();
+        let cut: Vec<Vec<u8>> = c_order_indices(&ranges)
+            .iter()
+            .map(|index| whole[flat_offset(array.shape(), index)].clone())
+            .collect();
+        let region = Region::try_new(ranges.clone()).unwrap();
+        match array.read_array_bytes(&region).await.map(vlen_elements) {
+            Ok(Some(part)) if part == cut => {}
+            Ok(_) => problems.push(format!(
+                "{what}: the region {ranges:?} differs from the same part of the whole array"
+            )),
+            Err(e) => problems.push(format!("{what}: cannot read {ranges:?}: {e}")),
+        }
+    }
+    problems
+}
+
+/// Read `region` with the typed API for the array's data type, as native-endian bytes.
+async fn read_typed_bytes(array: &Array<FilesystemStore>, region: &Region) -> Vec<u8> {
+    macro_rules! typed {
+        ($t:ty, $bytes:expr) => {{
+            let values: Vec<$t> = array.read(region).await.unwrap();
+            values.iter().flat_map($bytes).collect()
+        }};
+    }
+    match array.data_type() {
+        DataType::Bool => typed!(bool, |v: &bool| [u8::from(*v)]),
+        DataType::Int8 => typed!(i8, |v: &i8| v.to_ne_bytes()),
+        DataType::Int16 => typed!(i16, |v: &i16| v.to_ne_bytes()),
+        DataType::Int32 => typed!(i32, |v: &i32| v.to_ne_bytes()),
+        DataType::Int64 => typed!(i64, |v: &i64| v.to_ne_bytes()),
+        DataType::UInt8 => typed!(u8, |v: &u8| v.to_ne_bytes()),
+        DataType::UInt16 => typed!(u16, |v: &u16| v.to_ne_bytes()),
+        DataType::UInt32 => typed!(u32, |v: &u32| v.to_ne_bytes()),
+        DataType::UInt64 => typed!(u64, |v: &u64| v.to_ne_bytes()),
+        DataType::Float16 => typed!(half::f16, |v: &half::f16| v.to_bits().to_ne_bytes()),
+        DataType::Float32 => typed!(f32, |v: &f32| v.to_bits().to_ne_bytes()),
+        DataType::Float64 => typed!(f64, |v: &f64| v.to_bits().to_ne_bytes()),
+        DataType::Complex64 => typed!(Complex<f32>, |v: &Complex<f32>| {
+            let mut b = v.re.to_bits().to_ne_bytes().to_vec();
+            b.extend(v.im.to_bits().to_ne_bytes());
+            b
+        }),
+        DataType::Complex128 => typed!(Complex<f64>, |v: &Complex<f64>| {
+            let mut b = v.re.to_bits().to_ne_bytes().to_vec();
+            b.extend(v.im.to_bits().to_ne_bytes());
+            b
+        }),
+        other => panic!("no typed read for {other}"),
+    }
+}
+
+/// The region `[1, n-1)` of every dimension (`[0, n)` where `n < 3`), and the same elements
+/// cut from the C-order bytes of the whole array.
+fn interior(shape: &[u64], whole: &[u8], size: usize) -> (Region, Vec<u8>) {
+    let ranges: Vec<Range<u64>> = shape
+        .iter()
+        .map(|&n| if n >= 3 { 1..n - 1 } else { 0..n })
+        .collect();
+    let region = Region::try_new(ranges.clone()).unwrap();
+    let mut cut = Vec::new();
+    for index in c_order_indices(&ranges) {
+        let offset = flat_offset(shape, &index) * size;
+        cut.extend_from_slice(&whole[offset..offset + size]);
+    }
+    (region, cut)
+}
+
+/// The element indices of a region in C order.
+fn c_order_indices(ranges: &[Range<u64>]) -> Vec<Vec<u64>> {
+    let mut out = vec![Vec::new()];
+    for range in ranges {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                range.clone().map(move |i| {
+                    let mut index = prefix.clone();
+                    index.push(i);
+                    index
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+fn flat_offset(shape: &[u64], index: &[u64]) -> usize {
+    let flat = shape
+        .iter()
+        .zip(index)
+        .fold(0u64, |acc, (&n, &i)| acc * n + i);
+    usize::try_from(flat).unwrap()
+}
+
+/// Open one array the peers wrote and compare it with its manifest entry.
+async fn check_peer_array(store: &Arc<FilesystemStore>, entry: &Value) -> Vec<String> {
+    let what = format!(
+        "{} ({})",
+        node_path(entry),
+        entry["writer"].as_str().unwrap()
+    );
+    let array = match Array::open(Arc::clone(store), &node_path(entry)).await {
+        Ok(array) => array,
+        Err(e) => return vec![format!("{what}: cannot open: {e}")],
+    };
+    let mut problems = Vec::new();
+    let dt = data_type_of(entry);
+    if *array.data_type() != dt {
+        problems.push(format!(
+            "{what}: data type {} is not {dt}",
+            array.data_type()
+        ));
+        return problems;
+    }
+    if array.shape() != shape_of(&entry["shape"]) {
+        problems.push(format!(
+            "{what}: shape {:?} is not {}",
+            array.shape(),
+            entry["shape"]
+        ));
+        return problems;
+    }
+    let fill = FillValue::from_json(&entry["metadata"]["fill_value"], &dt).unwrap();
+    if array.fill_value() != &fill {
+        problems.push(format!(
+            "{what}: fill value {:02x?} is not {:02x?} ({})",
+            array.fill_value().as_bytes(),
+            fill.as_bytes(),
+            entry["metadata"]["fill_value"]
+        ));
+    }
+    if Value::Object(array.attributes().clone()) != entry["attributes"] {
+        problems.push(format!(
+            "{what}: attributes {:?} are not {}",
+            array.attributes(),
+            entry["attributes"]
+        ));
+    }
+    if array.metadata().dimension_names != dimension_names_of(entry) {
+        problems.push(format!(
+            "{what}: dimension names {:?} are not {}",
+            array.metadata().dimension_names,
+            entry["dimension_names"]
+        ));
+    }
+    let values = entry["values"].as_array().unwrap();
+    if dt.fixed_size().is_none() {
+        problems.extend(check_peer_vlen_values(&array, values, &what).await);
+        return problems;
+    }
+    let whole = match array.read_bytes(array.full_region()).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            problems.push(format!("{what}: cannot read: {e}"));
+            return problems;
+        }
+    };
+    problems.extend(compare_values(&dt, &whole, values, &what));
+    if read_typed_bytes(&array, &array.full_region()).await != whole {
+        problems.push(format!("{what}: the typed read differs from the byte read"));
+    }
+    let size = dt.fixed_size().unwrap();
+    if !array.shape().contains(&0) {
+        let (region, expected) = interior(array.shape(), &whole, size);
+        match array.read_bytes(&region).await {
+            Ok(part) if part == expected => {}
+            Ok(_) => problems.push(format!(
+                "{what}: the region {:?} differs from the same part of the whole array",
+                region.ranges()
+            )),
+            Err(e) => problems.push(format!("{what}: cannot read {:?}: {e}", region.ranges())),
+        }
+    }
+    problems
+}
+
+/// (1) The peers write the matrix; we read every node exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn we_read_what_the_peers_wrote() {
+    let Some(python) = python("we_read_what_the_peers_wrote") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("peers");
+    let root = dir.join("store");
+    eprint!("{}", run_peer(&python, &["write", root.to_str().unwrap()]));
+    let manifest: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap())
+            .unwrap();
+    let store = Arc::new(FilesystemStore::new(&root).unwrap());
+
+    let mut problems = Vec::new();
+    let mut arrays = 0;
+    let mut groups = 0;
+    for entry in &manifest {
+        if entry["node_type"] == "group" {
+            match Group::open(Arc::clone(&store), &node_path(entry)).await {
+                Ok(group) if Value::Object(group.attributes().clone()) == entry["attributes"] => {}
+                Ok(group) => problems.push(format!(
+                    "{} (group): attributes {:?} are not {}",
+                    node_path(entry),
+                    group.attributes(),
+                    entry["attributes"]
+                )),
+                Err(e) => problems.push(format!("{} (group): cannot open: {e}", node_path(entry))),
+            }
+            groups += 1;
+        } else {
+            problems.extend(check_peer_array(&store, entry).await);
+            arrays += 1;
+        }
+    }
+
+    // The hierarchy: the tree from the root lists exactly the nodes the peers wrote.
+    let root_group = Group::open(Arc::clone(&store), "/").await.unwrap();
+    let mut tree: Vec<String> = root_group
+        .tree()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(path, _)| path.as_str().to_owned())
+        .collect();
+    tree.sort();
+    let mut expected: Vec<String> = manifest
+        .iter()
+        .map(node_path)
+        .filter(|p| p != "/")
+        .collect();
+    expected.sort();
+    if tree != expected {
+        problems.push(format!(
+            "the tree lists {tree:?}, the peers wrote {expected:?}"
+        ));
+    }
+
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) reading what the peers wrote:\n  - {}",
+        problems.len(),
+        problems.join("\n  - ")
+    );
+    assert!(
+        arrays >= 100 && groups >= 8,
+        "{arrays} arrays, {groups} groups"
+    );
+    eprintln!("read {arrays} arrays and {groups} groups written by the peers exactly");
+}
+
+// ---------------------------------------------------------------------------------------
+// (2) We write; the peers read.
+// ---------------------------------------------------------------------------------------
+
+/// splitmix64: the values we write, reproducible from a seed.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: &str) -> Self {
+        // FNV-1a of the array path.
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for b in seed.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Self(h)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// One float of `width` bytes as its bits: every fifth a random bit pattern (NaN payloads,
+/// signalling NaNs, subnormals included), every fifth a special value, otherwise a number
+/// with a short decimal form.
+fn float_element(rng: &mut Rng, i: usize, width: usize) -> u64 {
+    let specials: [u64; 8] = match width {
+        2 => [
+            0x7e00, 0x7e01, 0xfe00, 0x7c00, 0xfc00, 0x8000, 0x0001, 0x7bff,
+        ],
+        4 => [
+            0x7fc0_0000,
+            0x7fc0_0001,
+            0xffc0_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            0x8000_0000,
+            0x0000_0001,
+            0x7f7f_ffff,
+        ],
+        _ => [
+            0x7ff8_0000_0000_0000,
+            0x7ff0_0000_0000_0001,
+            0xfff8_0000_0000_0000,
+            0x7ff0_0000_0000_0000,
+            0xfff0_0000_0000_0000,
+            0x8000_0000_0000_0000,
+            0x0000_0000_0000_0001,
+            0x7fef_ffff_ffff_ffff,
+        ],
+    };
+    let r = rng.next();
+    match i % 5 {
+        0 => r & (u64::MAX >> (64 - 8 * width)),
+        1 => specials[(r % 8) as usize],
+        _ => {
+            let x = ((r >> 11) % 200_001) as f64 / 8.0 - 12_500.0;
+            match width {
+                2 => u64::from(half::f16::from_f64(x).to_bits()),
+                4 => u64::from((x as f32).to_bits()),
+                _ => x.to_bits(),
+            }
+        }
+    }
+}
+
+/// How the values of a case look: `Random` (with special values) or `Smooth` (runs of equal
+/// values on a slow saw-tooth, so compressors really compress and c-blosc does not fall back
+/// to storing chunks uncompressed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pattern {
+    Random,
+    Smooth,
+}
+
+impl Pattern {
+    fn of(case: &Value) -> Self {
+        match case["values_pattern"].as_str() {
+            Some("random") => Self::Random,
+            Some("smooth") => Self::Smooth,
+            other => panic!("unknown values pattern {other:?}"),
+        }
+    }
+}
+
+/// A compressible element of `dt` for position `i`.
+fn smooth_element(dt: &DataType, i: usize) -> Vec<u8> {
+    let step = (i / 5 % 53) as u64;
+    let size = dt.fixed_size().unwrap();
+    let float = |width: usize, x: f64| match width {
+        2 => u64::from(half::f16::from_f64(x).to_bits()),
+        4 => u64::from((x as f32).to_bits()),
+        _ => x.to_bits(),
+    };
+    match dt {
+        DataType::Bool => vec![u8::from(step.is_multiple_of(3))],
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+            native_uint((step as i64 * 2 - 50) as u64, size)
+        }
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+            native_uint(step * 3, size)
+        }
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+            native_uint(float(size, step as f64 * 0.5 - 10.0), size)
+        }
+        DataType::Complex64 | DataType::Complex128 => {
+            let mut out = native_uint(float(size / 2, step as f64 * 0.5), size / 2);
+            out.extend(native_uint(float(size / 2, -(step as f64)), size / 2));
+            out
+        }
+        other => panic!("no values for {other}"),
+    }
+}
+
+/// One element of `dt` (native-endian bytes) for position `i`.
+fn element(dt: &DataType, pattern: Pattern, rng: &mut Rng, i: usize) -> Vec<u8> {
+    if pattern == Pattern::Smooth {
+        return smooth_element(dt, i);
+    }
+    let size = dt.fixed_size().unwrap();
+    match dt {
+        DataType::Bool => vec![u8::from(rng.next() & 1 == 1)],
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+            let bits = 8 * size as u32;
+            let min = i64::MIN >> (64 - bits);
+            let value = match i % 7 {
+                0 => min,
+                1 => !min,
+                2 => 0,
+                3 => -1,
+                _ => (rng.next() as i64) >> (64 - bits),
+            };
+            native_uint(value as u64 & (u64::MAX >> (64 - bits)), size)
+        }
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+            let max = u64::MAX >> (64 - 8 * size);
+            let value = match i % 7 {
+                0 => 0,
+                1 => max,
+                2 => 1,
+                _ => rng.next() & max,
+            };
+            native_uint(value, size)
+        }
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+            native_uint(float_element(rng, i, size), size)
+        }
+        DataType::Complex64 | DataType::Complex128 => {
+            let half_size = size / 2;
+            let mut out = native_uint(float_element(rng, i, half_size), half_size);
+            out.extend(native_uint(float_element(rng, i + 2, half_size), half_size));
+            out
+        }
+        other => panic!("no values for {other}"),
+    }
+}
+
+/// The low `size` bytes of `value` as a native-endian unsigned integer of that size.
+fn native_uint(value: u64, size: usize) -> Vec<u8> {
+    match size {
+        1 => vec![value as u8],
+        2 => (value as u16).to_ne_bytes().to_vec(),
+        4 => (value as u32).to_ne_bytes().to_vec(),
+        8 => value.to_ne_bytes().to_vec(),
+        _ => panic!("no integer of {size} bytes"),
+    }
+}
+
+fn uint_of(bytes: &[u8]) -> u64 {
+    match bytes.len() {
+        1 => u64::from(bytes[0]),
+        2 => u64::from(u16::from_ne_bytes(bytes.try_into().unwrap())),
+        4 => u64::from(u32::from_ne_bytes(bytes.try_into().unwrap())),
+        8 => u64::from_ne_bytes(bytes.try_into().unwrap()),
+        n => panic!("no integer of {n} bytes"),
+    }
+}
+
+/// A float's JSON form in manifests: a number, "Infinity", "-Infinity", "NaN" (the canonical
+/// NaN only) or "0x..." (its bits, for any other NaN).
+fn float_json(bytes: &[u8]) -> Value {
+    let bits = uint_of(bytes);
+    let (value, canonical_nan) = match bytes.len() {
+        2 => (half::f16::from_bits(bits as u16).to_f64(), 0x7e00),
+        4 => (f64::from(f32::from_bits(bits as u32)), 0x7fc0_0000),
+        _ => (f64::from_bits(bits), 0x7ff8_0000_0000_0000),
+    };
+    if value.is_nan() {
+        if bits == canonical_nan {
+            json!("NaN")
+        } else {
+            json!(format!("0x{bits:0width$x}", width = 2 * bytes.len()))
+        }
+    } else if value.is_infinite() {
+        json!(if value > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        json!(value)
+    }
+}
+
+/// One element's JSON form in manifests.
+fn element_json(dt: &DataType, bytes: &[u8]) -> Value {
+    match dt {
+        DataType::Bool => json!(bytes[0] != 0),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+            let bits = 8 * bytes.len() as u32;
+            json!(((uint_of(bytes) << (64 - bits)) as i64) >> (64 - bits))
+        }
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+            json!(uint_of(bytes))
+        }
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => float_json(bytes),
+        DataType::Complex64 | DataType::Complex128 => {
+            let (re, im) = bytes.split_at(bytes.len() / 2);
+            json!([float_json(re), float_json(im)])
+        }
+        other => panic!("no JSON form for {other}"),
+    }
+}
+
+/// What an array we wrote holds, in C order.
+enum Expected {
+    /// Native-endian elements of a fixed-size data type, back to back.
+    Fixed(Vec<u8>),
+    /// The elements of a string or bytes array.
+    Variable(Vec<Vec<u8>>),
+}
+
+/// Where an array ends up: its entry for `peer.py verify`.
+struct Written {
+    path: String,
+    data_type: DataType,
+    shape: Vec<u64>,
+    fill_value: Value,
+    expected: Expected,
+    attributes: Map<String, Value>,
+    dimension_names: Option<Vec<Option<String>>>,
+    peer_bugs: Value,
+}
+
+impl Written {
+    fn manifest_entry(&self) -> Value {
+        let values: Vec<Value> = match &self.expected {
+            Expected::Fixed(bytes) => bytes
+                .chunks(self.data_type.fixed_size().unwrap())
+                .map(|e| element_json(&self.data_type, e))
+                .collect(),
+            Expected::Variable(elements) => elements
+                .iter()
+                .map(|e| vlen_element_json(&self.data_type, e))
+                .collect(),
+        };
+        json!({
+            "node_type": "array",
+            "path": self.path.trim_start_matches('/'),
+            "data_type": self.data_type.to_json(),
+            "shape": self.shape,
+            "fill_value": self.fill_value,
+            "values": values,
+            "attributes": self.attributes,
+            "dimension_names": self.dimension_names,
+            "peers": ["zarr-python", "tensorstore"],
+            "peer_bugs": self.peer_bugs,
+        })
+    }
+}
+
+/// Create `builder`'s array at `path`, write `writes` with values of our own, and return what
+/// the peers should read.
+async fn write_case(
+    store: &Arc<FilesystemStore>,
+    path: &str,
+    builder: ArrayBuilder,
+    writes: &[Vec<Range<u64>>],
+    pattern: Pattern,
+    peer_bugs: Value,
+) -> Written {
+    let array = builder
+        .create(Arc::clone(store), path)
+        .await
+        .unwrap_or_else(|e| panic!("{path}: create: {e}"));
+    let dt = *array.data_type();
+    let Some(size) = dt.fixed_size() else {
+        return write_vlen_case(&array, writes, peer_bugs).await;
+    };
+    let shape = array.shape().to_vec();
+    let count: usize = shape.iter().map(|&n| usize::try_from(n).unwrap()).product();
+    let mut expected = array.fill_value().as_bytes().repeat(count);
+    let mut rng = Rng::new(path);
+    for ranges in writes {
+        let indices = c_order_indices(ranges);
+        let mut values = Vec::with_capacity(indices.len() * size);
+        for (i, index) in indices.iter().enumerate() {
+            let e = element(&dt, pattern, &mut rng, i);
+            let offset = flat_offset(&shape, index) * size;
+            expected[offset..offset + size].copy_from_slice(&e);
+            values.extend(e);
+        }
+        array
+            .write_bytes(ranges.clone(), &values)
+            .await
+            .unwrap_or_else(|e| panic!("{path}: write {ranges:?}: {e}"));
+    }
+    // Our own reading must agree before we ask the peers.
+    let back = array.read_bytes(array.full_region()).await.unwrap();
+    assert!(back == expected, "{path}: reads back differently");
+    Written {
+        path: path.to_owned(),
+        data_type: dt,
+        shape,
+        fill_value: array.fill_value().to_json(&dt).unwrap(),
+        expected: Expected::Fixed(expected),
+        attributes: array.attributes().clone(),
+        dimension_names: array.metadata().dimension_names.clone(),
+        peer_bugs,
+    }
+}
+
+/// A string (`i % 4 == 0`: one with its index, so few chunks repeat) or a bytes value for
+/// position `i`: empty ones, multi-byte UTF-8, emoji, NUL, long ones.
+fn vlen_element(dt: &DataType, rng: &mut Rng, i: usize) -> Vec<u8> {
+    const POOL: [&str; 10] = [
+        "",
+        "b",
+        "rust 🦀",
+        "ünïcødé",
+        "中文字符",
+        "\u{1f600}\u{1f3f3}\u{fe0f}\u{200d}\u{1f308}",
+        "a\u{0}b",
+        "line\nbreak",
+        "\u{10ffff}",
+        "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",
+    ];
+    let r = rng.next();
+    match dt {
+        DataType::String if i.is_multiple_of(4) => {
+            format!("{i} {}", POOL[(r % 10) as usize]).into_bytes()
+        }
+        DataType::String => POOL[(r % 10) as usize].as_bytes().to_vec(),
+        _ => match r % 5 {
+            0 => Vec::new(),
+            1 => vec![0],
+            2 => vec![0xff, 0xfe, 0],
+            _ => (0..(r >> 8) % 200).map(|_| rng.next() as u8).collect(),
+        },
+    }
+}
+
+/// [`write_case`] for a string or bytes array: strings through `write_strings` (`i32`
+/// offsets), bytes through `write_binary` (`i64` offsets).
+async fn write_vlen_case(
+    array: &Array<FilesystemStore>,
+    writes: &[Vec<Range<u64>>],
+    mut peer_bugs: Value,
+) -> Written {
+    let path = array.path().as_str().to_owned();
+    let dt = *array.data_type();
+    let shape = array.shape().to_vec();
+    let count: usize = shape.iter().map(|&n| usize::try_from(n).unwrap()).product();
+    let mut expected = vec![array.fill_value().as_bytes().to_vec(); count];
+    let mut rng = Rng::new(&path);
+    for ranges in writes {
+        let indices = c_order_indices(ranges);
+        let mut values = Vec::with_capacity(indices.len());
+        for (i, index) in indices.iter().enumerate() {
+            let e = vlen_element(&dt, &mut rng, i);
+            expected[flat_offset(&shape, index)].clone_from(&e);
+            values.push(e);
+        }
+        let written = match dt {
+            DataType::String => {
+                let strings: Vec<String> = values
+                    .into_iter()
+                    .map(|v| String::from_utf8(v).unwrap())
+                    .collect();
+                let strings = VlenStrings::<i32>::try_from(strings).unwrap();
+                array.write_strings(ranges.clone(), &strings).await
+            }
+            _ => {
+                let binary = VlenBinary::<i64>::try_from(values).unwrap();
+                array.write_binary(ranges.clone(), &binary).await
+            }
+        };
+        written.unwrap_or_else(|e| panic!("{path}: write {ranges:?}: {e}"));
+    }
+    let back = vlen_elements(array.read_array_bytes(array.full_region()).await.unwrap());
+    assert!(
+        back.as_ref() == Some(&expected),
+        "{path}: reads back differently"
+    );
+    peer_bugs.as_object_mut().unwrap().insert(
+        "tensorstore".into(),
+        json!("tensorstore 0.1.86 has no string or bytes data type in zarr3"),
+    );
+    Written {
+        path,
+        data_type: dt,
+        shape,
+        fill_value: array.fill_value().to_json(&dt).unwrap(),
+        expected: Expected::Variable(expected),
+        attributes: array.attributes().clone(),
+        dimension_names: array.metadata().dimension_names.clone(),
+        peer_bugs,
+    }
+}
+
+/// A matrix case as an `ArrayBuilder`: the peers' codecs, fill value, key encoding, names and
+/// attributes (the builder's default codecs where the case leaves them to the writer).
+fn builder_for(case: &Value) -> ArrayBuilder {
+    let dt = data_type_of(case);
+    let mut builder =
+        ArrayBuilder::new(shape_of(&case["shape"]), dt, shape_of(&case["chunk_shape"]))
+            .fill_value_json(case["fill_value"].clone())
+            .unwrap()
+            .chunk_key_encoding(
+                ChunkKeyEncoding::from_json(&case["chunk_key_encoding"], "chunk_key_encoding")
+                    .unwrap(),
+            )
+            .attributes(case["attributes"].as_object().unwrap().clone());
+    if let Some(codecs) = case["codecs"].as_array() {
+        builder = builder.codecs(
+            codecs
+                .iter()
+                .map(|c| ExtensionObject::from_json(c, "codecs").unwrap())
+                .collect(),
+        );
+    }
+    if let Some(names) = dimension_names_of(case) {
+        builder = builder.dimension_names_opt(names);
+    }
+    builder
+}
+
+/// (2) We write the matrix (and a few arrays made with the builder's conveniences); the
+/// peers read every array and compare it with our manifest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_peers_read_what_we_wrote() {
+    let Some(python) = python("the_peers_read_what_we_wrote") else {
+        return;
+    };
+    let matrix: Vec<Value> = serde_json::from_str(&run_peer(&python, &["matrix"])).unwrap();
+    let (_guard, dir) = work_dir("ours");
+    let root = dir.join("store");
+    std::fs::create_dir_all(&root).unwrap();
+    let store = Arc::new(FilesystemStore::new(&root).unwrap());
+
+    let mut manifest = Vec::new();
+    for case in &matrix {
+        let path = node_path(case);
+        if case["node_type"] == "group" {
+            let attributes = case["attributes"].as_object().unwrap().clone();
+            Group::create_with(
+                Arc::clone(&store),
+                &path,
+                GroupMetadata::new().with_attributes(attributes),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+            manifest.push(json!({
+                "node_type": "group",
+                "path": case["path"],
+                "attributes": case["attributes"],
+            }));
+        } else {
+            let written = write_case(
+                &store,
+                &path,
+                builder_for(case),
+                &writes_of(case),
+                Pattern::of(case),
+                case["peer_bugs"].clone(),
+            )
+            .await;
+            manifest.push(written.manifest_entry());
+        }
+    }
+
+    // The builder's own codec conveniences, so the metadata it writes by itself is checked
+    // too.
+    let conveniences: Vec<(&str, ArrayBuilder)> = vec![
+        (
+            "/builder/defaults",
+            ArrayBuilder::new(vec![20], DataType::Float64, vec![8]),
+        ),
+        (
+            "/builder/zstd_crc32c",
+            ArrayBuilder::new(vec![30, 4], DataType::Int32, vec![8, 3])
+                .zstd(3)
+                .crc32c(),
+        ),
+        (
+            "/builder/transpose_big_endian_gzip",
+            ArrayBuilder::new(vec![6, 5], DataType::UInt16, vec![4, 2])
+                .transpose(vec![1, 0])
+                .big_endian()
+                .gzip(6),
+        ),
+        (
+            "/builder/blosc_float32",
+            ArrayBuilder::new(vec![100], DataType::Float32, vec![32]).blosc("lz4", 5),
+        ),
+        (
+            "/builder/blosc_uint8",
+            ArrayBuilder::new(vec![100], DataType::UInt8, vec![32]).blosc("zstd", 3),
+        ),
+        (
+            "/builder/negative_zstd_level",
+            ArrayBuilder::new(vec![50], DataType::Complex64, vec![16]).zstd(-3),
+        ),
+        (
+            "/builder/names_and_attributes",
+            ArrayBuilder::new(vec![3, 4], DataType::Int8, vec![2, 2])
+                .dimension_names(["y", "x"])
+                .attribute("units", "K")
+                .attribute("valid", json!({"min": -1, "max": [1.5, null]})),
+        ),
+        (
+            "/builder/sharded_zstd",
+            ArrayBuilder::new(vec![10, 7], DataType::Int32, vec![4, 6])
+                .fill_value_json(json!(-1))
+                .unwrap()
+                .zstd(1)
+                .sharding(vec![2, 3]),
+        ),
+        (
+            "/builder/sharded_crc32c_float64",
+            ArrayBuilder::new(vec![9, 5], DataType::Float64, vec![6, 4])
+                .crc32c()
+                .sharding(vec![3, 2]),
+        ),
+        (
+            "/builder/sharded_1d_gzip",
+            ArrayBuilder::new(vec![100], DataType::UInt16, vec![32])
+                .gzip(1)
+                .sharding(vec![8]),
+        ),
+        (
+            "/builder/strings",
+            ArrayBuilder::new(vec![13], DataType::String, vec![3])
+                .fill_value_json(json!("fïll ✓"))
+                .unwrap(),
+        ),
+        (
+            "/builder/strings_2d_zstd",
+            ArrayBuilder::new(vec![5, 7], DataType::String, vec![2, 3]).zstd(3),
+        ),
+        (
+            "/builder/strings_sharded",
+            ArrayBuilder::new(vec![10, 7], DataType::String, vec![4, 6])
+                .fill_value_json(json!("🦀"))
+                .unwrap()
+                .zstd(1)
+                .sharding(vec![2, 3]),
+        ),
+        (
+            "/builder/bytes",
+            ArrayBuilder::new(vec![13], DataType::Bytes, vec![3])
+                .fill_value_json(json!("AP96"))
+                .unwrap(),
+        ),
+        (
+            "/builder/bytes_sharded_gzip",
+            ArrayBuilder::new(vec![10, 7], DataType::Bytes, vec![4, 6])
+                .gzip(5)
+                .sharding(vec![2, 3]),
+        ),
+    ];
+    // Their group, `/builder`, is not created by the test: the builder writes the missing
+    // ancestor group itself, and the peers must find it.
+    manifest.push(json!({"node_type": "group", "path": "builder", "attributes": {}}));
+    for (path, builder) in conveniences {
+        let shape = builder.build_metadata().unwrap().shape;
+        // Sharded and variable-length arrays leave shards, inner chunks and chunks out, and
+        // end in edge chunks written in part; the others are written whole.
+        let writes: Vec<Vec<Range<u64>>> = match shape.as_slice() {
+            _ if path.starts_with("/builder/sharded_1d") => vec![vec![0..40], vec![97..100]],
+            [13] => vec![vec![0..5], vec![11..12]],
+            [5, 7] => vec![vec![0..3, 0..5], vec![4..5, 6..7]],
+            [10, 7] => vec![vec![0..5, 0..4], vec![9..10, 6..7]],
+            [9, 5] => vec![vec![0..7, 0..3]],
+            _ => vec![shape.iter().map(|&n| 0..n).collect()],
+        };
+        let written = write_case(&store, path, builder, &writes, Pattern::Smooth, json!({})).await;
+        manifest.push(written.manifest_entry());
+    }
+
+    let manifest_path = dir.join("manifest.json");
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&Value::Array(manifest)).unwrap(),
+    )
+    .unwrap();
+    let report = run_peer(
+        &python,
+        &[
+            "verify",
+            root.to_str().unwrap(),
+            manifest_path.to_str().unwrap(),
+        ],
+    );
+    eprint!("{report}");
+}

@@ -1,0 +1,1120 @@
+#!/usr/bin/env python3
+"""The Python side of the live interoperability tests (crates/zarr-array/tests/interop.rs).
+
+Usage:
+  peer.py matrix               print the test matrix (JSON) on stdout: every group and array
+                               case with its metadata and the regions to write, no values
+  peer.py write DIR            write the matrix into a fresh store at DIR with zarr-python
+                               (and tensorstore for the cases marked so), then DIR/manifest.json
+                               with the expected values of every array
+  peer.py verify DIR MANIFEST  open every node MANIFEST lists (written by the Rust crate) with
+                               zarr-python, and with tensorstore where the entry asks for it,
+                               and compare exactly; exit 1 listing every mismatch
+
+Values in manifests, one per element in C order:
+  bool -> true/false; integers -> JSON integers;
+  floats -> a JSON number (finite), "Infinity", "-Infinity", "NaN" (only the canonical quiet
+  NaN of the type), or "0x..." (the IEEE bits, any other NaN); complex -> [re, im];
+  string -> a JSON string; bytes -> the bytes in hex ("00ff").
+Floats are compared bit for bit, so -0.0 != 0.0 and NaN payloads count.
+
+The pinned versions (xtask/requirements-test.txt) are checked at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import traceback
+import warnings
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PINS = {"zarr": "3.1.6", "tensorstore": "0.1.86", "numcodecs": "0.16.6", "numpy": "2.4.6"}
+for _pkg, _want in PINS.items():
+    try:
+        _have = importlib_metadata.version(_pkg)
+    except importlib_metadata.PackageNotFoundError:
+        sys.exit(f"peer.py: {_pkg}=={_want} is required but not installed")
+    if _have != _want:
+        sys.exit(f"peer.py: {_pkg}=={_want} is required but {_have} is installed")
+
+import tensorstore as ts  # noqa: E402
+import zarr  # noqa: E402
+from zarr.storage import LocalStore  # noqa: E402
+
+warnings.filterwarnings("ignore", category=UserWarning)
+warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
+
+ZP = f"zarr-python {zarr.__version__}"
+TS = f"tensorstore {importlib_metadata.version('tensorstore')}"
+
+# ---------------------------------------------------------------------------
+# Data types and the JSON form of values
+# ---------------------------------------------------------------------------
+
+NUMPY = {
+    "bool": "?",
+    "int8": "i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint8": "u1",
+    "uint16": "<u2",
+    "uint32": "<u4",
+    "uint64": "<u8",
+    "float16": "<f2",
+    "float32": "<f4",
+    "float64": "<f8",
+    "complex64": "<c8",
+    "complex128": "<c16",
+}
+# The variable-length data types: zarr-python writes bytes as "variable_length_bytes"; we
+# write the registered name "bytes", which zarr-python reads too.
+VLEN = {"string", "bytes", "variable_length_bytes"}
+CANONICAL_NAN = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
+UINT = {1: "u1", 2: "<u2", 4: "<u4", 8: "<u8"}
+
+
+def dtype_of(data_type: str) -> np.dtype:
+    return np.dtype(NUMPY[data_type])
+
+
+def is_vlen(data_type: str) -> bool:
+    return data_type in VLEN
+
+
+def zdtype_of(data_type: str) -> Any:
+    """The zarr-python data type to create an array with."""
+    from zarr.core.dtype import VariableLengthBytes, VariableLengthUTF8
+
+    if data_type == "string":
+        return VariableLengthUTF8()
+    if data_type in ("bytes", "variable_length_bytes"):
+        return VariableLengthBytes()
+    return dtype_of(data_type)
+
+
+def enc_vlen(x: Any) -> str:
+    """A string or bytes element's JSON form: the string, or the bytes in hex."""
+    if isinstance(x, (bytes, np.bytes_)):
+        return bytes(x).hex()
+    if isinstance(x, str):
+        return str(x)
+    raise TypeError(f"not a string or bytes element: {x!r}")
+
+
+def dec_vlen_values(values: list[Any], data_type: str) -> list[Any]:
+    if not all(isinstance(v, str) for v in values):
+        raise ValueError("string and bytes values must be JSON strings")
+    return list(values) if data_type == "string" else [bytes.fromhex(v) for v in values]
+
+
+def dec_vlen_fill(v: Any, data_type: str) -> Any:
+    """A string or bytes fill value from its metadata form (bytes: base64)."""
+    import base64
+
+    if data_type == "string":
+        if not isinstance(v, str):
+            raise ValueError(f"bad string fill value {v!r}")
+        return v
+    if isinstance(v, list):
+        return bytes(v)
+    return base64.b64decode(v, validate=True)
+
+
+def float_bits(x: Any, dtype: np.dtype) -> int:
+    return int(np.array(x, dtype=dtype).view(UINT[dtype.itemsize]))
+
+
+def enc_float(x: Any, dtype: np.dtype) -> Any:
+    f = float(x)
+    if math.isnan(f):
+        bits = float_bits(x, dtype)
+        if bits == CANONICAL_NAN[dtype.itemsize]:
+            return "NaN"
+        return f"0x{bits:0{2 * dtype.itemsize}x}"
+    if math.isinf(f):
+        return "Infinity" if f > 0 else "-Infinity"
+    return f
+
+
+def enc_scalar(x: Any, dtype: np.dtype) -> Any:
+    kind = dtype.kind
+    if kind == "b":
+        return bool(x)
+    if kind in "iu":
+        return int(x)
+    if kind == "f":
+        return enc_float(x, dtype)
+    if kind == "c":
+        part = np.dtype(f"<f{dtype.itemsize // 2}")
+        return [enc_float(np.real(x), part), enc_float(np.imag(x), part)]
+    raise TypeError(f"no JSON form for {dtype}")
+
+
+def enc_values(a: np.ndarray) -> list[Any]:
+    return [enc_scalar(v, a.dtype) for v in np.asarray(a).reshape(-1)]
+
+
+def dec_float_bits(v: Any, dtype: np.dtype, exact: bool = True) -> int:
+    if isinstance(v, str):
+        if v == "NaN":
+            return CANONICAL_NAN[dtype.itemsize]
+        if v == "Infinity":
+            return float_bits(np.inf, dtype)
+        if v == "-Infinity":
+            return float_bits(-np.inf, dtype)
+        if v.startswith("0x"):
+            return int(v, 16)
+        raise ValueError(f"bad float value {v!r}")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"bad float value {v!r}")
+    bits = float_bits(v, dtype)
+    if exact and float(np.array(bits, dtype=UINT[dtype.itemsize]).view(dtype)) != float(v):
+        raise ValueError(f"{v!r} is not exactly representable as {dtype}")
+    return bits
+
+
+def dec_values(
+    values: list[Any], dtype: np.dtype, shape: list[int], exact: bool = True
+) -> np.ndarray:
+    """Turn JSON values into an array of `dtype` (little-endian), bit-exact for floats.
+
+    With `exact`, a JSON number must be exactly representable (values in manifests);
+    without, it is rounded to the nearest value as the spec says for fill values."""
+    n = int(np.prod(shape, dtype=np.int64))
+    if len(values) != n:
+        raise ValueError(f"{len(values)} values for shape {shape}")
+    kind = dtype.kind
+    if kind == "b":
+        if not all(isinstance(v, bool) for v in values):
+            raise ValueError("bool values must be JSON booleans")
+        out = np.array(values, dtype=dtype)
+    elif kind in "iu":
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise ValueError("integer values must be JSON integers")
+        out = np.array(values, dtype=dtype)
+    elif kind == "f":
+        bits = [dec_float_bits(v, dtype, exact) for v in values]
+        out = np.array(bits, dtype=UINT[dtype.itemsize]).view(dtype)
+    elif kind == "c":
+        part = np.dtype(f"<f{dtype.itemsize // 2}")
+        bits = []
+        for v in values:
+            if not (isinstance(v, list) and len(v) == 2):
+                raise ValueError(f"complex value must be [re, im], got {v!r}")
+            bits += [dec_float_bits(v[0], part, exact), dec_float_bits(v[1], part, exact)]
+        out = np.array(bits, dtype=UINT[part.itemsize]).view(dtype)
+    else:
+        raise TypeError(f"no JSON form for {dtype}")
+    return out.reshape(shape)
+
+
+def dec_fill(v: Any, dtype: np.dtype) -> Any:
+    """A fill value from its JSON form (numbers round to the nearest value)."""
+    return dec_values([v], dtype, [1], exact=False)[0]
+
+
+def canon(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, allow_nan=False, ensure_ascii=False)
+
+
+def bits_of(a: np.ndarray) -> np.ndarray:
+    """A little-endian byte view of `a` for bitwise comparison (one row per element)."""
+    a = np.ascontiguousarray(a)
+    le = a.astype(a.dtype.newbyteorder("<"), copy=False)
+    return np.frombuffer(le.tobytes(), dtype=np.uint8).reshape(-1, max(a.dtype.itemsize, 1))
+
+
+# ---------------------------------------------------------------------------
+# The matrix
+# ---------------------------------------------------------------------------
+
+
+def bytes_le() -> dict[str, Any]:
+    return {"name": "bytes", "configuration": {"endian": "little"}}
+
+
+def bytes_be() -> dict[str, Any]:
+    return {"name": "bytes", "configuration": {"endian": "big"}}
+
+
+def transpose(*order: int) -> dict[str, Any]:
+    return {"name": "transpose", "configuration": {"order": list(order)}}
+
+
+def gzip(level: int) -> dict[str, Any]:
+    return {"name": "gzip", "configuration": {"level": level}}
+
+
+def zstd(level: int, checksum: bool = False) -> dict[str, Any]:
+    return {"name": "zstd", "configuration": {"level": level, "checksum": checksum}}
+
+
+def blosc(cname: str, clevel: int, shuffle: str, typesize: int, blocksize: int = 0) -> dict:
+    return {
+        "name": "blosc",
+        "configuration": {
+            "cname": cname,
+            "clevel": clevel,
+            "shuffle": shuffle,
+            "typesize": typesize,
+            "blocksize": blocksize,
+        },
+    }
+
+
+CRC32C = {"name": "crc32c"}
+
+
+def sharding(
+    chunk_shape: list[int],
+    codecs: list[dict[str, Any]],
+    index_codecs: list[dict[str, Any]] | None = None,
+    location: str = "end",
+) -> dict[str, Any]:
+    return {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": chunk_shape,
+            "codecs": codecs,
+            "index_codecs": index_codecs or [bytes_le(), CRC32C],
+            "index_location": location,
+        },
+    }
+
+
+def key(name: str, separator: str) -> dict[str, Any]:
+    return {"name": name, "configuration": {"separator": separator}}
+
+
+DEFAULT_KEYS = key("default", "/")
+
+
+def whole(shape: list[int]) -> list[list[int]]:
+    return [[0, n] for n in shape]
+
+
+def build_matrix() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
+
+    def group(path: str, attributes: dict[str, Any]) -> None:
+        cases.append({"node_type": "group", "path": path, "attributes": attributes})
+
+    def array(
+        path: str,
+        data_type: str,
+        shape: list[int],
+        chunks: list[int],
+        fill: Any,
+        codecs: list[dict[str, Any]] | None,
+        description: str,
+        *,
+        writer: str = "zarr-python",
+        keys: dict[str, Any] = DEFAULT_KEYS,
+        writes: list[list[list[int]]] | None = None,
+        dims: list[str | None] | None = None,
+        attributes: dict[str, Any] | None = None,
+        peer_bugs: dict[str, str] | None = None,
+        pattern: str | None = None,
+    ) -> None:
+        # Codec cases get compressible values, so compressors really compress (random data
+        # would make c-blosc store most chunks uncompressed); the others get random values
+        # with special floats.
+        if pattern is None:
+            pattern = "smooth" if path.startswith("codec/") else "random"
+        cases.append(
+            {
+                "node_type": "array",
+                "path": path,
+                "writer": writer,
+                "data_type": data_type,
+                "shape": shape,
+                "chunk_shape": chunks,
+                "fill_value": fill,
+                "codecs": codecs,
+                "chunk_key_encoding": keys,
+                "writes": [whole(shape)] if writes is None else writes,
+                "dimension_names": dims,
+                "attributes": attributes or {},
+                "description": description,
+                "values_pattern": pattern,
+                # Peers that cannot read this case correctly, and why: they are left out of
+                # its checks (and said so), the other peer still checks it.
+                "peer_bugs": peer_bugs or {},
+            }
+        )
+
+    group(
+        "",
+        {
+            "title": "zarr interop matrix",
+            "unicode": "héllo wörld ✓ 🦀 日本語",
+            "numbers": [0, -1, 1.5, -0.0, 1e300, 2**64 - 1, -(2**63)],
+            "nested": {"list": [1, None, True, "x", {"deep": []}], "empty": {}},
+            "null": None,
+        },
+    )
+
+    # -- every core data type ------------------------------------------------------------
+    group("dtype", {"what": "one array per core data type"})
+    fills = {
+        "bool": True,
+        "int8": -7,
+        "int16": -300,
+        "int32": 123456,
+        "int64": -(2**40),
+        "uint8": 200,
+        "uint16": 65000,
+        "uint32": 4000000000,
+        "uint64": 2**64 - 1,
+        "float16": 1.5,
+        "float32": -3.25,
+        "float64": 2.5e-300,
+        "complex64": [1.0, 2.0],
+        "complex128": ["NaN", "-Infinity"],
+    }
+    # Shape [10,7], chunks [4,3]: edge chunks on both axes; rows 8-9 and column 6 are left
+    # unwritten except element (9,6), so chunks (2,0), (2,1), (0,2), (1,2) are missing and the
+    # edge chunk (2,2) is partly written.
+    dtype_writes = [[[0, 8], [0, 6]], [[9, 10], [6, 7]]]
+    for dt, fill in fills.items():
+        array(
+            f"dtype/{dt}",
+            dt,
+            [10, 7],
+            [4, 3],
+            fill,
+            [bytes_le(), zstd(1)],
+            f"{dt} [10,7] chunks [4,3], bytes little + zstd 1, missing and partial edge chunks",
+            writes=dtype_writes,
+        )
+        if dtype_of(dt).itemsize > 1:
+            array(
+                f"dtype/{dt}_be",
+                dt,
+                [10, 7],
+                [4, 3],
+                fill,
+                [bytes_be()],
+                f"{dt} [10,7] chunks [4,3], bytes big, no compression",
+                writes=dtype_writes,
+            )
+
+    # -- fill values -----------------------------------------------------------------------
+    group("fill", {"what": "fill values; chunks 2 and 3 are never written"})
+    fill_cases = [
+        ("float16_nan", "float16", "NaN"),
+        ("float32_nan", "float32", "NaN"),
+        ("float64_nan", "float64", "NaN"),
+        ("float16_inf", "float16", "Infinity"),
+        ("float32_inf", "float32", "Infinity"),
+        ("float64_inf", "float64", "Infinity"),
+        ("float16_neg_inf", "float16", "-Infinity"),
+        ("float32_neg_inf", "float32", "-Infinity"),
+        ("float64_neg_inf", "float64", "-Infinity"),
+        ("float64_neg_zero", "float64", -0.0),
+        ("float32_subnormal", "float32", 1e-45),
+        ("complex64_inf_nan", "complex64", ["Infinity", "NaN"]),
+        ("complex128_neg_zero", "complex128", [-0.0, 0.5]),
+        ("int8_min", "int8", -128),
+        ("int64_min", "int64", -(2**63)),
+        ("uint64_max", "uint64", 2**64 - 1),
+        ("bool_false", "bool", False),
+    ]
+    for name, dt, fill in fill_cases:
+        # zarr-python 3.1.6 treats a complex element as equal to a complex fill value when
+        # both have a NaN part, so a chunk whose elements all have a NaN part is dropped as
+        # "empty" (data loss; see docs/interop.md). Writing [0, 4) keeps a complete number in
+        # every written chunk of the complex NaN-fill case.
+        end = 4 if dt.startswith("complex") else 3
+        array(
+            f"fill/{name}",
+            dt,
+            [7],
+            [2],
+            fill,
+            [bytes_le()],
+            f"{dt} [7] chunks [2], fill {fill!r}; only [0,{end}) written",
+            writes=[[[0, end]]],
+        )
+    # zarr-python 3.1.6 cannot write a hex fill value (it writes "NaN" for any NaN), so the
+    # hex cases come from tensorstore, which writes them.
+    f16_hex_bug = {
+        "zarr-python": 'zarr-python 3.1.6 reads a float16 "0x..." NaN fill value as the '
+        "canonical NaN 0x7e00, losing the payload (float32 and float64 keep it)"
+    }
+    for name, dt, fill, bugs in (
+        ("hex_nan_payload_float32", "float32", "0x7fc00001", None),
+        ("hex_neg_nan_float64", "float64", "0xfff8000000000000", None),
+        ("hex_signalling_nan_float64", "float64", "0x7ff0000000000001", None),
+        ("hex_nan_payload_float16", "float16", "0x7e01", f16_hex_bug),
+    ):
+        array(
+            f"fill/{name}",
+            dt,
+            [7],
+            [2],
+            fill,
+            [bytes_le()],
+            f"{dt} [7] chunks [2], hex fill {fill} (written by tensorstore); only [0,3) written",
+            writer="tensorstore",
+            writes=[[[0, 3]]],
+            peer_bugs=bugs,
+        )
+
+    # -- codecs ----------------------------------------------------------------------------
+    group("codec", {"what": "codecs and codec chains"})
+    array("codec/transpose_2d", "int16", [5, 7], [2, 4], 9, [transpose(1, 0), bytes_le()],
+          "int16 [5,7] chunks [2,4], transpose [1,0] + bytes little")
+    array("codec/transpose_3d_120_be", "float64", [3, 4, 5], [2, 3, 4], -1.0,
+          [transpose(1, 2, 0), bytes_be()],
+          "float64 [3,4,5] chunks [2,3,4], transpose [1,2,0] + bytes big")
+    array("codec/transpose_3d_201_zstd", "uint32", [4, 3, 5], [3, 2, 2], 0,
+          [transpose(2, 0, 1), bytes_le(), zstd(3)],
+          "uint32 [4,3,5] chunks [3,2,2], transpose [2,0,1] + bytes little + zstd 3",
+          writes=[[[0, 4], [0, 3], [0, 4]]])
+    for level in (0, 1, 6, 9):
+        array(f"codec/gzip_{level}", "float64", [500], [160], 0.0, [bytes_le(), gzip(level)],
+              f"float64 [500] chunks [160], bytes little + gzip {level}")
+    for name, level, checksum in (("neg5", -5, False), ("0", 0, False), ("3", 3, False),
+                                  ("19", 19, False), ("checksum", 3, True)):
+        array(f"codec/zstd_{name}", "int32", [400], [160], -1, [bytes_le(), zstd(level, checksum)],
+              f"int32 [400] chunks [160], bytes little + zstd level {level} checksum {checksum}")
+    for cname in ("lz4", "lz4hc", "blosclz", "zstd", "zlib"):
+        for shuffle in ("noshuffle", "shuffle", "bitshuffle"):
+            array(f"codec/blosc_{cname}_{shuffle}", "int32", [1000], [400], 0,
+                  [bytes_le(), blosc(cname, 5, shuffle, 4)],
+                  f"int32 [1000] chunks [400], bytes little + blosc {cname} 5 {shuffle} typesize 4")
+    array("codec/blosc_clevel0", "int32", [96], [40], 0,
+          [bytes_le(), blosc("lz4", 0, "shuffle", 4)],
+          "blosc clevel 0: chunks are stored uncompressed (memcpyed flag) with shuffle set")
+    array("codec/blosc_blocksize", "float64", [2000], [1024], 0.0,
+          [bytes_le(), blosc("lz4", 9, "shuffle", 4, 256)],
+          "float64, blosc lz4 typesize 4 (not the item size) blocksize 256 (several blocks)")
+    array("codec/blosc_uint8_bitshuffle", "uint8", [3000], [1024], 0,
+          [bytes_le(), blosc("zstd", 5, "bitshuffle", 1)], "uint8, blosc zstd bitshuffle")
+    array("codec/blosc_float16_shuffle", "float16", [900], [512], 0.0,
+          [bytes_le(), blosc("blosclz", 9, "shuffle", 2)], "float16, blosc blosclz shuffle")
+    array("codec/blosc_complex128_bitshuffle", "complex128", [300], [128], [0.0, 0.0],
+          [bytes_be(), blosc("zstd", 3, "bitshuffle", 16)],
+          "complex128, bytes big + blosc zstd bitshuffle typesize 16")
+    array("codec/blosc_bool", "bool", [1000], [512], False,
+          [bytes_le(), blosc("lz4", 5, "noshuffle", 1)], "bool, blosc lz4 noshuffle")
+    array("codec/crc32c", "uint32", [10], [4], 7, [bytes_le(), CRC32C],
+          "uint32, bytes little + crc32c", writes=[[[0, 4]], [[8, 10]]])
+    array("codec/gzip_crc32c", "int16", [3, 4], [2, 2], 0, [bytes_le(), gzip(5), CRC32C],
+          "int16 [3,4] chunks [2,2], bytes little + gzip 5 + crc32c")
+    array("codec/transpose_be_zstd_crc32c", "float32", [4, 5], [3, 2], 0.5,
+          [transpose(1, 0), bytes_be(), zstd(1), CRC32C],
+          "float32 [4,5] chunks [3,2], transpose + bytes big + zstd 1 + crc32c")
+    array("codec/transpose_blosc_crc32c", "int64", [5, 4, 3], [2, 4, 2], -9,
+          [transpose(2, 1, 0), bytes_le(), blosc("zstd", 5, "shuffle", 8), CRC32C],
+          "int64 [5,4,3] chunks [2,4,2], transpose [2,1,0] + bytes little + blosc zstd "
+          "shuffle + crc32c", writes=[[[0, 4], [0, 4], [0, 3]]])
+    array("codec/zstd_gzip", "uint16", [33], [10], 1, [bytes_le(), zstd(2), gzip(1)],
+          "uint16, two compressors in a row: bytes little + zstd 2 + gzip 1")
+    array("codec/complex64_transpose_gzip", "complex64", [3, 6], [2, 4], [0.0, -1.0],
+          [transpose(1, 0), bytes_be(), gzip(4)],
+          "complex64 [3,6] chunks [2,4], transpose + bytes big + gzip 4")
+
+    # -- chunk key encodings ---------------------------------------------------------------
+    group("key", {"what": "chunk key encodings"})
+    for name, enc in (("default_slash", key("default", "/")), ("default_dot", key("default", ".")),
+                      ("v2_dot", key("v2", ".")), ("v2_slash", key("v2", "/"))):
+        array(f"key/{name}", "int16", [5, 4], [2, 2], -1, [bytes_le()],
+              f"int16 [5,4] chunks [2,2], chunk key encoding {canon(enc)}", keys=enc,
+              writes=[[[0, 2], [0, 4]], [[4, 5], [2, 4]]])
+        array(f"key/{name}_3d", "uint8", [3, 3, 3], [2, 2, 2], 0, [bytes_le(), zstd(1)],
+              f"uint8 [3,3,3] chunks [2,2,2], chunk key encoding {canon(enc)}", keys=enc)
+        array(f"key/{name}_0d", "float32", [], [], 0.0, [bytes_le()],
+              f"0-d float32, chunk key encoding {canon(enc)} (key `c` or `0`)", keys=enc)
+
+    # -- shapes ----------------------------------------------------------------------------
+    group("shape", {"what": "0-d, zero-length and odd shapes"})
+    array("shape/scalar", "float64", [], [], 0.0, [bytes_le(), zstd(0)], "0-d float64, written")
+    array("shape/scalar_unwritten", "int32", [], [], 42, [bytes_le()],
+          "0-d int32 fill 42, never written: no chunk, reads as the fill value", writes=[])
+    array("shape/scalar_complex_be", "complex128", [], [], [0.0, 0.0], [bytes_be(), gzip(1)],
+          "0-d complex128, bytes big + gzip")
+    array("shape/empty_1d", "float32", [0], [4], 1.0, [bytes_le()],
+          "float32 [0] chunks [4]: no elements", writes=[])
+    array("shape/empty_2d", "int64", [3, 0], [2, 2], 5, [bytes_le(), zstd(1)],
+          "int64 [3,0] chunks [2,2]: no elements", writes=[])
+    array("shape/empty_first_axis", "uint16", [0, 5], [1, 5], 5, [bytes_le()],
+          "uint16 [0,5]: no elements", writes=[])
+    array("shape/chunk_larger_than_array", "int8", [5], [16], 3, [bytes_le()],
+          "int8 [5] in one chunk of 16 (mostly outside the array)")
+    array("shape/chunk_of_one", "float32", [6], [1], 0.0, [bytes_le()],
+          "float32 [6] chunks [1]")
+    array("shape/4d", "uint16", [3, 2, 4, 5], [2, 2, 3, 2], 7, [bytes_le(), zstd(1)],
+          "uint16 4-D [3,2,4,5] chunks [2,2,3,2], partly written",
+          writes=[[[0, 3], [0, 2], [0, 3], [0, 5]], [[2, 3], [1, 2], [3, 4], [4, 5]]])
+
+    # -- nested groups ---------------------------------------------------------------------
+    group("nested", {"level": 0})
+    group("nested/a", {"level": 1, "tags": ["x", "y"]})
+    group("nested/a/b", {})
+    group("nested/a/b/c", {"level": 3, "deep": {"er": {"est": [1, [2, [3]]]}}})
+    array("nested/a/values", "int32", [6], [4], 0, [bytes_le()], "an array in a group",
+          attributes={"units": "m", "scale": 0.5})
+    array("nested/a/b/c/image", "uint16", [4, 6], [2, 3], 0, [bytes_le(), zstd(1)],
+          "an array three groups deep with dimension names and attributes",
+          dims=["y", "x"], attributes={"long_name": "image ✓", "valid_range": [0, 65535]})
+    array("nested/a/b/partly_named", "float32", [2, 3, 2], [2, 2, 2], 0.0, [bytes_le()],
+          "dimension names with a null entry", dims=["t", None, "z"])
+
+    # -- written by tensorstore ------------------------------------------------------------
+    group("tensorstore", {"writer": "tensorstore"})
+    array("tensorstore/minimal", "uint16", [10], [4], 7, None,
+          "tensorstore's own minimal zarr.json (no codecs given: it picks them)",
+          writer="tensorstore", writes=[[[0, 4]], [[8, 10]]])
+    array("tensorstore/blosc_small_chunks", "float32", [4, 5], [2, 3], "NaN",
+          [bytes_le(), blosc("lz4", 5, "shuffle", 4)],
+          "float32 blosc lz4 shuffle with chunks too small to compress (memcpyed containers)",
+          writer="tensorstore", writes=[[[0, 4], [0, 3]], [[0, 2], [3, 5]]])
+    array("tensorstore/blosc_clevel0", "int64", [100], [64], -1,
+          [bytes_le(), blosc("zstd", 0, "bitshuffle", 8)],
+          "int64 blosc clevel 0 bitshuffle (memcpyed)", writer="tensorstore")
+    array("tensorstore/transpose_3d", "int16", [3, 4, 5], [2, 3, 4], -32768,
+          [transpose(2, 1, 0), bytes_be(), gzip(6), CRC32C],
+          "int16 [3,4,5] transpose [2,1,0] + bytes big + gzip 6 + crc32c, '.' keys",
+          writer="tensorstore", keys=key("default", "."))
+    array("tensorstore/scalar", "float64", [], [], 0.0, None, "0-d float64, tensorstore defaults",
+          writer="tensorstore")
+    array("tensorstore/bool_v2_keys", "bool", [5, 3], [2, 2], False, None,
+          "bool with v2 '/' keys, tensorstore defaults", writer="tensorstore",
+          keys=key("v2", "/"))
+    array("tensorstore/complex128_zstd_checksum", "complex128", [9], [4], ["NaN", "Infinity"],
+          [bytes_le(), zstd(5, True)], "complex128, zstd with checksum", writer="tensorstore",
+          writes=[[[0, 5]]])
+    array("tensorstore/blosc_snappy", "int32", [1000], [400], 3,
+          [bytes_le(), blosc("snappy", 5, "shuffle", 4)],
+          "int32 blosc snappy shuffle (compressible values)", writer="tensorstore",
+          pattern="smooth", peer_bugs={
+              "zarr-python": "numcodecs 0.16.6 is built without snappy: zarr-python cannot "
+              "read or write blosc snappy"})
+    array("tensorstore/dimension_names", "uint8", [4, 4], [4, 2], 0, [bytes_le()],
+          "dimension names written by tensorstore", writer="tensorstore", dims=["row", "col"])
+
+    # -- sharding --------------------------------------------------------------------------
+    # zarr-python writes inner chunks in Morton order, we in C order: the peers compare
+    # values, never shard bytes.
+    group("shard", {"what": "sharding_indexed: index location and codecs, edge and missing "
+                            "shards and inner chunks, nesting"})
+    # Shape [10,7], shards [4,6], inner chunks [2,3]: shards (*,1) are edge shards (columns
+    # 6-11, one column inside the array: inner chunks (*,1) lie wholly outside), shards
+    # (2,*) too (rows 8-11); shards (0,1), (1,1) and (2,0) are never written; shard (1,0)
+    # holds two of its four inner chunks, shard (0,0) two whole and two partly written ones,
+    # shard (2,1) one element.
+    shard_writes = [[[0, 5], [0, 4]], [[9, 10], [6, 7]]]
+    for name, index_codecs, location in (
+        ("end_crc32c", [bytes_le(), CRC32C], "end"),
+        ("end_no_crc32c", [bytes_le()], "end"),
+        ("start_crc32c", [bytes_le(), CRC32C], "start"),
+        ("start_no_crc32c", [bytes_le()], "start"),
+        ("big_endian_index", [bytes_be(), CRC32C], "end"),
+    ):
+        array(f"shard/{name}", "int32", [10, 7], [4, 6], -1,
+              [sharding([2, 3], [bytes_le(), zstd(1)], index_codecs, location)],
+              f"int32 [10,7] shards [4,6] inner [2,3] (bytes + zstd), index {location} "
+              f"{canon(index_codecs)}; edge and missing shards and inner chunks",
+              writes=shard_writes)
+    array("shard/inner_bytes_only_float64", "float64", [9, 5], [6, 4], "NaN",
+          [sharding([3, 2], [bytes_le()])],
+          "float64 [9,5] shards [6,4] inner [3,2], inner bytes only (special floats)",
+          writes=[[[0, 7], [0, 3]]])
+    array("shard/inner_big_endian_crc32c", "uint16", [8, 8], [8, 8], 3,
+          [sharding([4, 2], [bytes_be(), gzip(1), CRC32C])],
+          "uint16 one shard [8,8] inner [4,2]: bytes big + gzip + crc32c per inner chunk",
+          writes=[[[0, 8], [0, 3]], [[5, 8], [6, 8]]])
+    array("shard/1d", "uint8", [100], [32], 0, [sharding([8], [bytes_le(), zstd(3)])],
+          "uint8 [100] shards [32] inner [8]: edge shard, a missing shard",
+          writes=[[[0, 40]], [[97, 100]]])
+    array("shard/nested", "int16", [10, 7], [8, 6], 5,
+          [sharding([4, 3], [sharding([2, 3], [bytes_le(), zstd(1)])])],
+          "int16 [10,7] shards [8,6] of shards [4,3] of inner chunks [2,3] (nested sharding)",
+          writes=shard_writes)
+    array("shard/transpose_outside", "float32", [6, 5], [4, 4], 0.5,
+          [transpose(1, 0), sharding([2, 2], [bytes_le(), zstd(1)], location="start")],
+          "float32 [6,5] transpose before sharding (index start)", writes=[[[0, 5], [0, 3]]])
+    array("shard/tensorstore_end_crc32c", "int64", [10, 7], [4, 6], -9,
+          [sharding([2, 3], [bytes_le(), zstd(1)])],
+          "int64 sharded by tensorstore, index end + crc32c", writer="tensorstore",
+          writes=shard_writes)
+    array("shard/tensorstore_start_no_crc32c", "uint32", [10, 7], [4, 6], 7,
+          [sharding([2, 3], [bytes_le(), zstd(1)], [bytes_le()], "start")],
+          "uint32 sharded by tensorstore, index start without crc32c", writer="tensorstore",
+          writes=shard_writes)
+
+    # -- strings and bytes -----------------------------------------------------------------
+    group("vlen", {"what": "variable-length strings and bytes (vlen-utf8, vlen-bytes)"})
+    utf8, vbytes = {"name": "vlen-utf8", "configuration": {}}, {"name": "vlen-bytes",
+                                                                "configuration": {}}
+    # [13] chunks [3]: chunk 2 missing, chunk 3 partly written, chunk 4 (an edge chunk of
+    # one element) missing.
+    vlen_1d_writes = [[[0, 5]], [[11, 12]]]
+    # [5,7] chunks [2,3]: chunks (1,2), (2,0), (2,1) missing, (2,2) an edge chunk partly
+    # written.
+    vlen_2d_writes = [[[0, 3], [0, 5]], [[4, 5], [6, 7]]]
+    array("vlen/string_1d", "string", [13], [3], "", [utf8],
+          "string [13] chunks [3], fill '', missing and edge chunks", writes=vlen_1d_writes)
+    array("vlen/string_2d_fill", "string", [5, 7], [2, 3], "fïll 🦀", [utf8],
+          "string [5,7] chunks [2,3], multi-byte fill value, missing and edge chunks",
+          writes=vlen_2d_writes, dims=["y", "x"])
+    array("vlen/string_zstd", "string", [40], [16], "-", [utf8, zstd(3)],
+          "string [40] chunks [16], vlen-utf8 + zstd 3", writes=[[[0, 30]]])
+    array("vlen/string_sharded", "string", [10, 7], [4, 6], "x",
+          [sharding([2, 3], [utf8, zstd(1)])],
+          "string [10,7] shards [4,6] with vlen-utf8 + zstd inner chunks", writes=shard_writes)
+    array("vlen/string_scalar", "string", [], [], "", [utf8], "0-d string")
+    array("vlen/bytes_1d", "variable_length_bytes", [13], [3], "", [vbytes],
+          "bytes [13] chunks [3], empty fill, missing and edge chunks", writes=vlen_1d_writes)
+    array("vlen/bytes_2d_fill_zstd", "variable_length_bytes", [5, 7], [2, 3], "AP96",
+          [vbytes, zstd(1)], "bytes [5,7] chunks [2,3], fill 00 fe 7a, vlen-bytes + zstd",
+          writes=vlen_2d_writes)
+    array("vlen/bytes_sharded", "variable_length_bytes", [10, 7], [4, 6], "",
+          [sharding([2, 3], [vbytes], [bytes_le()], "start")],
+          "bytes [10,7] shards [4,6] index start, vlen-bytes inner chunks", writes=shard_writes)
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------
+
+
+def special_floats(dtype: np.dtype) -> list[int]:
+    """Bit patterns every float array should hold: NaNs with payloads, infinities, zeros,
+    subnormals, the extremes."""
+    u = UINT[dtype.itemsize]
+    info = np.finfo(dtype)
+    return [
+        CANONICAL_NAN[dtype.itemsize],
+        CANONICAL_NAN[dtype.itemsize] | 1,  # quiet NaN with a payload
+        CANONICAL_NAN[dtype.itemsize] | (1 << (8 * dtype.itemsize - 1)),  # negative NaN
+        float_bits(np.inf, dtype),
+        float_bits(-np.inf, dtype),
+        float_bits(-0.0, dtype),
+        int(np.array(info.smallest_subnormal, dtype=dtype).view(u)),
+        float_bits(info.max, dtype),
+        float_bits(info.min, dtype),
+    ]
+
+
+def make_values(data_type: str, shape: list[int], seed: int, pattern: str) -> np.ndarray:
+    dtype = dtype_of(data_type)
+    n = int(np.prod(shape, dtype=np.int64))
+    rng = np.random.default_rng(seed)
+    kind = dtype.kind
+    if pattern == "smooth":
+        # Runs of four equal values on a slow saw-tooth: every compressor shrinks these.
+        steps = (np.arange(n) // 4) % 61
+        if kind == "b":
+            out = (steps % 2).astype(bool)
+        elif kind == "u":
+            out = (steps * 2).astype(dtype)
+        elif kind == "i":
+            out = (steps * 2 - 60).astype(dtype)
+        elif kind == "f":
+            out = (steps * 0.25 - 7.5).astype(dtype)
+        else:
+            out = (steps * 0.25 - 7.5 - 1j * steps).astype(dtype)
+        return out.reshape(shape)
+    if pattern != "random":
+        raise ValueError(f"unknown values pattern {pattern!r}")
+    if kind == "b":
+        out = rng.integers(0, 2, n).astype(bool)
+    elif kind in "iu":
+        info = np.iinfo(dtype)
+        out = rng.integers(int(info.min), int(info.max), n, dtype=dtype, endpoint=True)
+        extremes = [info.min, info.max, 0, 1]
+        for i, v in enumerate(extremes[:n]):
+            out[(i * 5) % n] = v
+    elif kind == "f":
+        out = (rng.standard_normal(n) * 1000).astype(dtype)
+        specials = special_floats(dtype)
+        for i, bits in enumerate(specials[: max(n // 3, 0)]):
+            out[(i * 3 + 1) % n] = np.array(bits, dtype=UINT[dtype.itemsize]).view(dtype)
+    elif kind == "c":
+        part = np.dtype(f"<f{dtype.itemsize // 2}")
+        re = make_values(f"float{part.itemsize * 8}", [n], seed + 1, pattern)
+        im = make_values(f"float{part.itemsize * 8}", [n], seed + 2, pattern)[::-1]
+        out = np.empty(n, dtype=dtype)
+        pairs = out.view(part).reshape(n, 2)
+        pairs[:, 0] = re
+        pairs[:, 1] = im
+    else:
+        raise TypeError(data_type)
+    return out.reshape(shape)
+
+
+def seed_of(path: str) -> int:
+    return sum((i + 1) * ord(c) for i, c in enumerate(path)) % 2**31
+
+
+def region_slices(region: list[list[int]]) -> tuple[slice, ...]:
+    return tuple(slice(a, b) for a, b in region)
+
+
+def make_vlen_values(data_type: str, shape: list[int], seed: int) -> np.ndarray:
+    """Strings (empty, ASCII, multi-byte UTF-8, emoji, long) or bytes (empty, NUL, 0xff,
+    random of any length up to 300) as an object array."""
+    n = int(np.prod(shape, dtype=np.int64))
+    rng = np.random.default_rng(seed)
+    pool = ["", "a", "zarr", "héllo wörld", "日本語テキスト", "🦀", "e\u0301 ✓ 🦀🦀", "\x00nul",
+            "tab\tnew\nline", "Ω≈ç√∫", "x" * 300, "👩‍👩‍👧‍👦 family"]
+    out = np.empty(n, dtype=object)
+    for i in range(n):
+        r = int(rng.integers(0, 1 << 30))
+        if data_type == "string":
+            out[i] = pool[r % len(pool)] if i % 5 else f"{i}:{pool[r % len(pool)]}"
+        else:
+            k = r % 7
+            out[i] = (b"" if k == 0 else b"\x00" if k == 1 else b"\xff\x00\x01" if k == 2
+                      else rng.integers(0, 256, int(r % 300), dtype=np.uint8).tobytes())
+    return out.reshape(shape)
+
+
+def expected_array(case: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(data to write, expected content): fill everywhere, data in the written regions."""
+    if is_vlen(case["data_type"]):
+        data = make_vlen_values(case["data_type"], case["shape"], seed_of(case["path"]))
+        expected = np.empty(case["shape"], dtype=object)
+        expected.reshape(-1)[:] = [dec_vlen_fill(case["fill_value"], case["data_type"])] * \
+            expected.size
+        for region in case["writes"]:
+            s = region_slices(region)
+            expected[s] = data[s]
+        return data, expected
+    dtype = dtype_of(case["data_type"])
+    data = make_values(case["data_type"], case["shape"], seed_of(case["path"]),
+                       case["values_pattern"])
+    fill = dec_fill(case["fill_value"], dtype)
+    expected = np.full(case["shape"], fill, dtype=dtype)
+    for region in case["writes"]:
+        s = region_slices(region)
+        expected[s] = data[s]
+    return data, expected
+
+
+# ---------------------------------------------------------------------------
+# write
+# ---------------------------------------------------------------------------
+
+
+def split_codecs(codecs: list[dict[str, Any]]) -> tuple[list, dict, list]:
+    array_to_array = {"transpose"}
+    array_to_bytes = {"bytes", "sharding_indexed", "vlen-utf8", "vlen-bytes"}
+    filters, serializer, compressors = [], None, []
+    for c in codecs:
+        if c["name"] in array_to_array:
+            filters.append(c)
+        elif c["name"] in array_to_bytes:
+            serializer = c
+        else:
+            compressors.append(c)
+    if serializer is None:
+        raise ValueError("no array->bytes codec")
+    return filters, serializer, compressors
+
+
+def zarr_python_write(root: Path, case: dict[str, Any], data: np.ndarray) -> None:
+    dt = case["data_type"]
+    filters, serializer, compressors = split_codecs(case["codecs"])
+    arr = zarr.create_array(
+        LocalStore(root),
+        name=case["path"],
+        shape=case["shape"],
+        chunks=case["chunk_shape"],
+        dtype=zdtype_of(dt),
+        fill_value=(dec_vlen_fill(case["fill_value"], dt) if is_vlen(dt)
+                    else dec_fill(case["fill_value"], dtype_of(dt))),
+        filters=filters,
+        serializer=serializer,
+        compressors=compressors or None,
+        chunk_key_encoding=case["chunk_key_encoding"],
+        dimension_names=case["dimension_names"],
+        attributes=case["attributes"],
+        zarr_format=3,
+    )
+    for region in case["writes"]:
+        s = region_slices(region)
+        arr[s] = data[s]
+
+
+def tensorstore_write(root: Path, case: dict[str, Any], data: np.ndarray) -> None:
+    metadata: dict[str, Any] = {
+        "shape": case["shape"],
+        "data_type": case["data_type"],
+        "chunk_grid": {"name": "regular",
+                       "configuration": {"chunk_shape": case["chunk_shape"]}},
+        "chunk_key_encoding": case["chunk_key_encoding"],
+        "fill_value": case["fill_value"],
+    }
+    if case["codecs"] is not None:
+        metadata["codecs"] = case["codecs"]
+    if case["dimension_names"] is not None:
+        metadata["dimension_names"] = case["dimension_names"]
+    if case["attributes"]:
+        metadata["attributes"] = case["attributes"]
+    spec = {
+        "driver": "zarr3",
+        "kvstore": {"driver": "file", "path": str(root / case["path"]) + "/"},
+        "metadata": metadata,
+    }
+    t = ts.open(spec, create=True).result()
+    for region in case["writes"]:
+        s = region_slices(region)
+        if s:
+            t[s].write(data[s]).result()
+        else:
+            t.write(data).result()
+
+
+def cmd_write(out: Path) -> None:
+    if out.exists() and any(out.iterdir()):
+        sys.exit(f"peer.py write: {out} is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    zarr.config.set({"async.concurrency": 4})
+    manifest = []
+    for case in build_matrix():
+        entry = dict(case)
+        if case["node_type"] == "group":
+            zarr.create_group(LocalStore(out), path=case["path"],
+                              attributes=case["attributes"], zarr_format=3, overwrite=True)
+            entry["writer"] = ZP
+            manifest.append(entry)
+            continue
+        data, expected = expected_array(case)
+        if case["writer"] == "tensorstore":
+            tensorstore_write(out, case, data)
+            entry["writer"] = TS
+        else:
+            zarr_python_write(out, case, data)
+            entry["writer"] = ZP
+        metadata = json.loads((out / case["path"] / "zarr.json").read_text())
+        # The writer must have stored the fill value we asked for, bit for bit.
+        dt = case["data_type"]
+        if is_vlen(dt):
+            same = (dec_vlen_fill(case["fill_value"], dt)
+                    == dec_vlen_fill(metadata["fill_value"], dt))
+        else:
+            dtype = dtype_of(dt)
+            want = bits_of(np.array([dec_fill(case["fill_value"], dtype)]))
+            got = bits_of(np.array([dec_fill(metadata["fill_value"], dtype)]))
+            same = np.array_equal(want, got)
+        if not same:
+            sys.exit(f"peer.py write: {entry['writer']} wrote fill_value "
+                     f"{metadata['fill_value']!r} for {case['path']}, not {case['fill_value']!r}")
+        entry["metadata"] = metadata
+        entry["values"] = ([enc_vlen(v) for v in expected.reshape(-1)] if is_vlen(dt)
+                           else enc_values(expected))
+        canon(entry["values"])  # no bare NaN tokens
+        manifest.append(entry)
+    # Every array must read back through its writer as the manifest says before we hand the
+    # store to the Rust side; a peer that cannot read its own output is not a useful oracle.
+    problems = verify_entries(out, [
+        dict(e, peers=["zarr-python", "tensorstore"] if e.get("writer") == TS else ["zarr-python"])
+        for e in manifest
+    ])
+    if problems:
+        sys.exit("peer.py write: the peers do not read back what they wrote:\n"
+                 + "\n".join(problems))
+    text = "[\n" + ",\n".join(json.dumps(e, allow_nan=False, ensure_ascii=False)
+                              for e in manifest) + "\n]\n"
+    (out / "manifest.json").write_text(text, encoding="utf-8")
+    n_arrays = sum(e["node_type"] == "array" for e in manifest)
+    print(f"peer.py: wrote {len(manifest)} nodes ({n_arrays} arrays) with {ZP} and {TS}")
+
+
+# ---------------------------------------------------------------------------
+# verify
+# ---------------------------------------------------------------------------
+
+
+def describe_mismatch(got: np.ndarray, expected: np.ndarray, limit: int = 8) -> str:
+    g, e = bits_of(got), bits_of(expected)
+    bad = np.nonzero((g != e).any(axis=1))[0]
+    flat_g, flat_e = got.reshape(-1), expected.reshape(-1)
+    lines = [f"{len(bad)} of {len(flat_e)} elements differ"]
+    for i in bad[:limit]:
+        idx = np.unravel_index(int(i), expected.shape) if expected.shape else ()
+        lines.append(f"      at {list(map(int, idx))}: got {enc_scalar(flat_g[i], got.dtype)!r} "
+                     f"expected {enc_scalar(flat_e[i], expected.dtype)!r}")
+    return "\n".join(lines)
+
+
+def compare_vlen(label: str, got: np.ndarray, entry: dict[str, Any]) -> list[str]:
+    dt = entry["data_type"]
+    if list(got.shape) != entry["shape"]:
+        return [f"{label}: shape {list(got.shape)} is not {entry['shape']}"]
+    kind = str if dt == "string" else bytes
+    # A 0-d read gives a numpy scalar (np.str_ / np.bytes_, subclasses of str / bytes).
+    flat = list(got.reshape(-1))
+    if not all(isinstance(v, kind) for v in flat):
+        types = sorted({type(v).__name__ for v in flat})
+        return [f"{label}: elements are {types} ({got.dtype}), not {kind.__name__}"]
+    expected = dec_vlen_values(entry["values"], dt)
+    flat = [kind(v) for v in flat]
+    bad = [i for i, (g, e) in enumerate(zip(flat, expected)) if g != e]
+    if not bad:
+        return []
+    lines = [f"{label}: values differ: {len(bad)} of {len(expected)} elements differ"]
+    for i in bad[:8]:
+        idx = list(map(int, np.unravel_index(i, got.shape))) if got.shape else []
+        lines.append(f"      at {idx}: got {flat[i]!r} expected {expected[i]!r}")
+    return ["\n".join(lines)]
+
+
+def compare(label: str, got: np.ndarray, entry: dict[str, Any]) -> list[str]:
+    if is_vlen(entry["data_type"]):
+        return compare_vlen(label, got, entry)
+    dtype = dtype_of(entry["data_type"])
+    problems = []
+    if got.dtype.newbyteorder("<") != dtype:
+        problems.append(f"{label}: data type {got.dtype} is not {dtype} ({entry['data_type']})")
+        return problems
+    if list(got.shape) != entry["shape"]:
+        problems.append(f"{label}: shape {list(got.shape)} is not {entry['shape']}")
+        return problems
+    expected = dec_values(entry["values"], dtype, entry["shape"])
+    if not np.array_equal(bits_of(got), bits_of(expected)):
+        problems.append(f"{label}: values differ: {describe_mismatch(got, expected)}")
+    return problems
+
+
+def check_fill(label: str, fill: Any, entry: dict[str, Any]) -> list[str]:
+    if is_vlen(entry["data_type"]):
+        want = dec_vlen_fill(entry["fill_value"], entry["data_type"])
+        if type(fill) is not type(want) or fill != want:
+            return [f"{label}: fill value {fill!r} is not {want!r}"]
+        return []
+    dtype = dtype_of(entry["data_type"])
+    got = bits_of(np.array([fill], dtype=dtype))
+    want = bits_of(np.array([dec_fill(entry["fill_value"], dtype)]))
+    if not np.array_equal(got, want):
+        return [f"{label}: fill value {enc_scalar(np.array(fill, dtype=dtype), dtype)!r} is not "
+                f"{entry['fill_value']!r}"]
+    return []
+
+
+def verify_entry(root: Path, entry: dict[str, Any]) -> list[str]:
+    path = entry["path"]
+    shown = path or "/"
+    problems: list[str] = []
+    if entry["node_type"] == "group":
+        g = zarr.open_group(LocalStore(root, read_only=True), path=path, mode="r", zarr_format=3)
+        if canon(dict(g.attrs)) != canon(entry["attributes"]):
+            problems.append(f"{shown} (group, {ZP}): attributes {canon(dict(g.attrs))} are not "
+                            f"{canon(entry['attributes'])}")
+        return problems
+    bugs = entry.get("peer_bugs", {})
+    peers = [p for p in entry.get("peers", ["zarr-python"]) if p not in bugs]
+    if not peers:
+        return [f"{shown}: no peer is left to check it (peer_bugs: {bugs})"]
+    if "zarr-python" in peers:
+        label = f"{shown} ({ZP})"
+        a = zarr.open_array(LocalStore(root, read_only=True), path=path, mode="r", zarr_format=3)
+        got = np.asarray(a[...])
+        problems += compare(label, got, entry)
+        problems += check_fill(label, a.fill_value, entry)
+        if canon(dict(a.attrs)) != canon(entry["attributes"]):
+            problems.append(f"{label}: attributes {canon(dict(a.attrs))} are not "
+                            f"{canon(entry['attributes'])}")
+        dims = a.metadata.dimension_names
+        want_dims = entry.get("dimension_names")
+        if (list(dims) if dims is not None else None) != want_dims and not (
+            dims is None and want_dims is not None and all(d is None for d in want_dims)
+        ):
+            problems.append(f"{label}: dimension names {dims} are not {want_dims}")
+        # A region that starts and ends inside chunks (partial-chunk reads).
+        if got.ndim > 0 and got.size > 0:
+            s = tuple(slice(1, n - 1) if n >= 3 else slice(0, n) for n in got.shape)
+            part = np.asarray(a[s])
+            if is_vlen(entry["data_type"]):
+                same = part.shape == got[s].shape and list(part.reshape(-1)) == list(
+                    got[s].reshape(-1))
+            else:
+                same = np.array_equal(bits_of(part), bits_of(np.ascontiguousarray(got[s])))
+            if not same:
+                problems.append(f"{label}: the region {s} differs from the same region of the "
+                                "whole array")
+    if "tensorstore" in peers:
+        label = f"{shown} ({TS})"
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root / path) + "/"}}
+        t = ts.open(spec, open=True, read=True).result()
+        got = np.asarray(t.read().result())
+        problems += compare(label, got, entry)
+        problems += check_fill(label, np.asarray(t.fill_value), entry)
+        want_labels = [n or "" for n in entry.get("dimension_names") or [""] * got.ndim]
+        if list(t.domain.labels) != want_labels:
+            problems.append(f"{label}: dimension labels {list(t.domain.labels)} are not "
+                            f"{want_labels}")
+    return problems
+
+
+def verify_entries(root: Path, entries: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    for entry in entries:
+        try:
+            problems += verify_entry(root, entry)
+        except Exception as e:  # noqa: BLE001 - every failure is reported, none stops the run
+            detail = traceback.format_exception_only(type(e), e)[-1].strip()
+            problems.append(f"{entry['path'] or '/'}: cannot be read: {detail}")
+    return problems
+
+
+def cmd_verify(root: Path, manifest_path: Path) -> None:
+    entries = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if not entries:
+        sys.exit("peer.py verify: the manifest lists no nodes")
+    problems = verify_entries(root, entries)
+    if any(e["node_type"] == "group" and e["path"] == "" for e in entries):
+        # The hierarchy as zarr-python discovers it from the root must be exactly the nodes
+        # listed (every group written explicitly, nothing extra).
+        try:
+            g = zarr.open_group(LocalStore(root, read_only=True), mode="r", zarr_format=3)
+            found = sorted(name for name, _ in g.members(max_depth=None))
+            want = sorted(e["path"] for e in entries if e["path"])
+            if found != want:
+                problems.append(f"/ ({ZP}): the hierarchy lists {sorted(set(found) - set(want))} "
+                                f"more and {sorted(set(want) - set(found))} fewer nodes than "
+                                "the manifest")
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"/ ({ZP}): cannot list the hierarchy: {e!r}")
+    for e in entries:
+        for peer, why in e.get("peer_bugs", {}).items():
+            if peer in e.get("peers", []):
+                print(f"peer.py verify: {e['path']}: not checked with {peer}: {why}")
+    n_arrays = sum(e["node_type"] == "array" for e in entries)
+    n_ts = sum("tensorstore" in e.get("peers", []) and "tensorstore" not in e.get("peer_bugs", {})
+               for e in entries)
+    if problems:
+        print(f"peer.py verify: {len(problems)} problem(s) in {len(entries)} nodes:")
+        for p in problems:
+            print(f"  - {p}")
+        sys.exit(1)
+    print(f"peer.py verify: {len(entries)} nodes ({n_arrays} arrays) read exactly by {ZP}; "
+          f"{n_ts} of the arrays also by {TS}")
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args == ["matrix"]:
+        print(json.dumps(build_matrix(), allow_nan=False, ensure_ascii=False, indent=1))
+    elif len(args) == 2 and args[0] == "write":
+        cmd_write(Path(args[1]).resolve())
+    elif len(args) == 3 and args[0] == "verify":
+        cmd_verify(Path(args[1]).resolve(), Path(args[2]).resolve())
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
