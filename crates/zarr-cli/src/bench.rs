@@ -12,6 +12,7 @@ use zarr::store::{FilesystemStore, Store};
 use crate::create::parse_data_type;
 use crate::info::{bytes_text, chunk_stats};
 use crate::layout::{Layout, chunking_text, codec_text, codecs_from_flags, shape_text};
+use crate::outln;
 use crate::progress::note;
 use crate::region::parse_shape;
 use crate::{Global, cast, usage};
@@ -120,7 +121,7 @@ pub(crate) async fn run(args: BenchArgs, global: Global) -> Result<()> {
         global,
         &format!("store   {}", dir.path().join("bench.zarr").display()),
     );
-    println!(
+    outln!(
         "array   {} {} ({}), codecs {}",
         data_type.name(),
         shape_text(&shape),
@@ -135,16 +136,16 @@ pub(crate) async fn run(args: BenchArgs, global: Global) -> Result<()> {
     let region = array.full_region();
     let started = Instant::now();
     array.write_bytes(&region, &values).await?;
-    println!("write   {}", rate(bytes, started.elapsed().as_secs_f64()));
+    outln!("write   {}", rate(bytes, started.elapsed().as_secs_f64()));
     let started = Instant::now();
     let read = array.read_bytes(&region).await?;
-    println!("read    {}", rate(bytes, started.elapsed().as_secs_f64()));
+    outln!("read    {}", rate(bytes, started.elapsed().as_secs_f64()));
     if read != values {
         anyhow::bail!("the values read back differ from the values written");
     }
     let stats = chunk_stats(&array).await?;
     if let (Some(stored), Some(ratio)) = (stats.stored_bytes, stats.ratio()) {
-        println!("stored  {}, ratio {ratio:.2}", bytes_text(stored));
+        outln!("stored  {}, ratio {ratio:.2}", bytes_text(stored));
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ use zarr::metadata::{DataType, FillValue};
 use zarr::store::{FilesystemStore, Store};
 
 use crate::info::InfoArgs;
+use crate::outln;
 use crate::progress::note;
 use crate::tree::TreeArgs;
 use crate::{Global, TargetArgs};
@@ -110,9 +111,9 @@ pub(crate) async fn run(args: DemoArgs, global: Global) -> Result<()> {
     };
 
     let shown = dir.display().to_string();
-    println!("Built a Zarr v3 dataset in {shown}:\n");
+    outln!("Built a Zarr v3 dataset in {shown}:\n");
     crate::tree::run(TreeArgs::for_target(&shown)).await?;
-    println!();
+    outln!();
     crate::info::run(InfoArgs::for_target(&format!("{shown}/images/raw"))).await?;
     if !strings {
         note(
@@ -120,10 +121,10 @@ pub(crate) async fn run(args: DemoArgs, global: Global) -> Result<()> {
             "\n(no string array: this build has no variable-length string codecs yet)",
         );
     }
-    println!(
+    outln!(
         "\nTry:\n  zarr get {shown}/images/raw --region 0:4,0:8\n  zarr get {shown}/timeseries/temperature --region 690:710\n  zarr verify {shown}\n"
     );
-    println!(
+    outln!(
         "Open it from zarr-python 3 (pip install zarr):\n\n  import zarr\n  root = zarr.open_group({shown:?}, mode=\"r\")\n  print(root.tree())\n  raw = root[\"images/raw\"][:]    # numpy array, shape (512, 512), uint16"
     );
     Ok(())

@@ -13,6 +13,7 @@ use zarr::store::{Store, StoreKey, StorePrefix};
 
 use crate::TargetArgs;
 use crate::layout::{Layout, chunking_text, codec_text, shape_text};
+use crate::outln;
 use crate::target::{Access, resolve};
 
 /// Arguments of `zarr info`.
@@ -178,7 +179,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<()> {
                 .await
                 .with_context(|| format!("counting the chunks of {}", target.describe()))?;
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&array_json(&array, &stats)?)?
                 );
@@ -192,12 +193,12 @@ pub(crate) async fn run(args: InfoArgs) -> Result<()> {
                 .await
                 .with_context(|| format!("listing the children of {}", target.describe()))?;
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&group_json(&group, &children))?
                 );
             } else {
-                print_group(&target.describe(), &group, &children);
+                print_group(&target.describe(), &group, &children)?;
             }
         }
     }
@@ -229,22 +230,22 @@ fn array_json(array: &Array<dyn Store>, stats: &ChunkStats) -> Result<Value> {
 
 fn print_array(name: &str, array: &Array<dyn Store>, stats: &ChunkStats) -> Result<()> {
     let metadata: &ArrayMetadata = array.metadata();
-    println!("array        {name}");
-    println!("path         {}", array.path());
-    println!("shape        {}", shape_text(&metadata.shape));
-    println!("data type    {}", metadata.data_type.name());
+    outln!("array        {name}");
+    outln!("path         {}", array.path());
+    outln!("shape        {}", shape_text(&metadata.shape));
+    outln!("data type    {}", metadata.data_type.name());
     let grid = array.grid_shape()?;
     match &metadata.chunk_grid {
-        ChunkGrid::Regular(_) => println!("chunking     {}", chunking_text(metadata)),
-        ChunkGrid::Rectilinear(_) => println!(
+        ChunkGrid::Regular(_) => outln!("chunking     {}", chunking_text(metadata)),
+        ChunkGrid::Rectilinear(_) => outln!(
             "chunking     rectilinear {}",
             metadata.chunk_grid.to_json()["configuration"]["chunk_shapes"]
         ),
     }
     let sharded = Layout::of(metadata)?.inner.is_some();
     let kind = if sharded { "shards" } else { "chunks" };
-    println!("grid         {} {kind}", shape_text(&grid));
-    println!(
+    outln!("grid         {} {kind}", shape_text(&grid));
+    outln!(
         "chunk keys   {} (first: {})",
         metadata.chunk_key_encoding.to_json()["name"]
             .as_str()
@@ -254,7 +255,7 @@ fn print_array(name: &str, array: &Array<dyn Store>, stats: &ChunkStats) -> Resu
     let layout = Layout::of(metadata)?;
     let codecs = if layout.inner.is_some() {
         let config = metadata.codecs[0].configuration_or_empty();
-        println!(
+        outln!(
             "sharding     {}, index at the {}; inner chunks use the codecs below",
             crate::layout::SHARDING,
             config
@@ -268,21 +269,21 @@ fn print_array(name: &str, array: &Array<dyn Store>, stats: &ChunkStats) -> Resu
     };
     for (i, codec) in codecs.iter().enumerate() {
         let label = if i == 0 { "codecs" } else { "" };
-        println!("{label:<12} {}", codec_text(codec));
+        outln!("{label:<12} {}", codec_text(codec));
     }
-    println!(
+    outln!(
         "fill value   {}",
         metadata.fill_value.to_json(&metadata.data_type)?
     );
     if let Some(names) = &metadata.dimension_names {
         let names: Vec<&str> = names.iter().map(|n| n.as_deref().unwrap_or("-")).collect();
-        println!("dimensions   {}", names.join(", "));
+        outln!("dimensions   {}", names.join(", "));
     }
     for t in &metadata.storage_transformers {
-        println!("transformer  {}", codec_text(t));
+        outln!("transformer  {}", codec_text(t));
     }
     match stats.present {
-        Some(present) => println!(
+        Some(present) => outln!(
             "stored       {present} of {} {kind}{}",
             stats.possible,
             if present < stats.possible {
@@ -291,15 +292,15 @@ fn print_array(name: &str, array: &Array<dyn Store>, stats: &ChunkStats) -> Resu
                 ""
             }
         ),
-        None => println!("stored       ? of {} {kind}", stats.possible),
+        None => outln!("stored       ? of {} {kind}", stats.possible),
     }
     if let Some(bytes) = stats.stored_bytes {
-        println!("stored bytes {}", bytes_text(bytes));
+        outln!("stored bytes {}", bytes_text(bytes));
     }
     if let Some(ratio) = stats.ratio() {
-        println!("ratio        {ratio:.2} (decoded bytes of the stored {kind} / stored bytes)");
+        outln!("ratio        {ratio:.2} (decoded bytes of the stored {kind} / stored bytes)");
     }
-    print_attributes(&metadata.attributes);
+    print_attributes(&metadata.attributes)?;
     Ok(())
 }
 
@@ -318,18 +319,18 @@ fn child_summary(node: &Node<dyn Store>) -> String {
     }
 }
 
-fn print_group(name: &str, group: &Group<dyn Store>, children: &[Node<dyn Store>]) {
-    println!("group        {name}");
-    println!("path         {}", group.path());
-    print_attributes(group.attributes());
+fn print_group(name: &str, group: &Group<dyn Store>, children: &[Node<dyn Store>]) -> Result<()> {
+    outln!("group        {name}");
+    outln!("path         {}", group.path());
+    print_attributes(group.attributes())?;
     if let Some(consolidated) = &group.metadata().consolidated_metadata {
-        println!(
+        outln!(
             "consolidated metadata for {} nodes",
             consolidated.metadata.len()
         );
     }
     if children.is_empty() {
-        println!("children     (none)");
+        outln!("children     (none)");
     }
     for (i, child) in children.iter().enumerate() {
         let label = if i == 0 { "children" } else { "" };
@@ -339,8 +340,9 @@ fn print_group(name: &str, group: &Group<dyn Store>, children: &[Node<dyn Store>
         } else {
             ""
         };
-        println!("{label:<12} {name}{slash}  {}", child_summary(child));
+        outln!("{label:<12} {name}{slash}  {}", child_summary(child));
     }
+    Ok(())
 }
 
 fn group_json(group: &Group<dyn Store>, children: &[Node<dyn Store>]) -> Value {
@@ -364,15 +366,16 @@ fn group_json(group: &Group<dyn Store>, children: &[Node<dyn Store>]) -> Value {
     })
 }
 
-fn print_attributes(attributes: &Map<String, Value>) {
+fn print_attributes(attributes: &Map<String, Value>) -> Result<()> {
     if attributes.is_empty() {
-        println!("attributes   (none)");
-        return;
+        outln!("attributes   (none)");
+        return Ok(());
     }
-    println!("attributes");
+    outln!("attributes");
     for (key, value) in attributes {
-        println!("  {key}: {value}");
+        outln!("  {key}: {value}");
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -46,6 +46,16 @@ macro_rules! usage {
 }
 pub(crate) use usage;
 
+/// `println!` that returns the write error (a closed pipe ends the program quietly, see
+/// [`report`]) instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)?;
+    }};
+}
+pub(crate) use outln;
+
 /// Inspect, export, convert and verify Zarr v3 stores.
 ///
 /// TARGET is a local path (`data.zarr/images/raw`: the store root is found by walking up

@@ -7,6 +7,7 @@ use zarr::metadata::NodeMetadata;
 
 use crate::TargetArgs;
 use crate::layout::{chunking_text, shape_text};
+use crate::outln;
 use crate::target::{Access, resolve};
 
 /// Arguments of `zarr tree`.
@@ -43,7 +44,7 @@ pub(crate) async fn run(args: TreeArgs) -> Result<()> {
         Node::Group(group) => group,
         Node::Array(array) => {
             let metadata = NodeMetadata::Array(Box::new(array.metadata().clone()));
-            println!("{}{}", array.path(), describe(&metadata));
+            outln!("{}{}", array.path(), describe(&metadata));
             return Ok(());
         }
     };
@@ -56,7 +57,7 @@ pub(crate) async fn run(args: TreeArgs) -> Result<()> {
     } else {
         ""
     };
-    println!("{}{consolidated}", group.path());
+    outln!("{}{consolidated}", group.path());
     let base = group.path().names().count();
     for (path, metadata) in &nodes {
         let depth = path.names().count() - base;
@@ -66,7 +67,7 @@ pub(crate) async fn run(args: TreeArgs) -> Result<()> {
         } else {
             ""
         };
-        println!("{}{name}{slash}{}", "  ".repeat(depth), describe(metadata));
+        outln!("{}{name}{slash}{}", "  ".repeat(depth), describe(metadata));
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ use zarr::metadata::NodeMetadata;
 use zarr::store::Store;
 
 use crate::info::grid_indices;
+use crate::outln;
 use crate::progress::bar;
 use crate::target::{Access, resolve};
 use crate::{Global, TargetArgs, error_line};
@@ -90,7 +91,7 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
                         Ok(array) => arrays.push(array),
                         Err(err) => {
                             problems += 1;
-                            println!("unopenable {path}: {}", error_line(&err));
+                            outln!("unopenable {path}: {}", error_line(&err));
                         }
                     }
                 }
@@ -115,14 +116,17 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
                 Outcome::Good => good += 1,
                 Outcome::Bad { key, reason } => {
                     problems += 1;
-                    progress.suspend(|| println!("corrupt {key}: {reason}"));
+                    progress.suspend(|| {
+                        use std::io::Write as _;
+                        writeln!(std::io::stdout(), "corrupt {key}: {reason}")
+                    })?;
                 }
             }
             progress.inc(1);
         }
     }
     progress.finish_and_clear();
-    println!(
+    outln!(
         "checked {} array{}: {good} chunks decode, {missing} not stored (fill value), {problems} problem{}",
         arrays.len(),
         if arrays.len() == 1 { "" } else { "s" },

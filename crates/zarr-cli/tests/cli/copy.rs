@@ -185,6 +185,28 @@ fn copy_a_peer_written_group() {
     assert!(out.contains("nested: {\"k\":[true,null]}"), "{out}");
 }
 
+#[test]
+fn copy_round_trips_sharded_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("zarr-python/shard_strings");
+    let plain = dir.path().join("plain.zarr").display().to_string();
+    ok(&[
+        "copy", &src, &plain, "--shards", "none", "--chunks", "3", "--codec", "zstd:1",
+    ]);
+    let meta = info(&plain);
+    assert_eq!(
+        codec_names(&meta["metadata"]["codecs"]),
+        ["vlen-utf8", "zstd"]
+    );
+    let back = dir.path().join("back.zarr").display().to_string();
+    ok(&["copy", &plain, &back, "--shards", "6", "--chunks", "2"]);
+    assert_eq!(info(&back)["shard_shape"], serde_json::json!([6]));
+    let json = |t: &str| ok(&["get", "-f", "json", t]);
+    assert_eq!(json(&plain), json(&src));
+    assert_eq!(json(&back), json(&src));
+    assert!(ok(&["verify", &back]).contains("0 problems"));
+}
+
 /// The S3 test server (moto) that `cargo xtask ci` starts: copy there and back.
 #[test]
 fn copy_to_s3_and_back() {

@@ -52,6 +52,11 @@ fn demo_builds_a_dataset_that_the_other_commands_read() {
     );
     assert!(out.contains("stored       4 of 4 shards"), "{out}");
     assert!(out.contains("zarr.open_group("), "{out}");
+    assert!(out.contains("  labels  string 4 (chunks 2)"), "{out}");
+    assert_eq!(
+        ok(&["get", &format!("{demo_text}/labels")]),
+        "\"background\"\n\"ring\"\n\"ramp\"\n\"gap\"\n"
+    );
     let raw = format!("{demo_text}/images/raw");
     assert_eq!(ok(&["get", &raw, "-r", "0,0:4"]), "1000\n1\n2\n3\n");
     let series = ok(&[
