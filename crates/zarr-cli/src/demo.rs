@@ -10,11 +10,10 @@ use zarr::array::{ArrayBuilder, ArrayBytes, Group, VlenBytes};
 use zarr::metadata::{DataType, FillValue};
 use zarr::store::{FilesystemStore, Store};
 
+use crate::TargetArgs;
 use crate::info::InfoArgs;
 use crate::outln;
-use crate::progress::note;
 use crate::tree::TreeArgs;
-use crate::{Global, TargetArgs};
 
 /// Arguments of `zarr demo`.
 #[derive(Args, Debug)]
@@ -34,7 +33,7 @@ fn is_earlier_demo(dir: &Path) -> bool {
         .is_some_and(|v| v["attributes"][MARK] == true)
 }
 
-pub(crate) async fn run(args: DemoArgs, global: Global) -> Result<()> {
+pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     let dir = &args.dir;
     if dir.exists() {
         let empty = std::fs::read_dir(dir)
@@ -92,35 +91,22 @@ pub(crate) async fn run(args: DemoArgs, global: Global) -> Result<()> {
         .collect();
     series.write(0..700, &samples).await?;
 
-    // Strings, when this build has the variable-length codecs.
+    // Strings (variable-length UTF-8, stored as zarr-python's vlen-utf8).
     let labels = ArrayBuilder::new(vec![4], DataType::String, vec![2])
         .zstd(3)
         .create(Arc::clone(&store), "/labels")
-        .await;
-    let strings = match labels {
-        Ok(labels) => {
-            let names = ["background", "ring", "ramp", "gap"];
-            let values = VlenBytes::from_elements(names.iter().map(|s| s.as_bytes()));
-            labels
-                .write_array_bytes(0..4, ArrayBytes::Variable(values))
-                .await?;
-            true
-        }
-        Err(zarr::array::Error::Codecs { .. }) => false,
-        Err(err) => return Err(err.into()),
-    };
+        .await?;
+    let names = ["background", "ring", "ramp", "gap"];
+    let values = VlenBytes::from_elements(names.iter().map(|s| s.as_bytes()));
+    labels
+        .write_array_bytes(0..4, ArrayBytes::Variable(values))
+        .await?;
 
     let shown = dir.display().to_string();
     outln!("Built a Zarr v3 dataset in {shown}:\n");
     crate::tree::run(TreeArgs::for_target(&shown)).await?;
     outln!();
     crate::info::run(InfoArgs::for_target(&format!("{shown}/images/raw"))).await?;
-    if !strings {
-        note(
-            global,
-            "\n(no string array: this build has no variable-length string codecs yet)",
-        );
-    }
     outln!(
         "\nTry:\n  zarr get {shown}/images/raw --region 0:4,0:8\n  zarr get {shown}/timeseries/temperature --region 690:710\n  zarr verify {shown}\n"
     );

@@ -183,8 +183,8 @@ Examples:
   zarr bench --size 256 --chunks 512,512 --codec blosc:lz4:5
   zarr bench --shards 2048,2048 --chunks 256,256 --threads 4")]
     Bench(bench::BenchArgs),
-    /// Build a small, real dataset in a directory (a sharded image, a time series and strings
-    /// when this build has them), then show its tree and an array's info, and how to open it
+    /// Build a small, real dataset in a directory (a sharded image, a time series with a gap
+    /// and a string array), then show its tree and an array's info, and how to open it
     /// from zarr-python.
     #[command(after_help = "\
 Examples:
@@ -227,7 +227,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Verify(args) => verify::run(args, global).await,
             Command::Copy(args) => copy::run(args, global).await,
             Command::Bench(args) => bench::run(args, global).await,
-            Command::Demo(args) => demo::run(args, global).await,
+            Command::Demo(args) => demo::run(args).await,
         }
     })
 }

@@ -134,9 +134,8 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
     );
     if problems > 0 {
         bail!(
-            "{} has {problems} corrupt or unreadable chunk{} or array{}",
+            "{}: {problems} problem{} found (corrupt or unreadable chunks, or arrays that do not open)",
             target.describe(),
-            if problems == 1 { "" } else { "s" },
             if problems == 1 { "" } else { "s" }
         );
     }
