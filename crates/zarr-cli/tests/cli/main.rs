@@ -4,6 +4,7 @@
 mod common;
 mod copy;
 mod inspect;
+mod interop;
 mod misc;
 mod verify;
 mod write;
