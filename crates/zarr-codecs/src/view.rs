@@ -334,50 +334,73 @@ fn for_each_paired_run(
     dst_shape: &[u64],
     dst_region: &Region,
     elem: usize,
+    f: impl FnMut(usize, usize, usize),
+) {
+    for_each_block_run(
+        src_shape,
+        &src_region.starts(),
+        dst_shape,
+        &dst_region.starts(),
+        &src_region.shape(),
+        elem,
+        f,
+    );
+}
+
+/// The runs of a block copy between two C-order arrays: call `f(src_offset, dst_offset,
+/// len)` (in bytes) for every run that is contiguous in both arrays when the block of
+/// `extent` at `src_start` of a `src_shape` array goes to `dst_start` of a `dst_shape` array,
+/// in C order of the block. Trailing dimensions whole in both arrays merge into one run.
+///
+/// The offsets are only numbers: the caller checks that both blocks lie in their arrays
+/// (otherwise the offsets point past them) and that the arrays fit in memory.
+///
+/// ```
+/// let mut runs = Vec::new();
+/// // Rows 1..3, columns 0..2 of a 3x4 array of u8, to the start of a 2x2 array.
+/// zarr_codecs::for_each_block_run(&[3, 4], &[1, 0], &[2, 2], &[0, 0], &[2, 2], 1, |s, d, n| {
+///     runs.push((s, d, n))
+/// });
+/// assert_eq!(runs, [(4, 0, 2), (8, 2, 2)]);
+/// ```
+pub fn for_each_block_run(
+    src_shape: &[u64],
+    src_start: &[u64],
+    dst_shape: &[u64],
+    dst_start: &[u64],
+    extent: &[u64],
+    elem: usize,
     mut f: impl FnMut(usize, usize, usize),
 ) {
-    let sr = src_region.ranges();
-    let dr = dst_region.ranges();
-    let rank = sr.len();
-    if sr.iter().any(|r| r.start == r.end) {
+    let rank = extent.len();
+    if extent.contains(&0) {
         return;
     }
     let ss = strides(src_shape, elem);
     let ds = strides(dst_shape, elem);
-    // Merge trailing dimensions that are whole in both buffers into one run.
+    let s_base: usize = (0..rank).map(|d| src_start[d] as usize * ss[d]).sum();
+    let d_base: usize = (0..rank).map(|d| dst_start[d] as usize * ds[d]).sum();
+    // Trailing dimensions that are whole in both arrays merge into one run.
     let mut k = rank;
-    while k > 0
-        && sr[k - 1].start == 0
-        && sr[k - 1].end == src_shape[k - 1]
-        && dr[k - 1].start == 0
-        && dr[k - 1].end == dst_shape[k - 1]
-    {
+    while k > 0 && extent[k - 1] == src_shape[k - 1] && extent[k - 1] == dst_shape[k - 1] {
         k -= 1;
     }
-    let s_base: usize = sr.iter().zip(&ss).map(|(r, s)| r.start as usize * s).sum();
-    let d_base: usize = dr.iter().zip(&ds).map(|(r, s)| r.start as usize * s).sum();
     if k == 0 {
-        let n = sr
-            .iter()
-            .map(|r| (r.end - r.start) as usize)
-            .product::<usize>()
-            * elem;
+        let n = extent.iter().map(|&e| e as usize).product::<usize>() * elem;
         f(s_base, d_base, n);
         return;
     }
-    let run_dim = k - 1;
-    let run = (sr[run_dim].end - sr[run_dim].start) as usize
-        * sr[k..]
-            .iter()
-            .map(|r| (r.end - r.start) as usize)
-            .product::<usize>()
+    let run = extent[k - 1..]
+        .iter()
+        .map(|&e| e as usize)
+        .product::<usize>()
         * elem;
-    let counts: Vec<u64> = sr[..run_dim].iter().map(|r| r.end - r.start).collect();
-    let mut index = vec![0u64; run_dim];
+    let outer = k - 1;
+    let mut index = vec![0u64; outer];
     let (mut s, mut d) = (s_base, d_base);
     loop {
         f(s, d, run);
-        let mut dim = run_dim;
+        let mut dim = outer;
         loop {
             if dim == 0 {
                 return;
@@ -386,11 +409,11 @@ fn for_each_paired_run(
             index[dim] += 1;
             s += ss[dim];
             d += ds[dim];
-            if index[dim] < counts[dim] {
+            if index[dim] < extent[dim] {
                 break;
             }
-            s -= counts[dim] as usize * ss[dim];
-            d -= counts[dim] as usize * ds[dim];
+            s -= extent[dim] as usize * ss[dim];
+            d -= extent[dim] as usize * ds[dim];
             index[dim] = 0;
         }
     }

@@ -3,19 +3,10 @@
 
 use zarr_codecs::{ArrayBytes, VlenBytes};
 
-/// Byte strides of a C-order array of `shape`.
-fn strides(shape: &[u64], elem: usize) -> Vec<usize> {
-    let mut out = vec![elem; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        out[d] = out[d + 1] * shape[d + 1] as usize;
-    }
-    out
-}
-
 /// Call `f(src_offset, dst_offset, len)` (in bytes) for every run that is contiguous in both
 /// arrays when copying the block of `extent` at `src_start` of a C-order `src_shape` array to
-/// `dst_start` of a `dst_shape` array. The caller guarantees the blocks lie in their arrays and
-/// that the arrays fit in memory.
+/// `dst_start` of a `dst_shape` array (see [`zarr_codecs::for_each_block_run`]). The caller
+/// guarantees the blocks lie in their arrays and that the arrays fit in memory.
 pub(crate) fn for_each_run(
     src_shape: &[u64],
     src_start: &[u64],
@@ -23,53 +14,9 @@ pub(crate) fn for_each_run(
     dst_start: &[u64],
     extent: &[u64],
     elem: usize,
-    mut f: impl FnMut(usize, usize, usize),
+    f: impl FnMut(usize, usize, usize),
 ) {
-    let rank = extent.len();
-    if extent.contains(&0) {
-        return;
-    }
-    let ss = strides(src_shape, elem);
-    let ds = strides(dst_shape, elem);
-    let s_base: usize = (0..rank).map(|d| src_start[d] as usize * ss[d]).sum();
-    let d_base: usize = (0..rank).map(|d| dst_start[d] as usize * ds[d]).sum();
-    // Trailing dimensions that are whole in both arrays merge into one run.
-    let mut k = rank;
-    while k > 0 && extent[k - 1] == src_shape[k - 1] && extent[k - 1] == dst_shape[k - 1] {
-        k -= 1;
-    }
-    if k == 0 {
-        let n = extent.iter().map(|&e| e as usize).product::<usize>() * elem;
-        f(s_base, d_base, n);
-        return;
-    }
-    let run = extent[k - 1..]
-        .iter()
-        .map(|&e| e as usize)
-        .product::<usize>()
-        * elem;
-    let outer = k - 1;
-    let mut index = vec![0u64; outer];
-    let (mut s, mut d) = (s_base, d_base);
-    loop {
-        f(s, d, run);
-        let mut dim = outer;
-        loop {
-            if dim == 0 {
-                return;
-            }
-            dim -= 1;
-            index[dim] += 1;
-            s += ss[dim];
-            d += ds[dim];
-            if index[dim] < extent[dim] {
-                break;
-            }
-            s -= extent[dim] as usize * ss[dim];
-            d -= extent[dim] as usize * ds[dim];
-            index[dim] = 0;
-        }
-    }
+    zarr_codecs::for_each_block_run(src_shape, src_start, dst_shape, dst_start, extent, elem, f);
 }
 
 /// Copy a block between fixed-size arrays (see [`for_each_run`]).
