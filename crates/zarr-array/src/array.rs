@@ -153,7 +153,15 @@ impl<S: ?Sized> Array<S> {
     ) -> Result<Self> {
         let transformer = match metadata.storage_transformers.as_slice() {
             [] => None,
-            [only] if ShardingTransformerConfig::from_metadata(only).is_ok() => {
+            [only] if let Ok(config) = ShardingTransformerConfig::from_metadata(only) => {
+                if config.chunks_per_shard.len() != metadata.shape.len() {
+                    return Err(zarr_core::Error::RankMismatch {
+                        what: "the sharding storage transformer's chunks_per_shard".into(),
+                        expected: metadata.shape.len(),
+                        found: config.chunks_per_shard.len(),
+                    }
+                    .into());
+                }
                 let prefix = StorePrefix::try_new(path.prefix())?;
                 let transformer = ShardingTransformer::from_metadata(
                     Arc::clone(&store),
@@ -217,20 +225,16 @@ impl<S: ?Sized> Array<S> {
     }
 
     /// Whether the array's chunks go through the sharding storage transformer (the metadata
-    /// names it in `storage_transformers`). Such arrays are read-only here.
+    /// names it in `storage_transformers`). Reads and writes then go through a
+    /// [`ShardingTransformer`] wrapping [`store`](Array::store).
     pub fn uses_storage_transformer(&self) -> bool {
         self.transformer.is_some()
     }
 
-    pub(crate) fn check_writable(&self) -> Result<()> {
-        if self.transformer.is_some() {
-            return Err(Error::unsupported(
-                self.path.as_str(),
-                "writing through the sharding storage transformer (this array can be read; \
-                 to write, wrap the store in zarr_sharding::ShardingTransformer yourself)",
-            ));
-        }
-        Ok(())
+    /// The sharding storage transformer chunk reads and writes go through, if the metadata
+    /// names one.
+    pub fn storage_transformer(&self) -> Option<&Arc<ShardingTransformer<S>>> {
+        self.transformer.as_ref()
     }
 
     /// The options.
@@ -653,7 +657,6 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::write`].
     pub async fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
-        self.check_writable()?;
         let region = region.into_region()?;
         if self.metadata.data_type == DataType::Bool
             && let Some(i) = bool::first_invalid(values)
@@ -681,10 +684,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
         let region = region.into_region()?;
         match values {
             ArrayBytes::Fixed(bytes) => self.write_bytes(&region, &bytes).await,
-            ArrayBytes::Variable(vlen) => {
-                self.check_writable()?;
-                crate::write::write_variable(self, &region, vlen).await
-            }
+            ArrayBytes::Variable(vlen) => crate::write::write_variable(self, &region, vlen).await,
         }
     }
 
@@ -744,18 +744,14 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Core`] if the chunk lies outside the grid; [`Error::Chunk`] if `values` do not
     /// match the chunk; store errors.
     pub async fn write_chunk(&self, chunk: &[u64], values: ArrayBytes) -> Result<()> {
-        self.check_writable()?;
         let key = self.chunk_key(chunk)?;
         let shape = self
             .metadata
             .chunk_grid
             .chunk_shape(&self.metadata.shape, chunk)?;
         let chain = self.chain(&shape)?;
-        match crate::write::encode_chunk(self, &chain, &key, values)? {
-            Some(bytes) => self.store.set(&key, bytes).await?,
-            None => self.store.erase(&key).await?,
-        }
-        Ok(())
+        let value = crate::write::encode_chunk(self, &chain, &key, values)?;
+        self.sink().put(self, key, value).await
     }
 
     /// Erase one chunk (it then reads as the fill value).
@@ -763,10 +759,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::write_chunk`].
     pub async fn erase_chunk(&self, chunk: &[u64]) -> Result<()> {
-        self.check_writable()?;
         let key = self.chunk_key(chunk)?;
-        self.store.erase(&key).await?;
-        Ok(())
+        self.sink().put(self, key, None).await
     }
 
     /// Replace the attributes and write `zarr.json`.
@@ -810,7 +804,6 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Core`] if the new shape has the wrong rank or does not suit the chunk grid
     /// (a rectilinear grid must still cover it); store and chunk errors.
     pub async fn resize(&mut self, shape: Vec<u64>) -> Result<()> {
-        self.check_writable()?;
         let mut metadata = self.metadata.clone();
         metadata.shape = shape.clone();
         metadata.validate()?;

@@ -7,6 +7,7 @@ use zarr_core::{
     ArrayMetadata, ChunkGrid, ChunkKeyEncoding, DataType, ExtensionObject, FillValue, NodeMetadata,
     NodePath,
 };
+use zarr_sharding::ShardingTransformerConfig;
 use zarr_store::WritableStore;
 
 use crate::array::{Array, ArrayOptions};
@@ -55,6 +56,7 @@ pub struct ArrayBuilder {
     bytes_to_bytes: Vec<ExtensionObject>,
     codecs: Option<Vec<ExtensionObject>>,
     shard_inner: Option<Vec<u64>>,
+    chunks_per_shard: Option<Vec<u64>>,
     attributes: Map<String, Value>,
     dimension_names: Option<Vec<Option<String>>>,
     overwrite: bool,
@@ -75,6 +77,7 @@ impl ArrayBuilder {
             bytes_to_bytes: Vec::new(),
             codecs: None,
             shard_inner: None,
+            chunks_per_shard: None,
             attributes: Map::new(),
             dimension_names: None,
             overwrite: false,
@@ -187,6 +190,38 @@ impl ArrayBuilder {
     #[must_use]
     pub fn sharding(mut self, inner_chunk_shape: Vec<u64>) -> Self {
         self.shard_inner = Some(inner_chunk_shape);
+        self
+    }
+
+    /// Store the chunks through the sharding storage transformer (the seed's design, not
+    /// the `sharding_indexed` codec of the final spec): every `chunks_per_shard` chunks (per
+    /// dimension) share one object, with a plain little-endian index at its end. The
+    /// metadata names the transformer in `storage_transformers`; this project reads and
+    /// writes such arrays, but zarr-python, tensorstore and zarrs do not, so prefer
+    /// [`sharding`](Self::sharding) for data others must read.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::{ListableStore, MemoryStore, StorePrefix};
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let array = ArrayBuilder::new(vec![8, 8], DataType::UInt8, vec![2, 2])
+    ///     .sharding_transformer(vec![2, 4])
+    ///     .create(Arc::clone(&store), "/a")
+    ///     .await?;
+    /// array.write([0..8, 0..8], &[1u8; 64]).await?;
+    /// // 4x4 chunks in shards of 2x4 chunks: two objects.
+    /// assert_eq!(store.list_prefix(&StorePrefix::new("a/c/")).await?.len(), 2);
+    /// assert_eq!(array.read::<u8>([3..5, 6..8]).await?, [1u8; 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn sharding_transformer(mut self, chunks_per_shard: Vec<u64>) -> Self {
+        self.chunks_per_shard = Some(chunks_per_shard);
         self
     }
 
@@ -319,6 +354,24 @@ impl ArrayBuilder {
         .with_attributes(self.attributes.clone());
         if let Some(names) = &self.dimension_names {
             metadata = metadata.with_dimension_names(names.clone())?;
+        }
+        if let Some(per_shard) = &self.chunks_per_shard {
+            let field = "storage_transformers[0].configuration.chunks_per_shard";
+            if per_shard.len() != self.shape.len() {
+                return Err(zarr_core::Error::RankMismatch {
+                    what: field.into(),
+                    expected: self.shape.len(),
+                    found: per_shard.len(),
+                }
+                .into());
+            }
+            let config = ShardingTransformerConfig::try_new(per_shard.clone()).map_err(|e| {
+                zarr_core::Error::InvalidField {
+                    field: field.into(),
+                    reason: e.to_string(),
+                }
+            })?;
+            metadata = metadata.with_storage_transformers(vec![config.to_metadata()]);
         }
         Ok(metadata)
     }

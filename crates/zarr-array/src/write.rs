@@ -10,7 +10,8 @@ use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, ArrayViewMut, CodecChain, VlenBytes};
 use zarr_core::{ChunkSelection, Region};
 use zarr_sharding::ShardingCodec;
-use zarr_store::{StoreKey, WritableStore};
+use zarr_sharding::ShardingTransformer;
+use zarr_store::{ByteRange, ReadableStore, StoreKey, WritableStore};
 
 use crate::array::Array;
 use crate::error::{Error, Result};
@@ -66,7 +67,8 @@ fn covers_chunk<S: ?Sized>(array: &Array<S>, selection: &ChunkSelection) -> Resu
 
 /// Locks that serialise read-merge-write of one chunk (or shard) key within the process:
 /// two writers updating different parts of one chunk at the same time must not lose either
-/// update. Striped by a hash of the store's address and the key.
+/// update. Striped by a hash of the store's address and the key. A batch takes its stripes in
+/// ascending order and holds no other lock while waiting, so writers cannot deadlock.
 fn key_locks() -> &'static [tokio::sync::Mutex<()>] {
     static LOCKS: OnceLock<Vec<tokio::sync::Mutex<()>>> = OnceLock::new();
     LOCKS.get_or_init(|| (0..256).map(|_| tokio::sync::Mutex::new(())).collect())
@@ -79,68 +81,320 @@ fn stripe<S: ?Sized>(array: &Array<S>, key: &StoreKey) -> usize {
     (hasher.finish() % key_locks().len() as u64) as usize
 }
 
-/// Run `touched` chunks through: fetch existing bytes for partial ones, merge and encode in
-/// parallel with `merge`, then store, `io` requests at a time, batch by batch. Partial
-/// chunks are locked (in the process) from their read until their write.
-async fn write_chunks<S, I, F>(array: &Array<S>, selections: I, merge: F) -> Result<()>
+/// Where chunk writes go: the store itself, or the sharding storage transformer wrapping it.
+pub(crate) enum Sink<'a, S: ?Sized> {
+    Store(&'a S),
+    Transformer(&'a ShardingTransformer<S>),
+}
+
+impl<S: WritableStore + ?Sized> Array<S> {
+    /// Where this array's chunk writes go.
+    pub(crate) fn sink(&self) -> Sink<'_, S> {
+        match &self.transformer {
+            Some(transformer) => Sink::Transformer(transformer),
+            None => Sink::Store(&*self.store),
+        }
+    }
+}
+
+impl<S: WritableStore + ?Sized> Sink<'_, S> {
+    /// The whole values at `keys` (`None` where missing): `io` requests at a time, or, through
+    /// the transformer, two requests in all (the shard indexes, then the chunks).
+    async fn get_many(&self, keys: &[StoreKey], io: usize) -> Result<Vec<Option<Bytes>>> {
+        match self {
+            Sink::Store(store) => stream::iter(keys.iter().cloned())
+                .map(|key| async move { store.get(&key).await })
+                .buffered(io)
+                .try_collect::<Vec<_>>()
+                .await
+                .map_err(Error::from),
+            Sink::Transformer(transformer) => {
+                let requests: Vec<(StoreKey, ByteRange)> = keys
+                    .iter()
+                    .map(|key| (key.clone(), ByteRange::FULL))
+                    .collect();
+                Ok(transformer.get_partial_values(&requests).await?)
+            }
+        }
+    }
+
+    /// Store (`Some`) or erase (`None`) each value: `io` requests at a time, or, through the
+    /// transformer, one write (or erase) per shard.
+    async fn put_many<A: ?Sized>(
+        &self,
+        array: &Array<A>,
+        values: Vec<(StoreKey, Option<Bytes>)>,
+        io: usize,
+    ) -> Result<()> {
+        match self {
+            Sink::Store(store) => stream::iter(values)
+                .map(|(key, value)| async move {
+                    match value {
+                        Some(bytes) => store.set(&key, bytes).await,
+                        None => store.erase(&key).await,
+                    }
+                })
+                .buffer_unordered(io)
+                .try_collect::<Vec<()>>()
+                .await
+                .map(drop)
+                .map_err(Error::from),
+            Sink::Transformer(transformer) => transformer
+                .set_or_erase_values(&values)
+                .await
+                .map_err(|source| Error::Sharding {
+                    array: array.path.as_str().to_owned(),
+                    source: Box::new(source),
+                }),
+        }
+    }
+
+    /// Store or erase one value (outside [`write_chunks`], so it takes the shard's lock
+    /// itself when it goes through the transformer).
+    pub(crate) async fn put(
+        &self,
+        array: &Array<S>,
+        key: StoreKey,
+        value: Option<Bytes>,
+    ) -> Result<()> {
+        let _guards = lock_shards_of(array, std::slice::from_ref(&key)).await;
+        self.put_many(array, vec![(key, value)], 1).await
+    }
+
+    /// Erase many values (taking the shards' locks, as [`Sink::put`]).
+    pub(crate) async fn erase_many(&self, array: &Array<S>, keys: &[StoreKey]) -> Result<()> {
+        match self {
+            Sink::Store(store) => Ok(store.erase_values(keys).await?),
+            Sink::Transformer(_) => {
+                let _guards = lock_shards_of(array, keys).await;
+                let values = keys.iter().map(|key| (key.clone(), None)).collect();
+                self.put_many(array, values, 1).await
+            }
+        }
+    }
+}
+
+/// Take the stripes of `stripes` in ascending order.
+async fn lock_stripes(mut stripes: Vec<usize>) -> Vec<tokio::sync::MutexGuard<'static, ()>> {
+    stripes.sort_unstable();
+    stripes.dedup();
+    let mut guards = Vec::with_capacity(stripes.len());
+    for s in stripes {
+        guards.push(key_locks()[s].lock().await);
+    }
+    guards
+}
+
+/// Through the storage transformer, lock the shards holding `keys` (nothing otherwise).
+async fn lock_shards_of<S: ?Sized>(
+    array: &Array<S>,
+    keys: &[StoreKey],
+) -> Vec<tokio::sync::MutexGuard<'static, ()>> {
+    let Some(transformer) = &array.transformer else {
+        return Vec::new();
+    };
+    let stripes = keys
+        .iter()
+        .filter_map(|key| transformer.shard_of(key))
+        .map(|(shard, _)| stripe(array, &shard))
+        .collect();
+    lock_stripes(stripes).await
+}
+
+/// The chunks of `region` in write batches. Without a storage transformer, batches of
+/// `batch_size` chunks in C order. Through the transformer, every chunk of one shard lies in
+/// one batch (several shards share a batch until it holds `batch_size` chunks), so each
+/// shard is read and written once per write, not once per batch.
+fn batches<'a, S: WritableStore + ?Sized>(
+    array: &'a Array<S>,
+    region: &'a Region,
+    batch_size: usize,
+) -> Result<Box<dyn Iterator<Item = Result<Vec<ChunkSelection>>> + Send + 'a>> {
+    let metadata = &array.metadata;
+    let grid = &metadata.chunk_grid;
+    let shape = &metadata.shape;
+    let Some(transformer) = &array.transformer else {
+        let mut selections = grid.chunks_in_region(shape, region)?.peekable();
+        return Ok(Box::new(std::iter::from_fn(move || {
+            selections.peek()?;
+            Some(Ok(selections.by_ref().take(batch_size).collect()))
+        })));
+    };
+    let per_shard = transformer.chunks_per_shard().to_vec();
+    if region.is_empty() {
+        return Ok(Box::new(std::iter::empty()));
+    }
+    // The chunks the region touches, then the shards they lie in.
+    let first_chunk = grid.chunk_of(shape, &region.starts())?.0;
+    let last: Vec<u64> = region.ranges().iter().map(|r| r.end - 1).collect();
+    let last_chunk = grid.chunk_of(shape, &last)?.0;
+    let shard_lo: Vec<u64> = first_chunk
+        .iter()
+        .zip(&per_shard)
+        .map(|(c, n)| c / n)
+        .collect();
+    let shard_hi: Vec<u64> = last_chunk
+        .iter()
+        .zip(&per_shard)
+        .map(|(c, n)| c / n)
+        .collect();
+    // Shards in C order (an odometer over shard_lo..=shard_hi).
+    let mut next_shard = Some(shard_lo.clone());
+    let mut shards = std::iter::from_fn(move || {
+        let current = next_shard.take()?;
+        let mut following = current.clone();
+        for d in (0..following.len()).rev() {
+            if following[d] < shard_hi[d] {
+                following[d] += 1;
+                next_shard = Some(following);
+                break;
+            }
+            following[d] = shard_lo[d];
+        }
+        Some(current)
+    });
+    let mut pending: Option<Vec<ChunkSelection>> = None;
+    Ok(Box::new(std::iter::from_fn(move || {
+        let mut batch = pending.take().unwrap_or_default();
+        for shard in shards.by_ref() {
+            let group =
+                match shard_chunks(array, region, &shard, &per_shard, &first_chunk, &last_chunk) {
+                    Ok(group) => group,
+                    Err(e) => return Some(Err(e)),
+                };
+            if !batch.is_empty() && batch.len() + group.len() > batch_size {
+                pending = Some(group);
+                return Some(Ok(batch));
+            }
+            batch.extend(group);
+        }
+        (!batch.is_empty()).then_some(Ok(batch))
+    })))
+}
+
+/// The chunk selections of `region` inside shard `shard` (transformer shard grid indices),
+/// with `within_output` relative to `region`.
+fn shard_chunks<S: ?Sized>(
+    array: &Array<S>,
+    region: &Region,
+    shard: &[u64],
+    per_shard: &[u64],
+    first_chunk: &[u64],
+    last_chunk: &[u64],
+) -> Result<Vec<ChunkSelection>> {
+    let grid = &array.metadata.chunk_grid;
+    let shape = &array.metadata.shape;
+    let lo: Vec<u64> = shard
+        .iter()
+        .zip(per_shard)
+        .zip(first_chunk)
+        .map(|((s, n), f)| (s * n).max(*f))
+        .collect();
+    let hi: Vec<u64> = shard
+        .iter()
+        .zip(per_shard)
+        .zip(last_chunk)
+        .map(|((s, n), l)| (s * n + n - 1).min(*l))
+        .collect();
+    let start = grid.chunk_region(shape, &lo)?;
+    let end = grid.chunk_region(shape, &hi)?;
+    let ranges: Vec<std::ops::Range<u64>> = region
+        .ranges()
+        .iter()
+        .zip(start.ranges().iter().zip(end.ranges()))
+        .map(|(r, (a, b))| r.start.max(a.start)..r.end.min(b.end))
+        .collect();
+    let sub = Region::try_new(ranges)?;
+    let offset: Vec<u64> = sub
+        .starts()
+        .iter()
+        .zip(region.starts())
+        .map(|(s, r)| s - r)
+        .collect();
+    grid.chunks_in_region(shape, &sub)?
+        .map(|mut selection| {
+            let shifted = selection
+                .within_output
+                .ranges()
+                .iter()
+                .zip(&offset)
+                .map(|(r, o)| r.start + o..r.end + o)
+                .collect();
+            selection.within_output = Region::try_new(shifted)?;
+            Ok(selection)
+        })
+        .collect()
+}
+
+/// Run the chunks of `region` through, batch by batch: fetch existing bytes for partial
+/// ones, merge and encode in parallel with `merge`, then store them (`io` requests at a time,
+/// or one write per shard through the storage transformer). Partial chunks are locked (in
+/// the process) from their read until their write.
+async fn write_chunks<S, F>(array: &Array<S>, region: &Region, merge: F) -> Result<()>
 where
     S: WritableStore + ?Sized,
-    I: Iterator<Item = ChunkSelection>,
     F: Fn(&Touched) -> Result<Action> + Sync,
 {
-    let store = &*array.store;
+    let sink = array.sink();
     let io = array.options.io_concurrency();
     let batch_size = io.max(4 * rayon::current_num_threads());
-    let mut selections = selections.peekable();
-    while selections.peek().is_some() {
-        let batch = selections
-            .by_ref()
-            .take(batch_size)
+    for batch in batches(array, region, batch_size)? {
+        let batch = batch?
+            .into_iter()
             .map(|selection| {
                 let key = array.chunk_key_unchecked(&selection.chunk)?;
                 let whole = covers_chunk(array, &selection)?;
                 Ok((selection, key, whole))
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut stripes: Vec<usize> = batch
+        // Lock what is read, merged and written back: partial chunks; through the
+        // transformer, every shard the batch touches (a shard is rewritten even when a chunk
+        // in it is replaced whole).
+        let stripes: Vec<usize> = match &array.transformer {
+            None => batch
+                .iter()
+                .filter(|(_, _, whole)| !whole)
+                .map(|(_, key, _)| stripe(array, key))
+                .collect(),
+            Some(transformer) => batch
+                .iter()
+                .filter_map(|(_, key, _)| transformer.shard_of(key))
+                .map(|(shard, _)| stripe(array, &shard))
+                .collect(),
+        };
+        let guards = lock_stripes(stripes).await;
+        let partial: Vec<StoreKey> = batch
             .iter()
             .filter(|(_, _, whole)| !whole)
-            .map(|(_, key, _)| stripe(array, key))
+            .map(|(_, key, _)| key.clone())
             .collect();
-        stripes.sort_unstable();
-        stripes.dedup();
-        let mut guards = Vec::with_capacity(stripes.len());
-        for s in stripes {
-            guards.push(key_locks()[s].lock().await);
-        }
-        let touched: Vec<Touched> = stream::iter(batch)
-            .map(|(selection, key, whole)| async move {
-                let existing = if whole { None } else { store.get(&key).await? };
-                Ok::<_, Error>(Touched {
-                    selection,
-                    key,
-                    whole,
-                    existing,
-                })
+        let mut existing = sink.get_many(&partial, io).await?.into_iter();
+        let touched: Vec<Touched> = batch
+            .into_iter()
+            .map(|(selection, key, whole)| Touched {
+                selection,
+                key,
+                whole,
+                existing: if whole {
+                    None
+                } else {
+                    existing.next().flatten()
+                },
             })
-            .buffer_unordered(io)
-            .try_collect()
-            .await?;
+            .collect();
         let actions: Vec<Action> = if touched.len() == 1 {
             touched.iter().map(&merge).collect::<Result<_>>()?
         } else {
             touched.par_iter().map(&merge).collect::<Result<_>>()?
         };
-        stream::iter(actions)
-            .map(|action| async move {
-                match action {
-                    Action::Set(key, bytes) => store.set(&key, bytes).await,
-                    Action::Erase(key) => store.erase(&key).await,
-                }
+        let values = actions
+            .into_iter()
+            .map(|action| match action {
+                Action::Set(key, bytes) => (key, Some(bytes)),
+                Action::Erase(key) => (key, None),
             })
-            .buffer_unordered(io)
-            .try_collect::<Vec<()>>()
-            .await?;
+            .collect();
+        sink.put_many(array, values, io).await?;
         drop(guards);
     }
     Ok(())
@@ -173,14 +427,14 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
         return Ok(());
     }
     let region_shape = region.shape();
-    let selections = metadata
-        .chunk_grid
-        .chunks_in_region(&metadata.shape, region)?;
     let span = tracing::debug_span!(
         "zarr.write",
         array = %array.path,
         region = %region,
-        chunks = selections.num_chunks()?,
+        chunks = metadata
+            .chunk_grid
+            .chunks_in_region(&metadata.shape, region)?
+            .num_chunks()?,
         bytes = values.len()
     );
     let merge = |t: &Touched| -> Result<Action> {
@@ -216,9 +470,7 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
             },
         )
     };
-    write_chunks(array, selections, merge)
-        .instrument(span)
-        .await
+    write_chunks(array, region, merge).instrument(span).await
 }
 
 /// Merge `values` into a shard: a shard written whole is encoded (inner chunks in parallel)
@@ -304,9 +556,6 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
         return Ok(());
     }
     let region_shape = region.shape();
-    let selections = metadata
-        .chunk_grid
-        .chunks_in_region(&metadata.shape, region)?;
     let span = tracing::debug_span!("zarr.write", array = %array.path, region = %region);
     let merge = |t: &Touched| -> Result<Action> {
         let chain = array.chain(&t.selection.chunk_shape)?;
@@ -355,9 +604,7 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
             },
         )
     };
-    write_chunks(array, selections, merge)
-        .instrument(span)
-        .await
+    write_chunks(array, region, merge).instrument(span).await
 }
 
 /// Fill `buffer` with copies of `element`.
@@ -404,12 +651,13 @@ pub(crate) async fn clear_outside<S: WritableStore + ?Sized>(
             straddling.push((selection.chunk, region));
         }
     }
+    let sink = array.sink();
     for keys in erase.chunks(1024) {
-        array.store.erase_values(keys).await?;
+        sink.erase_many(array, keys).await?;
     }
     for (chunk, region) in straddling {
         let key = array.chunk_key_unchecked(&chunk)?;
-        if array.store.size(&key).await?.is_none() {
+        if array.read_store().size(&key).await?.is_none() {
             continue;
         }
         let values = array.read_chunk(&chunk).await?;

@@ -159,7 +159,7 @@ async fn corrupt_shard_index_is_an_error_naming_the_shard() {
 }
 
 /// An array whose metadata names the sharding storage transformer (the seed's design) reads
-/// through it: chunks live in shards of `chunks_per_shard` chunks; writes are refused.
+/// through it: chunks live in shards of `chunks_per_shard` chunks; writes go through it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arrays_naming_the_storage_transformer_read_through_it() {
     use zarr_core::{ChunkKeyEncoding, ExtensionObject, NodeMetadata};
@@ -223,9 +223,224 @@ async fn arrays_naming_the_storage_transformer_read_through_it() {
         .map(|i| all[i as usize])
         .collect();
     assert_eq!(part, expected);
-    let err = opened.write([0..1, 0..1], &[1u32]).await.unwrap_err();
-    assert!(
-        matches!(err, zarr_array::Error::Unsupported { .. }),
-        "{err}"
+    opened.write([0..1, 0..1], &[1u32]).await.unwrap();
+    let mut expected = all.clone();
+    expected[0] = 1;
+    let back: Vec<u32> = opened.read(opened.full_region()).await.unwrap();
+    assert_eq!(back, expected);
+    assert_eq!(
+        sharded
+            .list_prefix(&StorePrefix::new("t/c/"))
+            .await
+            .unwrap()
+            .len(),
+        3
     );
+}
+
+/// Through the transformer, a write stores each shard once (no read when the write covers
+/// every chunk of it), a partial write reads only the shard it changes, reads of part of a
+/// shard cost two requests, and all-fill writes erase chunks, then whole shards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_through_the_storage_transformer() {
+    use zarr_store::{ListableStore, StorePrefix};
+
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    // 12x10 chunks of 4x4 in shards of 4x5 chunks: 3x2 shards.
+    let array = ArrayBuilder::new(vec![48, 40], DataType::UInt32, vec![4, 4])
+        .sharding_transformer(vec![4, 5])
+        .zstd(1)
+        .create(Arc::clone(&store), "/t")
+        .await
+        .unwrap();
+    assert!(array.uses_storage_transformer());
+    let all = values(48 * 40);
+    store.clear();
+    array.write([0..48, 0..40], &all).await.unwrap();
+    let stats = store.stats();
+    assert_eq!(
+        (stats.gets, stats.partial_reads, stats.sets),
+        (0, 0, 6),
+        "one write per shard, no reads: {stats:?}"
+    );
+    let shards = store.list_prefix(&StorePrefix::new("t/c/")).await.unwrap();
+    assert_eq!(shards.len(), 6, "{shards:?}");
+
+    let reopened = Array::open(Arc::clone(&store), "/t").await.unwrap();
+    assert!(reopened.uses_storage_transformer());
+    store.clear();
+    let part: Vec<u32> = reopened.read([5..7, 21..23]).await.unwrap();
+    let at = |y: usize, x: usize| all[y * 40 + x];
+    assert_eq!(part, [at(5, 21), at(5, 22), at(6, 21), at(6, 22)]);
+    let stats = store.stats();
+    assert!(stats.calls() <= 2, "index, then the chunk: {stats:?}");
+
+    // A region across four shards (chunk rows 3-4 and columns 4-5, either side of both
+    // shard boundaries), covering each chunk in part.
+    store.clear();
+    let patch: Vec<u32> = (0..6 * 3).map(|i| 7_000_000 + i).collect();
+    reopened.write([14..20, 19..22], &patch).await.unwrap();
+    let stats = store.stats();
+    assert_eq!(stats.sets, 4, "each touched shard written once: {stats:?}");
+    assert!(
+        stats.gets + stats.partial_reads <= 3,
+        "indexes, chunks, then the shards to rebuild, each in one request: {stats:?}"
+    );
+    let mut expected = all.clone();
+    for (i, y) in (14..20).enumerate() {
+        for (j, x) in (19..22).enumerate() {
+            expected[y * 40 + x] = patch[i * 3 + j];
+        }
+    }
+    let back: Vec<u32> = array.read(array.full_region()).await.unwrap();
+    assert_eq!(back, expected);
+
+    // The fill value over one chunk removes it from its shard; over a whole shard, the shard.
+    array.write([0..4, 0..4], &[0u32; 16]).await.unwrap();
+    assert!(!array.chunk_exists(&[0, 0]).await.unwrap());
+    assert!(array.chunk_exists(&[0, 1]).await.unwrap());
+    array
+        .write([16..32, 0..20], &vec![0u32; 16 * 20])
+        .await
+        .unwrap();
+    let shards = store.list_prefix(&StorePrefix::new("t/c/")).await.unwrap();
+    assert_eq!(shards.len(), 5, "{shards:?}");
+    assert!(
+        !shards.iter().any(|k| k.as_str() == "t/c/1/0"),
+        "{shards:?}"
+    );
+
+    // Single-chunk operations and resize go through the transformer too.
+    array.erase_chunk(&[0, 1]).await.unwrap();
+    assert!(!array.chunk_exists(&[0, 1]).await.unwrap());
+    let mut array = array;
+    array.resize(vec![10, 40]).await.unwrap();
+    let shards = store.list_prefix(&StorePrefix::new("t/c/")).await.unwrap();
+    assert_eq!(
+        shards.len(),
+        2,
+        "only the first row of shards is left: {shards:?}"
+    );
+    array.resize(vec![48, 40]).await.unwrap();
+    let back: Vec<u32> = array.read([8..16, 36..40]).await.unwrap();
+    let expected: Vec<u32> = (8..16)
+        .flat_map(|y| (36..40).map(move |x| (y, x)))
+        .map(|(y, x)| if y < 10 { at(y, x) } else { 0 })
+        .collect();
+    assert_eq!(back, expected);
+}
+
+/// The same data written through the transformer and through the `sharding_indexed` codec
+/// with a plain little-endian index at the end gives byte-identical shards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transformer_and_codec_write_identical_shards() {
+    use zarr_core::ExtensionObject;
+    use zarr_store::{ListableStore, ReadableStore, StorePrefix};
+
+    let a = Arc::new(MemoryStore::new());
+    let b = Arc::new(MemoryStore::new());
+    let through_transformer = ArrayBuilder::new(vec![12, 9], DataType::UInt32, vec![2, 3])
+        .sharding_transformer(vec![3, 3])
+        .gzip(5)
+        .create(Arc::clone(&a), "/x")
+        .await
+        .unwrap();
+    let codec = ExtensionObject::from_json(
+        &serde_json::json!({
+            "name": "sharding_indexed",
+            "configuration": {
+                "chunk_shape": [2, 3],
+                "codecs": [
+                    {"name": "bytes", "configuration": {"endian": "little"}},
+                    {"name": "gzip", "configuration": {"level": 5}}
+                ],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_location": "end"
+            }
+        }),
+        "codecs[0]",
+    )
+    .unwrap();
+    let through_codec = ArrayBuilder::new(vec![12, 9], DataType::UInt32, vec![6, 9])
+        .codecs(vec![codec])
+        .create(Arc::clone(&b), "/x")
+        .await
+        .unwrap();
+    // Some chunks left empty: the index marks them alike.
+    let mut data = values(12 * 9);
+    for v in &mut data[..18] {
+        *v = 0;
+    }
+    through_transformer
+        .write([0..12, 0..9], &data)
+        .await
+        .unwrap();
+    through_codec.write([0..12, 0..9], &data).await.unwrap();
+    through_transformer
+        .write([7..8, 4..5], &[42u32])
+        .await
+        .unwrap();
+    through_codec.write([7..8, 4..5], &[42u32]).await.unwrap();
+    let keys_a = a.list_prefix(&StorePrefix::new("x/c/")).await.unwrap();
+    let keys_b = b.list_prefix(&StorePrefix::new("x/c/")).await.unwrap();
+    assert_eq!(keys_a, keys_b);
+    assert_eq!(keys_a.len(), 2);
+    for key in keys_a {
+        assert_eq!(
+            a.get(&key).await.unwrap(),
+            b.get(&key).await.unwrap(),
+            "{key}"
+        );
+    }
+}
+
+/// Writers to different chunks of one shard through the transformer, from clones and from
+/// separately opened handles of one store, lose nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_through_the_transformer_lose_nothing() {
+    let store = Arc::new(MemoryStore::new());
+    let array = ArrayBuilder::new(vec![64], DataType::UInt32, vec![4])
+        .sharding_transformer(vec![16])
+        .create(Arc::clone(&store), "/c")
+        .await
+        .unwrap();
+    let tasks: Vec<_> = (0..16u32)
+        .map(|i| {
+            let array = array.clone();
+            let other = Arc::clone(&store);
+            tokio::spawn(async move {
+                let start = u64::from(i) * 4;
+                if i % 2 == 0 {
+                    array.write(start..start + 3, &[i + 1; 3]).await.unwrap();
+                } else {
+                    let again = Array::open(other, "/c").await.unwrap();
+                    again.write(start..start + 3, &[i + 1; 3]).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let back: Vec<u32> = array.read(0..64).await.unwrap();
+    for i in 0..16u32 {
+        let s = (i * 4) as usize;
+        assert_eq!(back[s..s + 4], [i + 1, i + 1, i + 1, 0], "chunk {i}");
+    }
+}
+
+/// A transformer whose `chunks_per_shard` has the wrong rank is refused when the array is
+/// built or opened.
+#[tokio::test]
+async fn transformer_of_the_wrong_rank_is_refused() {
+    let err = ArrayBuilder::new(vec![8, 8], DataType::UInt8, vec![2, 2])
+        .sharding_transformer(vec![2])
+        .build_metadata()
+        .unwrap_err();
+    assert!(err.to_string().contains("chunks_per_shard"), "{err}");
+    let err = ArrayBuilder::new(vec![8], DataType::UInt8, vec![2])
+        .sharding_transformer(vec![0])
+        .build_metadata()
+        .unwrap_err();
+    assert!(err.to_string().contains("at least 1"), "{err}");
 }

@@ -670,6 +670,35 @@ impl<S: WritableStore + ?Sized> ShardingTransformer<S> {
         }
         self.apply(chunks).await
     }
+
+    /// Set (`Some`) or erase (`None`) many chunk (and other) values at once: each shard
+    /// touched is read at most once (not at all when every one of its chunks is given) and
+    /// written or erased once. This is how an array writes a batch of chunks through the
+    /// transformer; it needs no listing of the store below.
+    ///
+    /// # Errors
+    /// Store errors; index errors of existing shards.
+    pub async fn set_or_erase_values(&self, values: &[(StoreKey, Option<Bytes>)]) -> Result<()> {
+        let (chunks, other) = self.group(values.iter().map(|(k, v)| {
+            let change = match v {
+                Some(bytes) => Change::Set(bytes.clone()),
+                None => Change::Erase,
+            };
+            (k.clone(), change)
+        }));
+        let mut erase = Vec::new();
+        for (key, change) in other {
+            match change {
+                Change::Set(value) => self.inner.set(&key, value).await?,
+                Change::Erase => erase.push(key),
+                Change::Patch(_) => {}
+            }
+        }
+        if !erase.is_empty() {
+            self.inner.erase_values(&erase).await?;
+        }
+        self.apply(chunks).await
+    }
 }
 
 impl<S: WritableStore + ListableStore + ?Sized> ShardingTransformer<S> {
