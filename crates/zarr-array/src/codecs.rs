@@ -135,6 +135,12 @@ impl ArrayCodecs {
         Ok(chain)
     }
 
+    /// The sharding codec for shards of the grid's first chunk shape, if the array is
+    /// sharded.
+    pub(crate) fn first_sharding(&self) -> Option<&ShardingCodec> {
+        self.sharding.as_ref()
+    }
+
     /// The chain for the first chunk (its metadata is the array's).
     pub(crate) fn first(&self) -> &CodecChain {
         &self.first

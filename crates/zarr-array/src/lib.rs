@@ -67,6 +67,7 @@ mod error;
 mod group;
 mod read;
 mod region;
+mod vlen_partial;
 mod write;
 
 pub use array::{Array, ArrayOptions, DEFAULT_IO_CONCURRENCY};

@@ -12,6 +12,7 @@ use zarr_store::{ReadableStore, StoreKey};
 
 use crate::array::Array;
 use crate::error::{Error, Result};
+use crate::vlen_partial::{self, RangedVlen};
 
 /// At most this many fetched chunks are decoded in one parallel batch.
 const MAX_BATCH: usize = 256;
@@ -24,6 +25,20 @@ enum Payload {
     Whole(Bytes),
     /// The index and the needed inner chunks of a shard read in part.
     Shard(ShardFetch),
+    /// The selected elements of a variable-length chunk read in part (in the C order of the
+    /// selection).
+    Elements(VlenBytes),
+}
+
+/// How to fetch chunks the region needs only part of.
+#[derive(Clone, Copy)]
+enum Partial<'a> {
+    /// Read them whole.
+    Whole,
+    /// Read a shard's index and only the inner chunks needed.
+    Shards,
+    /// Read only the offsets and values needed of uncompressed ZEP0007 chunks.
+    Vlen(&'a RangedVlen),
 }
 
 /// A chunk the region needs, with what was fetched for it.
@@ -34,12 +49,11 @@ struct Fetched {
 }
 
 /// Fetch the chunks of `selections` with at most `io` requests in flight, handing each ready
-/// batch to `decode`. With `partial_shards`, a shard the region needs only part of is read
-/// as its index plus the inner chunks needed (two requests), not whole.
+/// batch to `decode`. `partial` says how to read chunks the region needs only part of.
 async fn fetch_batches<S, I>(
     array: &Array<S>,
     selections: I,
-    partial_shards: bool,
+    partial: Partial<'_>,
     mut decode: impl FnMut(Vec<Fetched>) -> Result<()>,
 ) -> Result<()>
 where
@@ -51,9 +65,28 @@ where
         .map(|selection| async move {
             let key = array.chunk_key_unchecked(&selection.chunk)?;
             let whole = selection.within_chunk.shape() == selection.chunk_shape;
+            if let (Partial::Vlen(ranged), false) = (partial, whole) {
+                match vlen_partial::fetch(array, store, ranged, &key, &selection).await? {
+                    Some(vlen_partial::Fetched::Missing) => {
+                        return Ok(Fetched {
+                            selection,
+                            key,
+                            payload: Payload::Missing,
+                        });
+                    }
+                    Some(vlen_partial::Fetched::Elements(elements)) => {
+                        return Ok(Fetched {
+                            selection,
+                            key,
+                            payload: Payload::Elements(elements),
+                        });
+                    }
+                    None => {}
+                }
+            }
             let payload = match array.sharding(&selection.chunk_shape)? {
                 // Part of a shard: its index, then only the inner chunks needed.
-                Some(codec) if partial_shards && !whole => {
+                Some(codec) if matches!(partial, Partial::Shards) && !whole => {
                     match codec
                         .fetch(store, &key, &selection.within_chunk)
                         .await
@@ -130,6 +163,10 @@ pub(crate) async fn read_fixed<S: ReadableStore + ?Sized>(
             Payload::Missing => target
                 .fill(fill)
                 .map_err(|e| array.chunk_error(&fetched.key, e)),
+            Payload::Elements(_) => Err(Error::unsupported(
+                array.path.as_str(),
+                "variable-length elements for a fixed-size data type",
+            )),
             Payload::Shard(fetch) => {
                 let codec = array
                     .sharding(&selection.chunk_shape)?
@@ -149,7 +186,7 @@ pub(crate) async fn read_fixed<S: ReadableStore + ?Sized>(
             },
         }
     };
-    fetch_batches(array, selections, true, |batch| {
+    fetch_batches(array, selections, Partial::Shards, |batch| {
         if batch.len() == 1 {
             batch.into_iter().try_for_each(&decode_one)
         } else {
@@ -179,15 +216,25 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
         .chunks_in_region(&metadata.shape, region)?;
     let span = tracing::debug_span!("zarr.read", array = %array.path, region = %region);
     // Each chunk's selected elements, in the C order of its `within_chunk`.
-    let mut parts: Vec<(ChunkSelection, VlenBytes)> = Vec::new();
-    fetch_batches(array, selections, false, |batch| {
-        let decoded: Vec<(ChunkSelection, VlenBytes)> = batch
+    let mut parts: Vec<(Region, VlenBytes)> = Vec::new();
+    let ranged = RangedVlen::of(array);
+    let partial = match &ranged {
+        Some(ranged) => Partial::Vlen(ranged),
+        None => Partial::Whole,
+    };
+    fetch_batches(array, selections, partial, |batch| {
+        let decoded: Vec<(Region, VlenBytes)> = batch
             .into_par_iter()
             .map(|fetched| {
                 let chain = array.chain(&fetched.selection.chunk_shape)?;
                 let whole = match fetched.payload {
+                    Payload::Elements(part) => {
+                        return Ok((fetched.selection.within_output, part));
+                    }
                     Payload::Whole(bytes) => chain.decode(bytes),
-                    _ => ArrayBytes::fill(chain.decoded_representation()),
+                    Payload::Missing | Payload::Shard(_) => {
+                        ArrayBytes::fill(chain.decoded_representation())
+                    }
                 }
                 .map_err(|e| array.chunk_error(&fetched.key, e))?;
                 let ArrayBytes::Variable(vlen) = whole else {
@@ -201,7 +248,7 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
                     &fetched.selection.chunk_shape,
                     &fetched.selection.within_chunk,
                 )?;
-                Ok((fetched.selection, part))
+                Ok((fetched.selection.within_output, part))
             })
             .collect::<Result<_>>()?;
         parts.extend(decoded);
@@ -209,48 +256,14 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
     })
     .instrument(span)
     .await?;
-    // Where each output element comes from: part number and element within the part,
-    // packed as (part << 32 | element) would limit sizes, so use a global element number.
-    let mut bases = Vec::with_capacity(parts.len());
-    let mut total = 0u64;
-    for (_, part) in &parts {
-        bases.push(total);
-        total += part.len() as u64;
-    }
-    let out_shape = region.shape();
-    let mut sources = vec![0u64; n];
-    {
-        let view = ArrayViewMut::new(bytes_of_mut(&mut sources), &out_shape, 8).map_err(|e| {
-            Error::Codecs {
-                array: array.path.as_str().to_owned(),
-                source: Box::new(e),
-            }
-        })?;
-        for ((selection, part), base) in parts.iter().zip(&bases) {
-            let ids: Vec<u64> = (*base..*base + part.len() as u64).collect();
-            let shape = selection.within_output.shape();
-            // SAFETY: one view at a time, inside the buffer.
-            let mut target =
-                unsafe { view.subview(selection.within_output.clone()) }.map_err(|e| {
-                    Error::Codecs {
-                        array: array.path.as_str().to_owned(),
-                        source: Box::new(e),
-                    }
-                })?;
-            target
-                .copy_from(bytes_of(&ids), &shape, &Region::full(&shape))
-                .map_err(|e| Error::Codecs {
-                    array: array.path.as_str().to_owned(),
-                    source: Box::new(e),
-                })?;
-        }
-    }
-    let locate = |id: u64| -> &[u8] {
-        let p = bases.partition_point(|&b| b <= id) - 1;
-        parts[p].1.get((id - bases[p]) as usize).unwrap_or(&[])
-    };
-    let elements: Vec<&[u8]> = sources.iter().map(|&id| locate(id)).collect();
-    Ok(ArrayBytes::Variable(VlenBytes::from_elements(elements)))
+    let elements = vlen_partial::assemble(&region.shape(), &parts).map_err(|e| match e {
+        Error::Codecs { source, .. } => Error::Codecs {
+            array: array.path.as_str().to_owned(),
+            source,
+        },
+        other => other,
+    })?;
+    Ok(ArrayBytes::Variable(elements))
 }
 
 /// The elements of `region` of a C-order chunk of `shape`, in the region's C order.
