@@ -599,7 +599,7 @@ fn blocking_api_round_trips_and_refuses_inside_a_runtime() {
 }
 
 /// Strings and bytes through the whole stack: plain, compressed, transposed (stored in the
-/// spec's order), sharded, with missing chunks and partial writes.
+/// spec's order), sharded, a rectilinear grid, with missing chunks and partial writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strings_and_bytes_through_the_array() {
     use zarr_vlen::{VlenBinary, VlenStrings};
@@ -623,6 +623,16 @@ async fn strings_and_bytes_through_the_array() {
             ArrayBuilder::new(vec![3, 4], DataType::String, vec![2, 4])
                 .sharding(vec![1, 2])
                 .zstd(1),
+        ),
+        (
+            "rectilinear",
+            ArrayBuilder::new(vec![3, 4], DataType::String, vec![1, 1]).chunk_grid(
+                zarr_core::ChunkGrid::rectilinear(vec![
+                    zarr_core::DimensionChunks::from_edges([2, 1]),
+                    zarr_core::DimensionChunks::from_edges([1, 2, 1]),
+                ])
+                .unwrap(),
+            ),
         ),
     ];
     for (name, builder) in builders {
