@@ -427,7 +427,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
             usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
                 what: "the number of elements in the region".into(),
             })?;
-        let mut out = vec![T::default(); n];
+        let mut out = crate::element::zeroed_vec::<T>(n);
         self.read_into(&region, &mut out).await?;
         Ok(out)
     }
@@ -498,7 +498,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
             .ok_or_else(|| zarr_core::Error::Overflow {
                 what: "the size of the region in bytes".into(),
             })?;
-        let mut out = vec![0u8; n];
+        let mut out = crate::element::zeroed_vec::<u8>(n);
         self.read_bytes_into(&region, &mut out).await?;
         Ok(out)
     }
