@@ -38,8 +38,11 @@ pub struct FilesystemOptions {
     /// Ranges of one value closer than this many bytes are read with one positional read and
     /// handed out as slices of it. Default 4096.
     pub coalesce_gap: u64,
-    /// How many values one [`get_partial_values`](ReadableStore::get_partial_values) call reads
-    /// at once (each on a blocking thread). Default 32.
+    /// The most file operations the store runs at once on blocking threads, across all
+    /// calls and tasks; further operations wait their turn without holding a thread (so a
+    /// thousand concurrent reads do not start a thousand threads). Also how many values one
+    /// [`get_partial_values`](ReadableStore::get_partial_values) call reads at once. Default
+    /// 32.
     pub max_concurrency: usize,
     /// Where blocking file I/O runs. Default [`BlockingStrategy::SpawnBlocking`].
     pub blocking: BlockingStrategy,
@@ -120,6 +123,9 @@ pub struct IoStats {
     pub positional_reads: u64,
     /// Bytes read from value files, by either kind of read.
     pub bytes_read: u64,
+    /// The most operations that ran on blocking threads at the same time (at most
+    /// [`FilesystemOptions::max_concurrency`]).
+    pub peak_blocking_ops: u64,
 }
 
 #[derive(Debug, Default)]
@@ -128,6 +134,8 @@ struct Counters {
     whole_reads: AtomicU64,
     positional_reads: AtomicU64,
     bytes_read: AtomicU64,
+    blocking_ops: AtomicU64,
+    peak_blocking_ops: AtomicU64,
 }
 
 impl Counters {
@@ -180,6 +188,8 @@ struct Inner {
     root_fd: OwnedFd,
     options: FilesystemOptions,
     counters: Counters,
+    /// `options.max_concurrency` permits for operations on blocking threads.
+    permits: Arc<tokio::sync::Semaphore>,
 }
 
 /// What to do when a component of a path is missing.
@@ -299,6 +309,7 @@ impl FilesystemStore {
             inner: Arc::new(Inner {
                 root,
                 root_fd,
+                permits: Arc::new(tokio::sync::Semaphore::new(options.max_concurrency.max(1))),
                 options,
                 counters: Counters::default(),
             }),
@@ -320,13 +331,20 @@ impl FilesystemStore {
             whole_reads: c.whole_reads.load(Ordering::Relaxed),
             positional_reads: c.positional_reads.load(Ordering::Relaxed),
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
+            peak_blocking_ops: c.peak_blocking_ops.load(Ordering::Relaxed),
         }
     }
 
     /// Reset the counters of [`io_stats`](FilesystemStore::io_stats) to zero.
     pub fn reset_io_stats(&self) {
         let c = &self.inner.counters;
-        for counter in [&c.opens, &c.whole_reads, &c.positional_reads, &c.bytes_read] {
+        for counter in [
+            &c.opens,
+            &c.whole_reads,
+            &c.positional_reads,
+            &c.bytes_read,
+            &c.peak_blocking_ops,
+        ] {
             counter.store(0, Ordering::Relaxed);
         }
     }
@@ -346,10 +364,24 @@ impl FilesystemStore {
             (BlockingStrategy::BlockInPlace, tokio::runtime::RuntimeFlavor::MultiThread) => {
                 tokio::task::block_in_place(move || f(&inner))
             }
-            _ => handle
-                .spawn_blocking(move || f(&inner))
-                .await
-                .map_err(Error::TaskFailed)?,
+            _ => {
+                // The permit travels with the work: it is released when the file operation
+                // ends, even if this future is dropped before. (The semaphore is never
+                // closed, so the permit is always granted.)
+                let permit = Arc::clone(&self.inner.permits).acquire_owned().await.ok();
+                handle
+                    .spawn_blocking(move || {
+                        let _permit = permit;
+                        let c = &inner.counters;
+                        let now = c.blocking_ops.fetch_add(1, Ordering::Relaxed) + 1;
+                        c.peak_blocking_ops.fetch_max(now, Ordering::Relaxed);
+                        let result = f(&inner);
+                        c.blocking_ops.fetch_sub(1, Ordering::Relaxed);
+                        result
+                    })
+                    .await
+                    .map_err(Error::TaskFailed)?
+            }
         }
     }
 }

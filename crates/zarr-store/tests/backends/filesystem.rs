@@ -395,3 +395,42 @@ fn works_without_a_tokio_runtime() {
         );
     });
 }
+
+/// Hundreds of concurrent reads from many tasks run at most `max_concurrency` file operations
+/// at once (so they do not start hundreds of blocking threads), and all succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_reads_are_bounded_by_max_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        FilesystemStore::with_options(
+            dir.path(),
+            FilesystemOptions::default().with_max_concurrency(3),
+        )
+        .unwrap(),
+    );
+    for i in 0..20 {
+        store
+            .set(&key(&format!("v/{i}")), Bytes::from(vec![i as u8; 2 << 20]))
+            .await
+            .unwrap();
+    }
+    store.reset_io_stats();
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let value = store.get(&key(&format!("v/{}", i % 20))).await.unwrap();
+                assert_eq!(value.unwrap()[0], (i % 20) as u8);
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let stats = store.io_stats();
+    assert_eq!(stats.whole_reads, 200, "{stats:?}");
+    assert!(
+        (1..=3).contains(&stats.peak_blocking_ops),
+        "at most 3 at once: {stats:?}"
+    );
+}
