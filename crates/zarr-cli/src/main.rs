@@ -20,6 +20,7 @@ mod info;
 mod layout;
 mod npy;
 mod progress;
+mod put;
 mod region;
 mod target;
 mod tree;
@@ -148,7 +149,7 @@ Examples:
 Examples:
   zarr put data.zarr/images/raw --input raw.npy
   zarr put data.zarr/images/raw --input tile.npy --region 100:200,300:400")]
-    Put(create::PutArgs),
+    Put(put::PutArgs),
     /// Decode every stored chunk of an array (or of every array below a group) and report
     /// each one that is corrupt or undecodable, with the reason.
     ///
@@ -223,7 +224,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Tree(args) => tree::run(args).await,
             Command::Get(args) => get::run(args).await,
             Command::Create(args) => create::run_create(args, global).await,
-            Command::Put(args) => create::run_put(args, global).await,
+            Command::Put(args) => put::run_put(args, global).await,
             Command::Verify(args) => verify::run(args, global).await,
             Command::Copy(args) => copy::run(args, global).await,
             Command::Bench(args) => bench::run(args, global).await,
