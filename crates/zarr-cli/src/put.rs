@@ -1,18 +1,27 @@
 //! `zarr put`: write the values of an `.npy` file into an array.
+//!
+//! The file is read once, front to back, in slabs of about [`SLAB_BYTES`] that end on chunk
+//! boundaries, and each slab is written before the next is read. A C-order file is cut along
+//! the region's first dimension. A Fortran-order file (first index fastest) is cut along the
+//! region's last dimension longer than 1: in Fortran order the elements of such a slab are
+//! one contiguous run of the file, which is rearranged to C order in memory.
 
 use std::fs::File;
 use std::io::{BufReader, Read as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use clap::Args;
+use zarr::array::Region;
+use zarr::metadata::DataType;
+use zarr::vlen::{VlenBinary, VlenStrings};
 
-use crate::format::swap_bytes;
+use crate::format::{swap_bytes, swap_unit};
 use crate::get::SLAB_BYTES;
 use crate::layout::shape_text;
-use crate::npy::{npy_type, read_header};
+use crate::npy::{TextDtype, fortran_to_c, npy_type, push_utf32, read_header, trim_nuls};
 use crate::progress::{bar, note};
-use crate::region::{parse_selection, slabs};
+use crate::region::{Selection, parse_selection, slabs_along};
 use crate::target::{Access, resolve};
 use crate::{Global, TargetArgs, usage};
 
@@ -21,7 +30,9 @@ use crate::{Global, TargetArgs, usage};
 pub(crate) struct PutArgs {
     #[command(flatten)]
     target: TargetArgs,
-    /// The `.npy` file holding the values (C order, the array's data type, any byte order).
+    /// The `.npy` file holding the values: the array's numpy dtype in any byte order, C or
+    /// Fortran order. `string` arrays take `<U n` (or `|S n` holding UTF-8), `bytes` arrays
+    /// `|S n`; trailing NULs are padding and dropped, as numpy does.
     #[arg(short, long, value_name = "FILE")]
     input: PathBuf,
     /// Where to write, numpy-like (`100:200,0:50`); default the whole array. Its shape must
@@ -35,55 +46,202 @@ fn without_order(descr: &str) -> &str {
     descr.trim_start_matches(['<', '>', '|', '='])
 }
 
+/// How the file's elements become the array's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Elements {
+    /// Fixed-size elements of `size` bytes, stored as the array stores them once the bytes of
+    /// every `swap`-byte unit are reversed (`swap` 1: nothing to reverse).
+    Fixed { size: usize, swap: usize },
+    /// `string` elements from `U n`, or from `S n` holding UTF-8.
+    Strings(TextDtype),
+    /// `bytes` elements from `S n`.
+    Binary { len: usize },
+}
+
+impl Elements {
+    /// The bytes of one element in the file.
+    fn item_size(self) -> usize {
+        match self {
+            Self::Fixed { size, .. } => size,
+            Self::Strings(text) => text.item_size(),
+            Self::Binary { len } => len,
+        }
+    }
+
+    /// The bytes held in memory per element of a slab: the file's bytes, a second copy when
+    /// they are rearranged from Fortran order, and for variable-length elements the values
+    /// (never longer than the file's) and an `i64` offset.
+    fn slab_cost(self, fortran_order: bool) -> u64 {
+        let item = self.item_size() as u64;
+        let rearranged = if fortran_order { item } else { 0 };
+        let values = match self {
+            Self::Fixed { .. } => 0,
+            Self::Strings(_) | Self::Binary { .. } => item + 8,
+        };
+        (item + rearranged + values).max(1)
+    }
+}
+
+/// Match the file's dtype `descr` to the array's data type.
+fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements> {
+    if without_order(descr).starts_with('O') {
+        usage!(
+            "{} holds Python objects (dtype {descr}), which .npy stores pickled and this tool \
+             does not read; save a fixed-width copy instead: numpy.save(path, arr.astype(\"U\")) \
+             for text, arr.astype(\"S\") for bytes",
+            input.display()
+        );
+    }
+    match (data_type, TextDtype::parse(descr)) {
+        (DataType::String, Some(text)) => return Ok(Elements::Strings(text)),
+        (DataType::Bytes, Some(TextDtype::Bytes { len })) => return Ok(Elements::Binary { len }),
+        (DataType::Bytes, Some(TextDtype::Utf32 { .. })) => usage!(
+            "{} holds text ({descr}) and the array bytes; encode it first: \
+             numpy.char.encode(arr, \"utf-8\")",
+            input.display()
+        ),
+        (DataType::String | DataType::Bytes, None) => usage!(
+            "{} holds {descr}, the array {} ({})",
+            input.display(),
+            data_type.name(),
+            if *data_type == DataType::String {
+                "<U n, or |S n holding UTF-8"
+            } else {
+                "|S n"
+            }
+        ),
+        _ => {}
+    }
+    let expected = npy_type(data_type)?;
+    if expected.small_int.is_some() {
+        usage!("put does not write {} arrays", data_type.name());
+    }
+    if without_order(descr) != without_order(&expected.descr) {
+        usage!(
+            "{} holds {descr}, the array {} ({})",
+            input.display(),
+            data_type.name(),
+            expected.descr
+        );
+    }
+    let needs_swap = if cfg!(target_endian = "big") {
+        descr.starts_with('<')
+    } else {
+        descr.starts_with('>')
+    };
+    Ok(Elements::Fixed {
+        size: data_type.fixed_size().unwrap_or(1),
+        swap: if needs_swap { swap_unit(data_type) } else { 1 },
+    })
+}
+
+/// The dimension a Fortran-order file is cut along: the region's last one longer than 1.
+/// The dimensions after it have length 1, so a range of it is one contiguous run of the file.
+fn fortran_axis(region: &Region) -> usize {
+    let shape = region.shape();
+    shape
+        .iter()
+        .rposition(|&n| n > 1)
+        .unwrap_or(shape.len().saturating_sub(1))
+}
+
+/// Element `i` (C order) of `slab`, named by its index in the file: `element [3, 1]`.
+fn element_name(i: usize, slab: &Region, selection: &Selection, file_rank: usize) -> String {
+    let shape = slab.shape();
+    let mut rest = i as u64;
+    let mut index = vec![0u64; shape.len()];
+    for d in (0..shape.len()).rev() {
+        let n = shape[d].max(1);
+        index[d] = rest % n + slab.ranges()[d].start - selection.region.ranges()[d].start;
+        rest /= n;
+    }
+    // A file without the single-index dimensions has no index for them.
+    let keep_all = file_rank == index.len();
+    let parts: Vec<String> = index
+        .iter()
+        .zip(&selection.squeezed)
+        .filter(|&(_, &squeezed)| keep_all || !squeezed)
+        .map(|(v, _)| v.to_string())
+        .collect();
+    if parts.is_empty() {
+        "the element".to_owned()
+    } else {
+        format!("element [{}]", parts.join(", "))
+    }
+}
+
+/// `count` elements of `text` (C order) as strings; `name(i)` names element `i` in errors.
+fn strings(
+    buf: &[u8],
+    count: usize,
+    text: TextDtype,
+    name: impl Fn(usize) -> String,
+) -> Result<VlenStrings<i64>> {
+    let item = text.item_size();
+    let mut values = String::with_capacity(match text {
+        TextDtype::Utf32 { .. } => buf.len() / 4,
+        TextDtype::Bytes { .. } => buf.len(),
+    });
+    let mut offsets = Vec::with_capacity(count + 1);
+    offsets.push(0i64);
+    for i in 0..count {
+        let e = &buf[i * item..(i + 1) * item];
+        match text {
+            TextDtype::Utf32 { big_endian, .. } => push_utf32(e, big_endian, &mut values)
+                .map_err(|bad| anyhow!("{} is not text: {bad}", name(i)))?,
+            TextDtype::Bytes { .. } => values.push_str(
+                std::str::from_utf8(trim_nuls(e))
+                    .map_err(|err| anyhow!("{} is not UTF-8: {err}", name(i)))?,
+            ),
+        }
+        offsets.push(i64::try_from(values.len())?);
+    }
+    Ok(VlenStrings::try_new(offsets, values.into_bytes())?)
+}
+
+/// `count` elements of `|S{len}` (C order) as byte strings without their NUL padding.
+fn binary(buf: &[u8], count: usize, len: usize) -> Result<VlenBinary<i64>> {
+    Ok(VlenBinary::from_elements(
+        (0..count).map(|i| trim_nuls(&buf[i * len..(i + 1) * len])),
+    )?)
+}
+
 pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     let target = resolve(&args.target, Access::Read)?;
     let array = target.array().await?;
     let metadata = array.metadata();
-    let data_type = metadata.data_type;
-    let expected = npy_type(&data_type)?;
-    if expected.small_int.is_some() {
-        usage!("put does not write {} arrays", data_type.name());
-    }
     let file =
         File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
     let mut input = BufReader::new(file);
     let header =
         read_header(&mut input).with_context(|| format!("reading {}", args.input.display()))?;
-    if header.fortran_order {
-        usage!(
-            "{} is in Fortran order; save it in C order (numpy.ascontiguousarray)",
-            args.input.display()
-        );
-    }
-    if without_order(&header.descr) != without_order(&expected.descr) {
-        usage!(
-            "{} holds {}, the array {} ({})",
-            args.input.display(),
-            header.descr,
-            data_type.name(),
-            expected.descr
-        );
-    }
-    let big_endian = header.descr.starts_with('>');
-    let needs_swap = if cfg!(target_endian = "big") {
-        header.descr.starts_with('<')
-    } else {
-        big_endian
-    };
+    let elements = elements(&header.descr, &metadata.data_type, &args.input)?;
     let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
-    if header.shape != selection.out_shape() && header.shape != selection.region.shape() {
+    let region = &selection.region;
+    if header.shape != selection.out_shape() && header.shape != region.shape() {
         usage!(
             "{} has shape {}, the region {}",
             args.input.display(),
             shape_text(&header.shape),
-            shape_text(&selection.region.shape())
+            shape_text(&region.shape())
         );
     }
-    let element = data_type.fixed_size().unwrap_or(1) as u64;
-    let slabs = slabs(metadata, &selection.region, element, SLAB_BYTES)?;
+    // Dimensions of length 1 do not change where elements lie in either order, so the file
+    // is read as if it had the region's shape (single-index dimensions included).
+    let axis = if header.fortran_order {
+        fortran_axis(region)
+    } else {
+        0
+    };
+    let cost = elements.slab_cost(header.fortran_order);
+    let slabs = slabs_along(metadata, region, axis, cost, SLAB_BYTES)?;
+    let item = elements.item_size();
     let progress = bar(global, slabs.len() as u64, "put");
     for slab in slabs {
-        let n = usize::try_from(slab.num_elements()? * element)?;
+        let count = usize::try_from(slab.num_elements()?)?;
+        let n = count
+            .checked_mul(item)
+            .context("the slab does not fit in memory")?;
         let mut buf = vec![0u8; n];
         input.read_exact(&mut buf).with_context(|| {
             format!(
@@ -91,13 +249,33 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
                 args.input.display()
             )
         })?;
-        if needs_swap {
-            swap_bytes(&mut buf, crate::format::swap_unit(&data_type));
+        if header.fortran_order {
+            let shape = slab
+                .shape()
+                .into_iter()
+                .map(usize::try_from)
+                .collect::<Result<Vec<_>, _>>()?;
+            buf = fortran_to_c(&buf, &shape, item);
         }
-        array
-            .write_bytes(&slab, &buf)
-            .await
-            .with_context(|| format!("writing {} of {}", slab, target.describe()))?;
+        let name = |i| element_name(i, &slab, &selection, header.shape.len());
+        let written = match elements {
+            Elements::Fixed { swap, .. } => {
+                swap_bytes(&mut buf, swap);
+                array.write_bytes(&slab, &buf).await
+            }
+            Elements::Strings(text) => {
+                let values = strings(&buf, count, text, name)
+                    .with_context(|| format!("reading {}", args.input.display()))?;
+                drop(buf);
+                array.write_strings(&slab, &values).await
+            }
+            Elements::Binary { len } => {
+                let values = binary(&buf, count, len)?;
+                drop(buf);
+                array.write_binary(&slab, &values).await
+            }
+        };
+        written.with_context(|| format!("writing {} of {}", slab, target.describe()))?;
         progress.inc(1);
     }
     progress.finish_and_clear();
@@ -108,8 +286,116 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
             header.num_elements(),
             args.input.display(),
             target.describe(),
-            selection.region
+            region
         ),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(descr: &str, data_type: DataType) -> Result<Elements> {
+        elements(descr, &data_type, Path::new("x.npy"))
+    }
+
+    #[test]
+    fn dtypes_match_arrays() {
+        let utf32 = TextDtype::Utf32 {
+            chars: 3,
+            big_endian: true,
+        };
+        assert_eq!(
+            kind(">U3", DataType::String).unwrap(),
+            Elements::Strings(utf32)
+        );
+        assert_eq!(
+            kind("|S2", DataType::String).unwrap(),
+            Elements::Strings(TextDtype::Bytes { len: 2 })
+        );
+        assert_eq!(
+            kind("|S2", DataType::Bytes).unwrap(),
+            Elements::Binary { len: 2 }
+        );
+        let swap = if cfg!(target_endian = "big") { 1 } else { 4 };
+        assert_eq!(
+            kind(">f4", DataType::Float32).unwrap(),
+            Elements::Fixed { size: 4, swap }
+        );
+        for (descr, data_type, message) in [
+            ("|O", DataType::String, "astype(\"U\")"),
+            ("|O", DataType::Int32, "pickled"),
+            ("<U2", DataType::Bytes, "numpy.char.encode"),
+            ("<i4", DataType::String, "<U n, or |S n holding UTF-8"),
+            ("<i4", DataType::Bytes, "(|S n)"),
+            (
+                "<U2",
+                DataType::Float32,
+                "holds <U2, the array float32 (<f4)",
+            ),
+        ] {
+            let err = kind(descr, data_type).unwrap_err();
+            assert!(err.downcast_ref::<crate::Usage>().is_some(), "{descr}");
+            assert!(err.to_string().contains(message), "{descr}: {err}");
+        }
+    }
+
+    #[test]
+    fn fortran_files_are_cut_along_the_last_long_dimension() {
+        let region = |ranges: Vec<std::ops::Range<u64>>| Region::try_new(ranges).unwrap();
+        assert_eq!(fortran_axis(&region(vec![0..4, 0..5, 2..3])), 1);
+        assert_eq!(fortran_axis(&region(vec![0..4, 0..5])), 1);
+        assert_eq!(fortran_axis(&region(vec![0..1, 3..4])), 1);
+        assert_eq!(fortran_axis(&region(vec![])), 0);
+    }
+
+    #[test]
+    fn elements_are_named_by_their_index_in_the_file() {
+        let selection = parse_selection(Some("2,1:5,:"), &[4, 6, 3]).unwrap();
+        let slab = Region::try_new(vec![2..3, 3..5, 0..3]).unwrap();
+        // Element 4 of the slab is [0, 1, 1] in it, [0, 3, 1] in the region.
+        assert_eq!(element_name(4, &slab, &selection, 3), "element [0, 3, 1]");
+        assert_eq!(element_name(4, &slab, &selection, 2), "element [3, 1]");
+        let scalar = parse_selection(None, &[]).unwrap();
+        assert_eq!(element_name(0, &scalar.region, &scalar, 0), "the element");
+    }
+
+    #[test]
+    fn text_elements_decode() {
+        let le = |units: &[u32]| {
+            units
+                .iter()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<_>>()
+        };
+        let text = TextDtype::Utf32 {
+            chars: 2,
+            big_endian: false,
+        };
+        let buf = le(&[0x1F600, 0x61, 0, 0, 0xE9, 0]);
+        let got = strings(&buf, 3, text, |i| i.to_string()).unwrap();
+        assert_eq!(got.to_strings(), ["\u{1F600}a", "", "\u{e9}"]);
+        let bad = le(&[0x61, 0, 0xDFFF, 0]);
+        let err = strings(&bad, 2, text, |i| format!("element [{i}]")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "element [1] is not text: U+DFFF is a surrogate, not a character"
+        );
+        let bytes = TextDtype::Bytes { len: 3 };
+        let err = strings(b"ab\0\xff\0\0", 2, bytes, |i| i.to_string()).unwrap_err();
+        assert!(err.to_string().starts_with("1 is not UTF-8"), "{err}");
+        let got = binary(b"a\0b\0\0\0", 2, 3).unwrap();
+        assert_eq!(got.to_vecs(), [b"a\0b".to_vec(), Vec::new()]);
+        // Zero-width dtypes hold only empty values.
+        let none = TextDtype::Utf32 {
+            chars: 0,
+            big_endian: false,
+        };
+        assert_eq!(strings(&[], 2, none, |i| i.to_string()).unwrap().len(), 2);
+        assert_eq!(
+            binary(&[], 2, 0).unwrap().to_vecs(),
+            [Vec::<u8>::new(), Vec::new()]
+        );
+    }
 }
