@@ -7,19 +7,21 @@
 //! one contiguous run of the file, which is rearranged to C order in memory.
 
 use std::fs::File;
-use std::io::{BufReader, Read as _};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
-use zarr::array::Region;
-use zarr::metadata::DataType;
+use indicatif::ProgressBar;
+use zarr::array::{Array, Region};
+use zarr::metadata::{ArrayMetadata, DataType};
+use zarr::store::Store;
 use zarr::vlen::{VlenBinary, VlenStrings};
 
 use crate::format::{swap_bytes, swap_unit};
 use crate::get::SLAB_BYTES;
 use crate::layout::shape_text;
-use crate::npy::{TextDtype, fortran_to_c, npy_type, push_utf32, read_header, trim_nuls};
+use crate::npy::{Header, TextDtype, fortran_to_c, npy_type, push_utf32, read_header, trim_nuls};
 use crate::progress::{bar, note};
 use crate::region::{Selection, parse_selection, slabs_along};
 use crate::target::{Access, resolve};
@@ -206,50 +208,50 @@ fn binary(buf: &[u8], count: usize, len: usize) -> Result<VlenBinary<i64>> {
     )?)
 }
 
-pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
-    let target = resolve(&args.target, Access::Read)?;
-    let array = target.array().await?;
-    let metadata = array.metadata();
-    let file =
-        File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
-    let mut input = BufReader::new(file);
-    let header =
-        read_header(&mut input).with_context(|| format!("reading {}", args.input.display()))?;
-    let elements = elements(&header.descr, &metadata.data_type, &args.input)?;
-    let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
-    let region = &selection.region;
-    if header.shape != selection.out_shape() && header.shape != region.shape() {
-        usage!(
-            "{} has shape {}, the region {}",
-            args.input.display(),
-            shape_text(&header.shape),
-            shape_text(&region.shape())
-        );
+/// An `.npy` file, read up to its data.
+struct Source<R> {
+    reader: R,
+    /// The file as the user named it.
+    name: String,
+    header: Header,
+    elements: Elements,
+}
+
+impl<R: Read> Source<R> {
+    /// The slabs of `selection` to read and write in turn, each about `slab_bytes` in memory.
+    fn slabs(
+        &self,
+        metadata: &ArrayMetadata,
+        selection: &Selection,
+        slab_bytes: u64,
+    ) -> Result<Vec<Region>> {
+        // Dimensions of length 1 do not change where elements lie in either order, so the file
+        // is read as if it had the region's shape (single-index dimensions included).
+        let fortran = self.header.fortran_order;
+        let axis = if fortran {
+            fortran_axis(&selection.region)
+        } else {
+            0
+        };
+        let cost = self.elements.slab_cost(fortran);
+        slabs_along(metadata, &selection.region, axis, cost, slab_bytes)
     }
-    // Dimensions of length 1 do not change where elements lie in either order, so the file
-    // is read as if it had the region's shape (single-index dimensions included).
-    let axis = if header.fortran_order {
-        fortran_axis(region)
-    } else {
-        0
-    };
-    let cost = elements.slab_cost(header.fortran_order);
-    let slabs = slabs_along(metadata, region, axis, cost, SLAB_BYTES)?;
-    let item = elements.item_size();
-    let progress = bar(global, slabs.len() as u64, "put");
-    for slab in slabs {
+
+    /// The next `slab`'s elements in C order: `count` elements of `item_size()` bytes.
+    fn read_slab(&mut self, slab: &Region) -> Result<(Vec<u8>, usize)> {
+        let item = self.elements.item_size();
         let count = usize::try_from(slab.num_elements()?)?;
         let n = count
             .checked_mul(item)
             .context("the slab does not fit in memory")?;
         let mut buf = vec![0u8; n];
-        input.read_exact(&mut buf).with_context(|| {
+        self.reader.read_exact(&mut buf).with_context(|| {
             format!(
                 "reading {}: the data is shorter than its header says",
-                args.input.display()
+                self.name
             )
         })?;
-        if header.fortran_order {
+        if self.header.fortran_order {
             let shape = slab
                 .shape()
                 .into_iter()
@@ -257,15 +259,31 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
                 .collect::<Result<Vec<_>, _>>()?;
             buf = fortran_to_c(&buf, &shape, item);
         }
-        let name = |i| element_name(i, &slab, &selection, header.shape.len());
-        let written = match elements {
+        Ok((buf, count))
+    }
+}
+
+/// Read each of `slabs` from `source` and write it into `array` (named `target`).
+async fn write_slabs(
+    array: &Array<dyn Store>,
+    target: &str,
+    source: &mut Source<impl Read>,
+    selection: &Selection,
+    slabs: Vec<Region>,
+    progress: &ProgressBar,
+) -> Result<()> {
+    let file_rank = source.header.shape.len();
+    for slab in slabs {
+        let (mut buf, count) = source.read_slab(&slab)?;
+        let name = |i| element_name(i, &slab, selection, file_rank);
+        let written = match source.elements {
             Elements::Fixed { swap, .. } => {
                 swap_bytes(&mut buf, swap);
                 array.write_bytes(&slab, &buf).await
             }
             Elements::Strings(text) => {
                 let values = strings(&buf, count, text, name)
-                    .with_context(|| format!("reading {}", args.input.display()))?;
+                    .with_context(|| format!("reading {}", source.name))?;
                 drop(buf);
                 array.write_strings(&slab, &values).await
             }
@@ -275,18 +293,55 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
                 array.write_binary(&slab, &values).await
             }
         };
-        written.with_context(|| format!("writing {} of {}", slab, target.describe()))?;
+        written.with_context(|| format!("writing {slab} of {target}"))?;
         progress.inc(1);
     }
+    Ok(())
+}
+
+pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
+    let target = resolve(&args.target, Access::Read)?;
+    let array = target.array().await?;
+    let metadata = array.metadata();
+    let name = args.input.display().to_string();
+    let file = File::open(&args.input).with_context(|| format!("opening {name}"))?;
+    let mut reader = BufReader::new(file);
+    let header = read_header(&mut reader).with_context(|| format!("reading {name}"))?;
+    let elements = elements(&header.descr, &metadata.data_type, &args.input)?;
+    let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
+    if header.shape != selection.out_shape() && header.shape != selection.region.shape() {
+        usage!(
+            "{name} has shape {}, the region {}",
+            shape_text(&header.shape),
+            shape_text(&selection.region.shape())
+        );
+    }
+    let total = header.num_elements();
+    let mut source = Source {
+        reader,
+        name,
+        header,
+        elements,
+    };
+    let slabs = source.slabs(metadata, &selection, SLAB_BYTES)?;
+    let progress = bar(global, slabs.len() as u64, "put");
+    write_slabs(
+        &array,
+        &target.describe(),
+        &mut source,
+        &selection,
+        slabs,
+        &progress,
+    )
+    .await?;
     progress.finish_and_clear();
     note(
         global,
         &format!(
-            "wrote {} elements from {} to {} {}",
-            header.num_elements(),
-            args.input.display(),
+            "wrote {total} elements from {} to {} {}",
+            source.name,
             target.describe(),
-            region
+            selection.region
         ),
     );
     Ok(())
@@ -397,5 +452,143 @@ mod tests {
             binary(&[], 2, 0).unwrap().to_vecs(),
             [Vec::<u8>::new(), Vec::new()]
         );
+    }
+
+    /// Put `data` (an `.npy` body of `descr`, `shape`, `fortran_order`) into `region` of a
+    /// fresh in-memory array, cut in slabs of about `slab_bytes`; the array and slab count.
+    fn put(
+        array: (Vec<u64>, DataType, Vec<u64>),
+        npy: (&str, Vec<u64>, bool, &[u8]),
+        region: &str,
+        slab_bytes: u64,
+    ) -> (Array<dyn Store>, usize, Result<()>) {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let (shape, data_type, chunks) = array;
+            let store: std::sync::Arc<dyn Store> =
+                std::sync::Arc::new(zarr::store::MemoryStore::new());
+            let array = zarr::array::ArrayBuilder::new(shape, data_type, chunks)
+                .create(store, "/a")
+                .await
+                .unwrap();
+            let (descr, shape, fortran_order, data) = npy;
+            let mut source = Source {
+                reader: data,
+                name: "x.npy".to_owned(),
+                header: Header {
+                    descr: descr.to_owned(),
+                    fortran_order,
+                    shape,
+                    data_offset: 0,
+                },
+                elements: elements(descr, &data_type, Path::new("x.npy")).unwrap(),
+            };
+            let selection = parse_selection(Some(region), &array.metadata().shape).unwrap();
+            let slabs = source
+                .slabs(array.metadata(), &selection, slab_bytes)
+                .unwrap();
+            let count = slabs.len();
+            let result = write_slabs(
+                &array,
+                "a",
+                &mut source,
+                &selection,
+                slabs,
+                &ProgressBar::hidden(),
+            )
+            .await;
+            if result.is_ok() {
+                assert!(source.reader.is_empty(), "the whole file is read");
+            }
+            (array, count, result)
+        })
+    }
+
+    fn read_u16(array: &Array<dyn Store>, region: &str) -> Vec<u16> {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let selection = parse_selection(Some(region), &array.metadata().shape).unwrap();
+        let bytes = runtime
+            .block_on(array.read_bytes(&selection.region))
+            .unwrap();
+        bytes
+            .chunks_exact(2)
+            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+            .collect()
+    }
+
+    #[test]
+    fn fortran_files_go_in_slabs_along_the_last_long_dimension() {
+        // A 2x5x3 Fortran-order big-endian file whose element [i, j, k] is 100i + 10j + k,
+        // into [1:3, :, 1:4] of a 3x5x4 array with 2x2x3 chunks.
+        let mut data = Vec::new();
+        for k in 0..3u16 {
+            for j in 0..5u16 {
+                for i in 0..2u16 {
+                    data.extend((100 * i + 10 * j + k).to_be_bytes());
+                }
+            }
+        }
+        let want: Vec<u16> = (0..2u16)
+            .flat_map(|i| (0..5u16).flat_map(move |j| (0..3u16).map(move |k| 100 * i + 10 * j + k)))
+            .collect();
+        let array = (vec![3, 5, 4], DataType::UInt16, vec![2, 2, 3]);
+        // A slab of one column (2x5 elements, 4 bytes each in memory): the chunk columns
+        // 1..3 and 3..4.
+        let (a, slabs, result) = put(
+            array.clone(),
+            (">u2", vec![2, 5, 3], true, &data),
+            "1:3,:,1:4",
+            40,
+        );
+        result.unwrap();
+        assert_eq!(slabs, 2);
+        assert_eq!(read_u16(&a, "1:3,:,1:4"), want);
+        assert_eq!(read_u16(&a, "0,0,:"), [0; 4]);
+        // The same values as one slab.
+        let (a, slabs, result) = put(
+            array.clone(),
+            (">u2", vec![2, 5, 3], true, &data),
+            "1:3,:,1:4",
+            1 << 20,
+        );
+        result.unwrap();
+        assert_eq!(slabs, 1);
+        assert_eq!(read_u16(&a, "1:3,:,1:4"), want);
+        // A 2-d file into a region whose last dimension is a single index: cut along the
+        // middle one (chunk rows 0..2, 2..4, 4..5).
+        let plane = &data[..2 * 5 * 2];
+        let (a, slabs, result) = put(array, (">u2", vec![2, 5], true, plane), "1:3,:,2", 8);
+        result.unwrap();
+        assert_eq!(slabs, 3);
+        let want: Vec<u16> = (0..2u16)
+            .flat_map(|i| (0..5u16).map(move |j| 100 * i + 10 * j))
+            .collect();
+        assert_eq!(read_u16(&a, "1:3,:,2"), want);
+    }
+
+    #[test]
+    fn string_slabs_name_bad_elements_by_their_file_index() {
+        let le = |units: &[u32]| {
+            units
+                .iter()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<_>>()
+        };
+        let mut data = le(&[0x61, 0, 0, 0x62, 0x63, 0, 0x1F600, 0, 0]);
+        data.extend(le(&[0x64, 0x110000, 0, 0x65, 0, 0]));
+        let array = (vec![6], DataType::String, vec![2]);
+        // 32 bytes per element in memory: one chunk per slab (array 1..2, 2..4, 4..6), so
+        // file element [3] is in the third.
+        let (a, slabs, result) = put(array, ("<U3", vec![5], false, &data), "1:", 32);
+        assert_eq!(slabs, 3);
+        let err = format!("{:#}", result.unwrap_err());
+        assert!(
+            err.contains("element [3] is not text: 0x110000 is beyond U+10FFFF"),
+            "{err}"
+        );
+        // Slabs before the bad one are written.
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let got = runtime.block_on(a.read_strings::<i32>(0..6)).unwrap();
+        assert_eq!(got.to_strings(), ["", "a", "bc", "\u{1F600}", "", ""]);
     }
 }
