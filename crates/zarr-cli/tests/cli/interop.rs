@@ -2,7 +2,8 @@
 //! region (strings and bytes included), files numpy wrote (`dtype="U"`, Fortran order) put
 //! into arrays and read back by zarr-python, and the demo dataset opened by zarr-python. Runs with the interpreter named by
 //! `ZARR_TEST_PYTHON` (`cargo xtask ci` sets it to a venv with zarr-python 3.1.6 and numpy);
-//! without it the test says so and passes without running, as the library's interop tests do.
+//! without it each test says so and passes without running, as the library's interop tests
+//! do.
 
 use std::process::Command;
 
