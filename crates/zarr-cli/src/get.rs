@@ -177,25 +177,14 @@ async fn write_text_npy(
     let metadata = array.metadata();
     let strings = metadata.data_type == DataType::String;
     let slabs = slabs(metadata, &selection.region, VARIABLE_GUESS, slab_bytes)?;
-    // An element's width: characters of a string, bytes otherwise. `first` counts the elements
-    // before this slab, to name a bad one.
-    let width = |e: &[u8], first: u64, i: usize| -> Result<usize> {
-        if strings {
-            let text = std::str::from_utf8(e).with_context(|| {
-                format!("element {} of the region is not UTF-8", first + i as u64)
-            })?;
-            Ok(text.chars().count())
-        } else {
-            Ok(e.len())
-        }
-    };
+    // `first` counts the elements before each slab, to name a bad one.
     let mut widest = 0;
     let mut kept = None;
     let mut first = 0;
     for slab in &slabs {
         let vlen = read_variable(array, slab).await?;
         for (i, e) in vlen.iter().enumerate() {
-            widest = widest.max(width(e, first, i)?);
+            widest = widest.max(measure(e, strings, first + i as u64)?.1);
         }
         first += slab.num_elements()?;
         if slabs.len() == 1 {
@@ -220,25 +209,38 @@ async fn write_text_npy(
             None => read_variable(array, slab).await?,
         };
         for (i, e) in vlen.iter().enumerate() {
-            if width(e, first, i)? > widest {
+            let (text, width) = measure(e, strings, first + i as u64)?;
+            if width > widest {
                 anyhow::bail!(
                     "element {} of the region grew while it was exported (another writer?)",
                     first + i as u64
                 );
             }
             item.clear();
-            if strings {
-                // Checked as UTF-8 by `width`.
-                extend_utf32(&mut item, std::str::from_utf8(e)?, widest);
-            } else {
-                item.extend_from_slice(e);
-                item.resize(widest, 0);
+            match text {
+                Some(text) => extend_utf32(&mut item, text, widest),
+                None => {
+                    item.extend_from_slice(e);
+                    item.resize(widest, 0);
+                }
             }
             out.write_all(&item)?;
         }
         first += slab.num_elements()?;
     }
     Ok(())
+}
+
+/// A `string` (when `strings`) or `bytes` element's text (strings only) and width: characters
+/// of a string, bytes otherwise. `index` names the element in the region if it is not UTF-8.
+fn measure(e: &[u8], strings: bool, index: u64) -> Result<(Option<&str>, usize)> {
+    if strings {
+        let text = std::str::from_utf8(e)
+            .with_context(|| format!("element {index} of the region is not UTF-8"))?;
+        Ok((Some(text), text.chars().count()))
+    } else {
+        Ok((None, e.len()))
+    }
 }
 
 /// The variable-length elements of `region`.
