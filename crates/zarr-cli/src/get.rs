@@ -6,17 +6,23 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use zarr::array::{Array, ArrayBytes};
+use zarr::array::{Array, ArrayBytes, Region};
+use zarr::codecs::VlenBytes;
+use zarr::metadata::DataType;
 use zarr::store::Store;
 
 use crate::format::{Style, element, native_to_little, variable_element};
-use crate::npy::{header, npy_type, widen_small_ints};
+use crate::npy::{TextDtype, extend_utf32, header, npy_type, widen_small_ints};
 use crate::region::{Selection, parse_selection, slabs};
 use crate::target::{Access, resolve};
 use crate::{TargetArgs, usage};
 
 /// Bytes read per slab when streaming.
 pub(crate) const SLAB_BYTES: u64 = 64 << 20;
+
+/// The bytes per variable-length element assumed when cutting slabs (their sizes are not
+/// known before reading them).
+const VARIABLE_GUESS: u64 = 16;
 
 /// Output formats of `zarr get`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -53,14 +59,16 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
     let metadata = array.metadata();
     let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
     let binary = matches!(args.format, Format::Npy | Format::Raw);
-    if binary && metadata.data_type.fixed_size().is_none() {
+    let variable = metadata.data_type.fixed_size().is_none();
+    if args.format == Format::Raw && variable {
         usage!(
-            "{} holds {} elements, which have no fixed size; use --format json or text",
+            "{} holds {} elements, which have no fixed size; use --format npy, json or text",
             target.describe(),
             metadata.data_type.name()
         );
     }
-    let npy = if args.format == Format::Npy {
+    // Variable-length elements take their npy dtype from the data (see `write_text_npy`).
+    let npy = if args.format == Format::Npy && !variable {
         Some(npy_type(&metadata.data_type)?)
     } else {
         None
@@ -108,7 +116,7 @@ async fn write(
     let metadata = array.metadata();
     let data_type = &metadata.data_type;
     let out_shape = selection.out_shape();
-    let element_bytes = data_type.fixed_size().unwrap_or(16) as u64;
+    let element_bytes = data_type.fixed_size().map_or(VARIABLE_GUESS, |n| n as u64);
     match format {
         Format::Json => {
             let bytes = array.read_array_bytes(&selection.region).await?;
@@ -134,6 +142,9 @@ async fn write(
                 out.write_all(buf.as_bytes())?;
             }
         }
+        Format::Npy if data_type.fixed_size().is_none() => {
+            write_text_npy(array, selection, SLAB_BYTES, out).await?;
+        }
         Format::Npy | Format::Raw => {
             if let Some(npy) = npy {
                 out.write_all(&header(&npy.descr, &out_shape))?;
@@ -149,6 +160,95 @@ async fn write(
         }
     }
     Ok(())
+}
+
+/// Export `string` or `bytes` elements as `.npy`, which holds them at one fixed width: `<U n`
+/// (UTF-32LE, `n` the most characters of any element) or `|S n` (`n` the most bytes), each
+/// element NUL-padded, and `n` at least 1 as numpy makes it.
+///
+/// The width must be in the header, before the data, so the region is read twice in slabs:
+/// once for the width, once to write. A region that fits in one slab is read once and kept.
+async fn write_text_npy(
+    array: &Array<dyn Store>,
+    selection: &Selection,
+    slab_bytes: u64,
+    out: &mut impl Write,
+) -> Result<()> {
+    let metadata = array.metadata();
+    let strings = metadata.data_type == DataType::String;
+    let slabs = slabs(metadata, &selection.region, VARIABLE_GUESS, slab_bytes)?;
+    // `first` counts the elements before each slab, to name a bad one.
+    let mut widest = 0;
+    let mut kept = None;
+    let mut first = 0;
+    for slab in &slabs {
+        let vlen = read_variable(array, slab).await?;
+        for (i, e) in vlen.iter().enumerate() {
+            widest = widest.max(measure(e, strings, first + i as u64)?.1);
+        }
+        first += slab.num_elements()?;
+        if slabs.len() == 1 {
+            kept = Some(vlen);
+        }
+    }
+    let dtype = if strings {
+        TextDtype::Utf32 {
+            chars: widest,
+            big_endian: false,
+        }
+    } else {
+        TextDtype::Bytes { len: widest }
+    };
+    let widest = widest.max(1);
+    out.write_all(&header(&dtype.descr(), &selection.out_shape()))?;
+    let mut item = Vec::with_capacity(dtype.item_size().max(4));
+    let mut first = 0;
+    for slab in &slabs {
+        let vlen = match kept.take() {
+            Some(vlen) => vlen,
+            None => read_variable(array, slab).await?,
+        };
+        for (i, e) in vlen.iter().enumerate() {
+            let (text, width) = measure(e, strings, first + i as u64)?;
+            if width > widest {
+                anyhow::bail!(
+                    "element {} of the region grew while it was exported (another writer?)",
+                    first + i as u64
+                );
+            }
+            item.clear();
+            match text {
+                Some(text) => extend_utf32(&mut item, text, widest),
+                None => {
+                    item.extend_from_slice(e);
+                    item.resize(widest, 0);
+                }
+            }
+            out.write_all(&item)?;
+        }
+        first += slab.num_elements()?;
+    }
+    Ok(())
+}
+
+/// A `string` (when `strings`) or `bytes` element's text (strings only) and width: characters
+/// of a string, bytes otherwise. `index` names the element in the region if it is not UTF-8.
+fn measure(e: &[u8], strings: bool, index: u64) -> Result<(Option<&str>, usize)> {
+    if strings {
+        let text = std::str::from_utf8(e)
+            .with_context(|| format!("element {index} of the region is not UTF-8"))?;
+        Ok((Some(text), text.chars().count()))
+    } else {
+        Ok((None, e.len()))
+    }
+}
+
+/// The variable-length elements of `region`.
+async fn read_variable(array: &Array<dyn Store>, region: &Region) -> Result<VlenBytes> {
+    match array.read_array_bytes(region).await? {
+        ArrayBytes::Variable(vlen) => Ok(vlen),
+        ArrayBytes::Fixed(_) => anyhow::bail!("expected variable-length elements"),
+    }
 }
 
 /// Call `f` with the text of each element, in C order.
@@ -264,6 +364,90 @@ mod tests {
         assert_eq!(print(&[3]), "0\n1\n2\n");
         assert_eq!(print(&[2, 3]), "0 1 2\n3 4 5\n");
         assert_eq!(print(&[2, 1, 2]), "0 1\n\n2 3\n");
+    }
+
+    /// `get --format npy` of `region` of a fresh in-memory `data_type` array of `shape`
+    /// (chunks of 2 along the first dimension) holding `values`, in slabs of `slab_bytes`.
+    fn export(
+        data_type: DataType,
+        shape: Vec<u64>,
+        values: &[&[u8]],
+        region: &str,
+        slab_bytes: u64,
+    ) -> Vec<u8> {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let store: std::sync::Arc<dyn Store> =
+                std::sync::Arc::new(zarr::store::MemoryStore::new());
+            let mut chunks = shape.clone();
+            chunks[0] = 2;
+            let array = zarr::array::ArrayBuilder::new(shape, data_type, chunks)
+                .create(store, "/a")
+                .await
+                .unwrap();
+            let all = parse_selection(None, &array.metadata().shape).unwrap();
+            let vlen = zarr::vlen::VlenBinary::<i32>::from_elements(values).unwrap();
+            let vlen = vlen.to_vlen_bytes().unwrap();
+            array
+                .write_array_bytes(&all.region, ArrayBytes::Variable(vlen))
+                .await
+                .unwrap();
+            let selection = parse_selection(Some(region), &array.metadata().shape).unwrap();
+            let mut out = Vec::new();
+            write_text_npy(&array, &selection, slab_bytes, &mut out)
+                .await
+                .unwrap();
+            out
+        })
+    }
+
+    /// The `descr` and data of an `.npy` file.
+    fn parts(npy: &[u8]) -> (String, Vec<u64>, Vec<u8>) {
+        let h = crate::npy::read_header(&mut &npy[..]).unwrap();
+        let data = npy[usize::try_from(h.data_offset).unwrap()..].to_vec();
+        (h.descr, h.shape, data)
+    }
+
+    #[test]
+    fn strings_export_at_the_widest_element() {
+        let le = |units: &[u32]| {
+            units
+                .iter()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<_>>()
+        };
+        let values: [&[u8]; 6] = [
+            b"ab",
+            "\u{1F600}".as_bytes(),
+            b"",
+            "\u{e9}t\u{e9}".as_bytes(),
+            b"x",
+            b"",
+        ];
+        // One slab (kept from the first pass) or three (read twice): the same file.
+        let one = export(DataType::String, vec![6], &values, ":", 1 << 20);
+        let three = export(DataType::String, vec![6], &values, ":", 16);
+        assert_eq!(one, three);
+        let (descr, shape, data) = parts(&one);
+        assert_eq!((descr.as_str(), shape.as_slice()), ("<U3", &[6u64][..]));
+        let want = le(&[
+            0x61, 0x62, 0, 0x1F600, 0, 0, 0, 0, 0, 0xE9, 0x74, 0xE9, 0x78, 0, 0, 0, 0, 0,
+        ]);
+        assert_eq!(data, want);
+        // A region: the width is the widest element in it.
+        let (descr, shape, data) =
+            parts(&export(DataType::String, vec![3, 2], &values, "1:,1", 16));
+        assert_eq!((descr.as_str(), shape.as_slice()), ("<U3", &[2u64][..]));
+        assert_eq!(data, le(&[0xE9, 0x74, 0xE9, 0, 0, 0]));
+        // All empty: numpy's <U1.
+        let (descr, _, data) = parts(&export(DataType::String, vec![2], &[b"", b""], ":", 16));
+        assert_eq!(descr, "<U1");
+        assert_eq!(data, [0; 8]);
+        // Bytes: |S n, NUL-padded.
+        let bytes: [&[u8]; 3] = [b"a\0b", b"", b"\xff"];
+        let (descr, _, data) = parts(&export(DataType::Bytes, vec![3], &bytes, ":", 16));
+        assert_eq!(descr, "|S3");
+        assert_eq!(data, b"a\0b\0\0\0\xff\0\0");
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod info;
 mod layout;
 mod npy;
 mod progress;
+mod put;
 mod region;
 mod target;
 mod tree;
@@ -128,13 +129,16 @@ Examples:
     /// `:b`, `:` or a single index (negative counts from the end); missing trailing entries
     /// mean `:`. Text output prints one value per line for a 1-D result and one row of the
     /// last dimension per line otherwise (a blank line between 2-D planes). Exports to npy
-    /// and raw stream in chunk-aligned slabs, never holding the whole region.
+    /// and raw stream in chunk-aligned slabs, never holding the whole region. `string` and
+    /// `bytes` export to npy as `<U n` / `|S n`, n the longest element: the region is read
+    /// twice (once for n) unless it fits in one slab.
     #[command(after_help = "\
 Examples:
   zarr get data.zarr/temperature --region 0:5
   zarr get data.zarr/images/raw --region 0:10,:,5
   zarr get data.zarr/images/raw --format npy -o raw.npy     # numpy.load('raw.npy')
-  zarr get data.zarr/labels --format json")]
+  zarr get data.zarr/labels --format json
+  zarr get data.zarr/labels --format npy -o labels.npy     # dtype <U n")]
     Get(get::GetArgs),
     /// Create an array.
     #[command(after_help = "\
@@ -144,11 +148,16 @@ Examples:
       --shards 1000,1000 --codec zstd:5 --codec crc32c --fill-value NaN")]
     Create(create::CreateArgs),
     /// Write values from an .npy file into an array (a region, or the whole array).
+    ///
+    /// The file is read once, in chunk-aligned slabs of about 64 MiB, each written before the
+    /// next is read; C and Fortran order. `string` arrays take numpy `<U n` (or `|S n`
+    /// holding UTF-8), `bytes` arrays `|S n`; object arrays (`|O`) are pickled and refused.
     #[command(after_help = "\
 Examples:
   zarr put data.zarr/images/raw --input raw.npy
-  zarr put data.zarr/images/raw --input tile.npy --region 100:200,300:400")]
-    Put(create::PutArgs),
+  zarr put data.zarr/images/raw --input tile.npy --region 100:200,300:400
+  zarr put data.zarr/labels --input names.npy    # numpy.save('names.npy', arr.astype('U'))")]
+    Put(put::PutArgs),
     /// Decode every stored chunk of an array (or of every array below a group) and report
     /// each one that is corrupt or undecodable, with the reason.
     ///
@@ -223,7 +232,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Tree(args) => tree::run(args).await,
             Command::Get(args) => get::run(args).await,
             Command::Create(args) => create::run_create(args, global).await,
-            Command::Put(args) => create::run_put(args, global).await,
+            Command::Put(args) => put::run_put(args, global).await,
             Command::Verify(args) => verify::run(args, global).await,
             Command::Copy(args) => copy::run(args, global).await,
             Command::Bench(args) => bench::run(args, global).await,

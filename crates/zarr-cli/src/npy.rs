@@ -20,8 +20,8 @@ pub(crate) struct NpyType {
 /// The numpy dtype for `data_type`.
 ///
 /// # Errors
-/// For types numpy has no dtype for (`bfloat16`, the 8-bit floats, `string` and `bytes`,
-/// which would need pickled objects).
+/// For types numpy has no dtype for (`bfloat16`, the 8-bit floats), and for `string` and
+/// `bytes`, whose numpy dtype depends on the data (see [`TextDtype`]).
 pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
     let plain = |descr: &str| NpyType {
         descr: descr.to_owned(),
@@ -73,8 +73,8 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
         DataType::RawBytes { length_bytes } => plain(&format!("|V{length_bytes}")),
         DataType::RawBits(bytes) => plain(&format!("|V{bytes}")),
         DataType::String | DataType::Bytes => bail!(
-            "{} elements have variable lengths, which .npy holds only as pickled objects; \
-             use --format json",
+            "{} elements have variable lengths: their .npy dtype (<U n or |S n) takes its width \
+             from the data",
             data_type.name()
         ),
         other => bail!(
@@ -83,6 +83,159 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
             other.fixed_size().unwrap_or(1)
         ),
     })
+}
+
+/// A numpy fixed-width text dtype, as `string` and `bytes` elements are read from and written
+/// to `.npy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextDtype {
+    /// `<U n` / `>U n`: `chars` UTF-32 code units per element, padded with NULs at the end.
+    Utf32 { chars: usize, big_endian: bool },
+    /// `|S n`: `len` bytes per element, padded with NULs at the end.
+    Bytes { len: usize },
+}
+
+impl TextDtype {
+    /// The dtype of a `descr` such as `<U5` or `|S3`, if it is one of these.
+    pub(crate) fn parse(descr: &str) -> Option<Self> {
+        let mut chars = descr.chars();
+        let (order, kind) = match (chars.next()?, chars.next()) {
+            (order @ ('<' | '>' | '=' | '|'), Some(kind)) => (order, kind),
+            // numpy also accepts a descr without its byte order (`U5`).
+            (kind, _) => ('=', kind),
+        };
+        let digits = descr
+            .trim_start_matches(['<', '>', '=', '|'])
+            .get(kind.len_utf8()..)?
+            .trim();
+        let n = if digits.is_empty() {
+            0
+        } else {
+            digits.parse::<usize>().ok()?
+        };
+        match (kind, order) {
+            ('U', '<' | '>' | '=') => Some(Self::Utf32 {
+                chars: n,
+                big_endian: order == '>' || (order == '=' && cfg!(target_endian = "big")),
+            }),
+            ('S' | 'a', _) => Some(Self::Bytes { len: n }),
+            _ => None,
+        }
+    }
+
+    /// The size of one element in bytes.
+    pub(crate) fn item_size(self) -> usize {
+        match self {
+            Self::Utf32 { chars, .. } => chars * 4,
+            Self::Bytes { len } => len,
+        }
+    }
+
+    /// The little-endian `descr` of this width, `<U{chars}` or `|S{len}`, never narrower
+    /// than 1 (numpy's width for an array of empty values).
+    pub(crate) fn descr(self) -> String {
+        match self {
+            Self::Utf32 { chars, .. } => format!("<U{}", chars.max(1)),
+            Self::Bytes { len } => format!("|S{}", len.max(1)),
+        }
+    }
+}
+
+/// An element of a `U n` array that is not text: the offending code unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BadCodePoint(pub(crate) u32);
+
+impl std::fmt::Display for BadCodePoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let unit = self.0;
+        if (0xD800..0xE000).contains(&unit) {
+            write!(f, "U+{unit:04X} is a surrogate, not a character")
+        } else {
+            write!(f, "0x{unit:X} is beyond U+10FFFF, the last code point")
+        }
+    }
+}
+
+/// Append the text of one `U n` element (`item` holds its `n` UTF-32 code units) to `out`.
+/// Trailing NULs are padding and dropped, as numpy drops them; NULs inside are kept.
+pub(crate) fn push_utf32(
+    item: &[u8],
+    big_endian: bool,
+    out: &mut String,
+) -> Result<(), BadCodePoint> {
+    let unit = |b: &[u8]| {
+        let b = [b[0], b[1], b[2], b[3]];
+        if big_endian {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    };
+    let units = item.chunks_exact(4);
+    let len = units
+        .clone()
+        .rposition(|b| unit(b) != 0)
+        .map_or(0, |i| i + 1);
+    for b in units.take(len) {
+        let u = unit(b);
+        out.push(char::from_u32(u).ok_or(BadCodePoint(u))?);
+    }
+    Ok(())
+}
+
+/// One `S n` element without its trailing NUL padding (numpy drops it).
+pub(crate) fn trim_nuls(item: &[u8]) -> &[u8] {
+    let len = item.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    &item[..len]
+}
+
+/// Append `text` as one `<U{width}` element: UTF-32LE, NUL-padded to `width` code points.
+/// `text` must not have more than `width` characters.
+pub(crate) fn extend_utf32(out: &mut Vec<u8>, text: &str, width: usize) {
+    let mut n = 0;
+    for c in text.chars() {
+        out.extend(u32::from(c).to_le_bytes());
+        n += 1;
+    }
+    out.resize(out.len() + (width - n.min(width)) * 4, 0);
+}
+
+/// Rearrange the elements (`item` bytes each) of an array of `shape` from Fortran order (first
+/// index fastest) to C order (last index fastest). `src` holds exactly the array.
+pub(crate) fn fortran_to_c(src: &[u8], shape: &[usize], item: usize) -> Vec<u8> {
+    let n: usize = shape.iter().product();
+    debug_assert_eq!(src.len(), n * item);
+    if shape.len() < 2 || n == 0 || item == 0 {
+        return src.to_vec();
+    }
+    let last = shape.len() - 1;
+    // Fortran strides, in bytes.
+    let mut stride = vec![item; shape.len()];
+    for d in 1..shape.len() {
+        stride[d] = stride[d - 1] * shape[d - 1];
+    }
+    let mut out = Vec::with_capacity(src.len());
+    let mut index = vec![0usize; last];
+    // Where the current C-order row (the last index running) starts in `src`.
+    let mut base = 0usize;
+    for _ in 0..n / shape[last] {
+        let mut at = base;
+        for _ in 0..shape[last] {
+            out.extend_from_slice(&src[at..at + item]);
+            at += stride[last];
+        }
+        // The next row: an odometer over the other dimensions, the last of them fastest.
+        for d in (0..last).rev() {
+            index[d] += 1;
+            base += stride[d];
+            if index[d] < shape[d] {
+                break;
+            }
+            base -= shape[d] * stride[d];
+            index[d] = 0;
+        }
+    }
+    out
 }
 
 /// Rewrite `int2`/`int4`/`uint2`/`uint4` elements (one per byte, value in the low bits) as
@@ -307,5 +460,87 @@ mod tests {
         let mut b = [0x0f, 0x07, 0x08];
         widen_small_ints(&mut b, (4, true));
         assert_eq!(b, [0xff, 7, 0xf8]);
+    }
+
+    #[test]
+    fn text_dtypes() {
+        let utf32 = |chars, big_endian| Some(TextDtype::Utf32 { chars, big_endian });
+        assert_eq!(TextDtype::parse("<U7"), utf32(7, false));
+        assert_eq!(TextDtype::parse(">U1"), utf32(1, true));
+        assert_eq!(TextDtype::parse("<U0"), utf32(0, false));
+        assert_eq!(TextDtype::parse("|S12"), Some(TextDtype::Bytes { len: 12 }));
+        assert_eq!(TextDtype::parse("|U3"), None);
+        assert_eq!(TextDtype::parse("|O"), None);
+        assert_eq!(TextDtype::parse("<f4"), None);
+        assert_eq!(TextDtype::parse("<"), None);
+        assert_eq!(
+            TextDtype::parse("U5"),
+            utf32(5, cfg!(target_endian = "big"))
+        );
+        assert_eq!(TextDtype::parse("<Ux"), None);
+        assert_eq!(
+            TextDtype::Utf32 {
+                chars: 0,
+                big_endian: false
+            }
+            .descr(),
+            "<U1"
+        );
+        assert_eq!(TextDtype::Bytes { len: 5 }.descr(), "|S5");
+        assert_eq!(TextDtype::parse(">U3").unwrap().item_size(), 12);
+    }
+
+    #[test]
+    fn utf32_elements() {
+        let le = |units: &[u32]| {
+            units
+                .iter()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<_>>()
+        };
+        let mut s = String::new();
+        push_utf32(&le(&[0x61, 0, 0x1F600, 0, 0]), false, &mut s).unwrap();
+        assert_eq!(s, "a\0\u{1F600}");
+        let be: Vec<u8> = [0xE9u32, 0].iter().flat_map(|u| u.to_be_bytes()).collect();
+        s.clear();
+        push_utf32(&be, true, &mut s).unwrap();
+        assert_eq!(s, "\u{e9}");
+        let err = push_utf32(&le(&[0x61, 0xD800]), false, &mut s).unwrap_err();
+        assert_eq!(err.to_string(), "U+D800 is a surrogate, not a character");
+        let err = push_utf32(&le(&[0x110000]), false, &mut s).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "0x110000 is beyond U+10FFFF, the last code point"
+        );
+        let mut out = Vec::new();
+        extend_utf32(&mut out, "a\u{1F600}", 3);
+        assert_eq!(out, le(&[0x61, 0x1F600, 0]));
+        assert_eq!(trim_nuls(b"ab\0c\0\0"), b"ab\0c");
+        assert_eq!(trim_nuls(b"\0\0"), b"");
+    }
+
+    #[test]
+    fn fortran_order_to_c_order() {
+        // A 2x3x4 array whose element [i, j, k] is 100i + 10j + k, laid out in Fortran order.
+        let shape = [2usize, 3, 4];
+        let mut fortran = Vec::new();
+        for k in 0..4u16 {
+            for j in 0..3u16 {
+                for i in 0..2u16 {
+                    fortran.extend((100 * i + 10 * j + k).to_le_bytes());
+                }
+            }
+        }
+        let c = fortran_to_c(&fortran, &shape, 2);
+        let want: Vec<u8> = (0..2u16)
+            .flat_map(|i| (0..3u16).flat_map(move |j| (0..4u16).map(move |k| 100 * i + 10 * j + k)))
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert_eq!(c, want);
+        // 1-d and empty arrays are the same in both orders.
+        assert_eq!(fortran_to_c(&[1, 2, 3], &[3], 1), [1, 2, 3]);
+        assert_eq!(fortran_to_c(&[], &[2, 0, 3], 4), Vec::<u8>::new());
+        // Size-1 dimensions are carried along.
+        assert_eq!(fortran_to_c(&[1, 2, 3, 4], &[1, 2, 1, 2], 1), [1, 3, 2, 4]);
     }
 }

@@ -158,6 +158,17 @@ pub(crate) fn slabs(
     element_bytes: u64,
     target_bytes: u64,
 ) -> Result<Vec<Region>> {
+    slabs_along(metadata, region, 0, element_bytes, target_bytes)
+}
+
+/// As [`slabs`], split along dimension `axis` (`< region.rank()` unless the region is 0-d).
+pub(crate) fn slabs_along(
+    metadata: &ArrayMetadata,
+    region: &Region,
+    axis: usize,
+    element_bytes: u64,
+    target_bytes: u64,
+) -> Result<Vec<Region>> {
     if region.rank() == 0 {
         return Ok(vec![region.clone()]);
     }
@@ -165,32 +176,34 @@ pub(crate) fn slabs(
         return Ok(Vec::new());
     }
     let ranges = region.ranges();
-    let row_bytes = ranges[1..]
+    let row_bytes = ranges
         .iter()
-        .map(|r| r.end - r.start)
+        .enumerate()
+        .filter(|&(d, _)| d != axis)
+        .map(|(_, r)| r.end - r.start)
         .product::<u64>()
         .saturating_mul(element_bytes)
         .max(1);
     let rows_wanted = (target_bytes / row_bytes).max(1);
     let mut out = Vec::new();
-    let mut start = ranges[0].start;
-    let end = ranges[0].end;
+    let mut start = ranges[axis].start;
+    let end = ranges[axis].end;
     let mut element = region.starts();
     while start < end {
         // Take whole chunk rows until the slab is big enough.
         let mut stop = start;
         while stop < end && stop - start < rows_wanted {
-            element[0] = stop;
+            element[axis] = stop;
             let (chunk, _) = metadata.chunk_grid.chunk_of(&metadata.shape, &element)?;
             let chunk_end = metadata
                 .chunk_grid
                 .chunk_region(&metadata.shape, &chunk)?
-                .ranges()[0]
+                .ranges()[axis]
                 .end;
             stop = chunk_end.min(end);
         }
         let mut slab = ranges.to_vec();
-        slab[0] = start..stop;
+        slab[axis] = start..stop;
         out.push(Region::try_new(slab)?);
         start = stop;
     }
@@ -283,5 +296,27 @@ mod tests {
             .map(|r| r.ranges()[0].clone())
             .collect();
         assert_eq!(got, vec![1..6, 6..10]);
+    }
+
+    #[test]
+    fn slabs_along_the_last_dimension() {
+        let metadata = zarr::array::ArrayBuilder::new(
+            vec![4, 10],
+            zarr::metadata::DataType::UInt8,
+            vec![2, 3],
+        )
+        .build_metadata()
+        .unwrap();
+        let region = Region::try_new(vec![0..4, 1..10]).unwrap();
+        // A column is 4 bytes: 8 bytes wanted gives whole chunk columns of at least 2.
+        let got: Vec<_> = slabs_along(&metadata, &region, 1, 1, 8)
+            .unwrap()
+            .iter()
+            .map(|r| (r.ranges()[0].clone(), r.ranges()[1].clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0..4, 1..3), (0..4, 3..6), (0..4, 6..9), (0..4, 9..10)]
+        );
     }
 }

@@ -140,8 +140,21 @@ pub(crate) fn parse_npy(bytes: &[u8]) -> Npy {
     Npy { descr, shape, data }
 }
 
-/// An `.npy` file as numpy writes one (`descr` in any byte order).
+/// An `.npy` file as numpy writes one (`descr` in any byte order), C order.
 pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
+    write_npy_ordered(path, descr, false, shape, data);
+}
+
+/// An `.npy` file as numpy writes one, in Fortran order (`data` first index fastest) when
+/// `fortran_order`.
+pub(crate) fn write_npy_ordered(
+    path: &Path,
+    descr: &str,
+    fortran_order: bool,
+    shape: &[u64],
+    data: &[u8],
+) {
+    let order = if fortran_order { "True" } else { "False" };
     let shape = match shape {
         [n] => format!("({n},)"),
         dims => format!(
@@ -152,7 +165,7 @@ pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
                 .join(", ")
         ),
     };
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
     while (10 + dict.len() + 1) % 64 != 0 {
         dict.push(' ');
     }

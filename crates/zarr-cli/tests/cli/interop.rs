@@ -1,7 +1,9 @@
 //! `get --format npy` loaded by numpy and compared with zarr-python's reading of the same
-//! region, and the demo dataset opened by zarr-python. Runs with the interpreter named by
+//! region (strings and bytes included), files numpy wrote (`dtype="U"`, Fortran order) put
+//! into arrays and read back by zarr-python, and the demo dataset opened by zarr-python. Runs with the interpreter named by
 //! `ZARR_TEST_PYTHON` (`cargo xtask ci` sets it to a venv with zarr-python 3.1.6 and numpy);
-//! without it the test says so and passes without running, as the library's interop tests do.
+//! without it each test says so and passes without running, as the library's interop tests
+//! do.
 
 use std::process::Command;
 
@@ -30,6 +32,112 @@ t = root["timeseries/temperature"][:]
 assert t.shape == (1000,) and t[699] == t[699] and t[700] != t[700]
 print("ok")
 "#;
+
+/// numpy writes the files `put` reads: strings with `dtype="U"` and a Fortran-order array.
+const WRITE: &str = r#"
+import sys, numpy
+d = sys.argv[1]
+numpy.save(f"{d}/s.npy", numpy.array([["a", "h\u00e9llo", ""], ["\U0001F980\U0001F980", "\u65e5\u672c\u8a9e", "x\x00y"]], dtype="U"))
+numpy.save(f"{d}/b.npy", numpy.array([b"\x00\x01", b"", b"abc"], dtype="S"))
+f = numpy.asfortranarray(numpy.arange(2 * 3 * 4, dtype=">f8").reshape(2, 3, 4) * 1.5 - 7)
+assert f.flags.f_contiguous and not f.flags.c_contiguous
+numpy.save(f"{d}/f.npy", f)
+print("ok")
+"#;
+
+/// zarr-python reads what `put` wrote from a file numpy wrote: the same values.
+const READ_BACK: &str = r#"
+import sys, numpy, zarr
+store, region, npy = sys.argv[1:4]
+want = numpy.load(npy)
+got = zarr.open_array(store, mode="r")[eval(f"numpy.s_[{region}]")]
+assert got.shape == want.shape, (got.shape, want.shape)
+assert got.tolist() == want.tolist(), (got, want)
+print("ok")
+"#;
+
+/// numpy loads `get --format npy` of a string or bytes region: zarr-python's values, and the
+/// dtype numpy itself picks for them.
+const TEXT_CHECK: &str = r#"
+import sys, numpy, zarr
+store, region, npy = sys.argv[1:4]
+expected = zarr.open_array(store, mode="r")[eval(f"numpy.s_[{region}]")]
+got = numpy.load(npy)
+assert got.shape == expected.shape, (got.shape, expected.shape)
+assert got.tolist() == expected.tolist(), (got, expected)
+assert got.dtype == numpy.array(expected.tolist()).dtype, (got.dtype, expected.tolist())
+assert got.dtype.kind in "US", got.dtype
+print("ok")
+"#;
+
+fn run_python(python: &std::ffi::OsStr, script: &str, args: &[&str], what: &str) {
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("ZARR_TEST_PYTHON runs");
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn numpy_files_go_through_put_and_get_as_zarr_python_sees_them() {
+    let Some(python) = std::env::var_os("ZARR_TEST_PYTHON") else {
+        eprintln!("SKIPPED: ZARR_TEST_PYTHON is not set (`cargo xtask ci` sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    run_python(&python, WRITE, &[d], "numpy writing the files");
+    let fortran = std::fs::read(dir.path().join("f.npy")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&fortran[..128]).contains("'fortran_order': True"),
+        "numpy did not write Fortran order"
+    );
+
+    let strings = format!("{d}/s.zarr");
+    ok(&[
+        "create", &strings, "--shape", "3,4", "--dtype", "string", "--chunks", "2,3",
+    ]);
+    let bytes = format!("{d}/b.zarr");
+    ok(&["create", &bytes, "--shape", "3", "--dtype", "bytes"]);
+    let numbers = format!("{d}/f.zarr");
+    ok(&[
+        "create", &numbers, "--shape", "2,3,4", "--dtype", "float64", "--chunks", "1,2,3",
+    ]);
+    for (array, region, file) in [
+        (&strings, "1:3,1:4", "s.npy"),
+        (&bytes, ":", "b.npy"),
+        (&numbers, ":", "f.npy"),
+    ] {
+        let npy = format!("{d}/{file}");
+        ok(&["put", array, "-i", &npy, "-r", region]);
+        run_python(&python, READ_BACK, &[array, region, &npy], file);
+    }
+
+    // Our string and bytes exports, from arrays zarr-python wrote and from the one above.
+    let npy = format!("{d}/out.npy");
+    for (store, region) in [
+        (fixture("zarr-python/string_2d"), "1:,1:4"),
+        (fixture("zarr-python/string_1d"), ":"),
+        (fixture("zarr-python/shard_strings"), "3:9"),
+        (fixture("zarr-python/bytes_vlen"), ":"),
+        (strings.clone(), ":"),
+        (strings.clone(), "0,:"),
+    ] {
+        ok(&["get", &store, "-r", region, "-f", "npy", "-o", &npy]);
+        run_python(
+            &python,
+            TEXT_CHECK,
+            &[&store, region, &npy],
+            &format!("{store} [{region}]"),
+        );
+    }
+}
 
 #[test]
 fn numpy_loads_our_npy_and_zarr_python_reads_the_demo() {

@@ -6,5 +6,6 @@ mod copy;
 mod inspect;
 mod interop;
 mod misc;
+mod npy_files;
 mod verify;
 mod write;

@@ -1,0 +1,594 @@
+//! `zarr put`: write the values of an `.npy` file into an array.
+//!
+//! The file is read once, front to back, in slabs of about [`SLAB_BYTES`] that end on chunk
+//! boundaries, and each slab is written before the next is read. A C-order file is cut along
+//! the region's first dimension. A Fortran-order file (first index fastest) is cut along the
+//! region's last dimension longer than 1: in Fortran order the elements of such a slab are
+//! one contiguous run of the file, which is rearranged to C order in memory.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow};
+use clap::Args;
+use indicatif::ProgressBar;
+use zarr::array::{Array, Region};
+use zarr::metadata::{ArrayMetadata, DataType};
+use zarr::store::Store;
+use zarr::vlen::{VlenBinary, VlenStrings};
+
+use crate::format::{swap_bytes, swap_unit};
+use crate::get::SLAB_BYTES;
+use crate::layout::shape_text;
+use crate::npy::{Header, TextDtype, fortran_to_c, npy_type, push_utf32, read_header, trim_nuls};
+use crate::progress::{bar, note};
+use crate::region::{Selection, parse_selection, slabs_along};
+use crate::target::{Access, resolve};
+use crate::{Global, TargetArgs, usage};
+
+/// Arguments of `zarr put`.
+#[derive(Args, Debug)]
+pub(crate) struct PutArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// The `.npy` file holding the values: the array's numpy dtype in any byte order, C or
+    /// Fortran order. `string` arrays take `<U n` (or `|S n` holding UTF-8), `bytes` arrays
+    /// `|S n`; trailing NULs are padding and dropped, as numpy does.
+    #[arg(short, long, value_name = "FILE")]
+    input: PathBuf,
+    /// Where to write, numpy-like (`100:200,0:50`); default the whole array. Its shape must
+    /// be the file's shape (single-index dimensions may be left out of the file's shape).
+    #[arg(short, long, allow_hyphen_values = true)]
+    region: Option<String>,
+}
+
+/// `<f4` without its byte order: `f4`.
+fn without_order(descr: &str) -> &str {
+    descr.trim_start_matches(['<', '>', '|', '='])
+}
+
+/// How the file's elements become the array's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Elements {
+    /// Fixed-size elements of `size` bytes, stored as the array stores them once the bytes of
+    /// every `swap`-byte unit are reversed (`swap` 1: nothing to reverse).
+    Fixed { size: usize, swap: usize },
+    /// `string` elements from `U n`, or from `S n` holding UTF-8.
+    Strings(TextDtype),
+    /// `bytes` elements from `S n`.
+    Binary { len: usize },
+}
+
+impl Elements {
+    /// The bytes of one element in the file.
+    fn item_size(self) -> usize {
+        match self {
+            Self::Fixed { size, .. } => size,
+            Self::Strings(text) => text.item_size(),
+            Self::Binary { len } => len,
+        }
+    }
+
+    /// The bytes held in memory per element of a slab: the file's bytes, a second copy when
+    /// they are rearranged from Fortran order, and for variable-length elements the values
+    /// (never longer than the file's) and an `i64` offset.
+    fn slab_cost(self, fortran_order: bool) -> u64 {
+        let item = self.item_size() as u64;
+        let rearranged = if fortran_order { item } else { 0 };
+        let values = match self {
+            Self::Fixed { .. } => 0,
+            Self::Strings(_) | Self::Binary { .. } => item + 8,
+        };
+        (item + rearranged + values).max(1)
+    }
+}
+
+/// Match the file's dtype `descr` to the array's data type.
+fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements> {
+    if without_order(descr).starts_with('O') {
+        usage!(
+            "{} holds Python objects (dtype {descr}), which .npy stores pickled and this tool \
+             does not read; save a fixed-width copy instead: numpy.save(path, arr.astype(\"U\")) \
+             for text, arr.astype(\"S\") for bytes",
+            input.display()
+        );
+    }
+    match (data_type, TextDtype::parse(descr)) {
+        (DataType::String, Some(text)) => return Ok(Elements::Strings(text)),
+        (DataType::Bytes, Some(TextDtype::Bytes { len })) => return Ok(Elements::Binary { len }),
+        (DataType::Bytes, Some(TextDtype::Utf32 { .. })) => usage!(
+            "{} holds text ({descr}) and the array bytes; encode it first: \
+             numpy.char.encode(arr, \"utf-8\")",
+            input.display()
+        ),
+        (DataType::String | DataType::Bytes, None) => usage!(
+            "{} holds {descr}, the array {} ({})",
+            input.display(),
+            data_type.name(),
+            if *data_type == DataType::String {
+                "<U n, or |S n holding UTF-8"
+            } else {
+                "|S n"
+            }
+        ),
+        _ => {}
+    }
+    let expected = npy_type(data_type)?;
+    if expected.small_int.is_some() {
+        usage!("put does not write {} arrays", data_type.name());
+    }
+    if without_order(descr) != without_order(&expected.descr) {
+        usage!(
+            "{} holds {descr}, the array {} ({})",
+            input.display(),
+            data_type.name(),
+            expected.descr
+        );
+    }
+    let needs_swap = if cfg!(target_endian = "big") {
+        descr.starts_with('<')
+    } else {
+        descr.starts_with('>')
+    };
+    Ok(Elements::Fixed {
+        size: data_type.fixed_size().unwrap_or(1),
+        swap: if needs_swap { swap_unit(data_type) } else { 1 },
+    })
+}
+
+/// The dimension a Fortran-order file is cut along: the region's last one longer than 1.
+/// The dimensions after it have length 1, so a range of it is one contiguous run of the file.
+fn fortran_axis(region: &Region) -> usize {
+    let shape = region.shape();
+    shape
+        .iter()
+        .rposition(|&n| n > 1)
+        .unwrap_or(shape.len().saturating_sub(1))
+}
+
+/// Element `i` (C order) of `slab`, named by its index in the file: `element [3, 1]`.
+fn element_name(i: usize, slab: &Region, selection: &Selection, file_rank: usize) -> String {
+    let shape = slab.shape();
+    let mut rest = i as u64;
+    let mut index = vec![0u64; shape.len()];
+    for d in (0..shape.len()).rev() {
+        let n = shape[d].max(1);
+        index[d] = rest % n + slab.ranges()[d].start - selection.region.ranges()[d].start;
+        rest /= n;
+    }
+    // A file without the single-index dimensions has no index for them.
+    let keep_all = file_rank == index.len();
+    let parts: Vec<String> = index
+        .iter()
+        .zip(&selection.squeezed)
+        .filter(|&(_, &squeezed)| keep_all || !squeezed)
+        .map(|(v, _)| v.to_string())
+        .collect();
+    if parts.is_empty() {
+        "the element".to_owned()
+    } else {
+        format!("element [{}]", parts.join(", "))
+    }
+}
+
+/// `count` elements of `text` (C order) as strings; `name(i)` names element `i` in errors.
+fn strings(
+    buf: &[u8],
+    count: usize,
+    text: TextDtype,
+    name: impl Fn(usize) -> String,
+) -> Result<VlenStrings<i64>> {
+    let item = text.item_size();
+    let mut values = String::with_capacity(match text {
+        TextDtype::Utf32 { .. } => buf.len() / 4,
+        TextDtype::Bytes { .. } => buf.len(),
+    });
+    let mut offsets = Vec::with_capacity(count + 1);
+    offsets.push(0i64);
+    for i in 0..count {
+        let e = &buf[i * item..(i + 1) * item];
+        match text {
+            TextDtype::Utf32 { big_endian, .. } => push_utf32(e, big_endian, &mut values)
+                .map_err(|bad| anyhow!("{} is not text: {bad}", name(i)))?,
+            TextDtype::Bytes { .. } => values.push_str(
+                std::str::from_utf8(trim_nuls(e))
+                    .map_err(|err| anyhow!("{} is not UTF-8: {err}", name(i)))?,
+            ),
+        }
+        offsets.push(i64::try_from(values.len())?);
+    }
+    Ok(VlenStrings::try_new(offsets, values.into_bytes())?)
+}
+
+/// `count` elements of `|S{len}` (C order) as byte strings without their NUL padding.
+fn binary(buf: &[u8], count: usize, len: usize) -> Result<VlenBinary<i64>> {
+    Ok(VlenBinary::from_elements(
+        (0..count).map(|i| trim_nuls(&buf[i * len..(i + 1) * len])),
+    )?)
+}
+
+/// An `.npy` file, read up to its data.
+struct Source<R> {
+    reader: R,
+    /// The file as the user named it.
+    name: String,
+    header: Header,
+    elements: Elements,
+}
+
+impl<R: Read> Source<R> {
+    /// The slabs of `selection` to read and write in turn, each about `slab_bytes` in memory.
+    fn slabs(
+        &self,
+        metadata: &ArrayMetadata,
+        selection: &Selection,
+        slab_bytes: u64,
+    ) -> Result<Vec<Region>> {
+        // Dimensions of length 1 do not change where elements lie in either order, so the file
+        // is read as if it had the region's shape (single-index dimensions included).
+        let fortran = self.header.fortran_order;
+        let axis = if fortran {
+            fortran_axis(&selection.region)
+        } else {
+            0
+        };
+        let cost = self.elements.slab_cost(fortran);
+        slabs_along(metadata, &selection.region, axis, cost, slab_bytes)
+    }
+
+    /// The next `slab`'s elements in C order: `count` elements of `item_size()` bytes.
+    fn read_slab(&mut self, slab: &Region) -> Result<(Vec<u8>, usize)> {
+        let item = self.elements.item_size();
+        let count = usize::try_from(slab.num_elements()?)?;
+        let n = count
+            .checked_mul(item)
+            .context("the slab does not fit in memory")?;
+        let mut buf = vec![0u8; n];
+        self.reader.read_exact(&mut buf).with_context(|| {
+            format!(
+                "reading {}: the data is shorter than its header says",
+                self.name
+            )
+        })?;
+        if self.header.fortran_order {
+            let shape = slab
+                .shape()
+                .into_iter()
+                .map(usize::try_from)
+                .collect::<Result<Vec<_>, _>>()?;
+            buf = fortran_to_c(&buf, &shape, item);
+        }
+        Ok((buf, count))
+    }
+}
+
+/// Read each of `slabs` from `source` and write it into `array` (named `target`).
+async fn write_slabs(
+    array: &Array<dyn Store>,
+    target: &str,
+    source: &mut Source<impl Read>,
+    selection: &Selection,
+    slabs: Vec<Region>,
+    progress: &ProgressBar,
+) -> Result<()> {
+    let file_rank = source.header.shape.len();
+    for slab in slabs {
+        let (mut buf, count) = source.read_slab(&slab)?;
+        let name = |i| element_name(i, &slab, selection, file_rank);
+        let written = match source.elements {
+            Elements::Fixed { swap, .. } => {
+                swap_bytes(&mut buf, swap);
+                array.write_bytes(&slab, &buf).await
+            }
+            Elements::Strings(text) => {
+                let values = strings(&buf, count, text, name)
+                    .with_context(|| format!("reading {}", source.name))?;
+                drop(buf);
+                array.write_strings(&slab, &values).await
+            }
+            Elements::Binary { len } => {
+                let values = binary(&buf, count, len)?;
+                drop(buf);
+                array.write_binary(&slab, &values).await
+            }
+        };
+        written.with_context(|| format!("writing {slab} of {target}"))?;
+        progress.inc(1);
+    }
+    Ok(())
+}
+
+pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
+    let target = resolve(&args.target, Access::Read)?;
+    let array = target.array().await?;
+    let metadata = array.metadata();
+    let name = args.input.display().to_string();
+    let file = File::open(&args.input).with_context(|| format!("opening {name}"))?;
+    let mut reader = BufReader::new(file);
+    let header = read_header(&mut reader).with_context(|| format!("reading {name}"))?;
+    let elements = elements(&header.descr, &metadata.data_type, &args.input)?;
+    let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
+    if header.shape != selection.out_shape() && header.shape != selection.region.shape() {
+        usage!(
+            "{name} has shape {}, the region {}",
+            shape_text(&header.shape),
+            shape_text(&selection.region.shape())
+        );
+    }
+    let total = header.num_elements();
+    let mut source = Source {
+        reader,
+        name,
+        header,
+        elements,
+    };
+    let slabs = source.slabs(metadata, &selection, SLAB_BYTES)?;
+    let progress = bar(global, slabs.len() as u64, "put");
+    write_slabs(
+        &array,
+        &target.describe(),
+        &mut source,
+        &selection,
+        slabs,
+        &progress,
+    )
+    .await?;
+    progress.finish_and_clear();
+    note(
+        global,
+        &format!(
+            "wrote {total} elements from {} to {} {}",
+            source.name,
+            target.describe(),
+            selection.region
+        ),
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(descr: &str, data_type: DataType) -> Result<Elements> {
+        elements(descr, &data_type, Path::new("x.npy"))
+    }
+
+    #[test]
+    fn dtypes_match_arrays() {
+        let utf32 = TextDtype::Utf32 {
+            chars: 3,
+            big_endian: true,
+        };
+        assert_eq!(
+            kind(">U3", DataType::String).unwrap(),
+            Elements::Strings(utf32)
+        );
+        assert_eq!(
+            kind("|S2", DataType::String).unwrap(),
+            Elements::Strings(TextDtype::Bytes { len: 2 })
+        );
+        assert_eq!(
+            kind("|S2", DataType::Bytes).unwrap(),
+            Elements::Binary { len: 2 }
+        );
+        let swap = if cfg!(target_endian = "big") { 1 } else { 4 };
+        assert_eq!(
+            kind(">f4", DataType::Float32).unwrap(),
+            Elements::Fixed { size: 4, swap }
+        );
+        for (descr, data_type, message) in [
+            ("|O", DataType::String, "astype(\"U\")"),
+            ("|O", DataType::Int32, "pickled"),
+            ("<U2", DataType::Bytes, "numpy.char.encode"),
+            ("<i4", DataType::String, "<U n, or |S n holding UTF-8"),
+            ("<i4", DataType::Bytes, "(|S n)"),
+            (
+                "<U2",
+                DataType::Float32,
+                "holds <U2, the array float32 (<f4)",
+            ),
+        ] {
+            let err = kind(descr, data_type).unwrap_err();
+            assert!(err.downcast_ref::<crate::Usage>().is_some(), "{descr}");
+            assert!(err.to_string().contains(message), "{descr}: {err}");
+        }
+    }
+
+    #[test]
+    fn fortran_files_are_cut_along_the_last_long_dimension() {
+        let region = |ranges: Vec<std::ops::Range<u64>>| Region::try_new(ranges).unwrap();
+        assert_eq!(fortran_axis(&region(vec![0..4, 0..5, 2..3])), 1);
+        assert_eq!(fortran_axis(&region(vec![0..4, 0..5])), 1);
+        assert_eq!(fortran_axis(&region(vec![0..1, 3..4])), 1);
+        assert_eq!(fortran_axis(&region(vec![])), 0);
+    }
+
+    #[test]
+    fn elements_are_named_by_their_index_in_the_file() {
+        let selection = parse_selection(Some("2,1:5,:"), &[4, 6, 3]).unwrap();
+        let slab = Region::try_new(vec![2..3, 3..5, 0..3]).unwrap();
+        // Element 4 of the slab is [0, 1, 1] in it, [0, 3, 1] in the region.
+        assert_eq!(element_name(4, &slab, &selection, 3), "element [0, 3, 1]");
+        assert_eq!(element_name(4, &slab, &selection, 2), "element [3, 1]");
+        let scalar = parse_selection(None, &[]).unwrap();
+        assert_eq!(element_name(0, &scalar.region, &scalar, 0), "the element");
+    }
+
+    #[test]
+    fn text_elements_decode() {
+        let le = |units: &[u32]| {
+            units
+                .iter()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<_>>()
+        };
+        let text = TextDtype::Utf32 {
+            chars: 2,
+            big_endian: false,
+        };
+        let buf = le(&[0x1F600, 0x61, 0, 0, 0xE9, 0]);
+        let got = strings(&buf, 3, text, |i| i.to_string()).unwrap();
+        assert_eq!(got.to_strings(), ["\u{1F600}a", "", "\u{e9}"]);
+        let bad = le(&[0x61, 0, 0xDFFF, 0]);
+        let err = strings(&bad, 2, text, |i| format!("element [{i}]")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "element [1] is not text: U+DFFF is a surrogate, not a character"
+        );
+        let bytes = TextDtype::Bytes { len: 3 };
+        let err = strings(b"ab\0\xff\0\0", 2, bytes, |i| i.to_string()).unwrap_err();
+        assert!(err.to_string().starts_with("1 is not UTF-8"), "{err}");
+        let got = binary(b"a\0b\0\0\0", 2, 3).unwrap();
+        assert_eq!(got.to_vecs(), [b"a\0b".to_vec(), Vec::new()]);
+        // Zero-width dtypes hold only empty values.
+        let none = TextDtype::Utf32 {
+            chars: 0,
+            big_endian: false,
+        };
+        assert_eq!(strings(&[], 2, none, |i| i.to_string()).unwrap().len(), 2);
+        assert_eq!(
+            binary(&[], 2, 0).unwrap().to_vecs(),
+            [Vec::<u8>::new(), Vec::new()]
+        );
+    }
+
+    /// Put `data` (an `.npy` body of `descr`, `shape`, `fortran_order`) into `region` of a
+    /// fresh in-memory array, cut in slabs of about `slab_bytes`; the array and slab count.
+    fn put(
+        array: (Vec<u64>, DataType, Vec<u64>),
+        npy: (&str, Vec<u64>, bool, &[u8]),
+        region: &str,
+        slab_bytes: u64,
+    ) -> (Array<dyn Store>, usize, Result<()>) {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let (shape, data_type, chunks) = array;
+            let store: std::sync::Arc<dyn Store> =
+                std::sync::Arc::new(zarr::store::MemoryStore::new());
+            let array = zarr::array::ArrayBuilder::new(shape, data_type, chunks)
+                .create(store, "/a")
+                .await
+                .unwrap();
+            let (descr, shape, fortran_order, data) = npy;
+            let mut source = Source {
+                reader: data,
+                name: "x.npy".to_owned(),
+                header: Header {
+                    descr: descr.to_owned(),
+                    fortran_order,
+                    shape,
+                    data_offset: 0,
+                },
+                elements: elements(descr, &data_type, Path::new("x.npy")).unwrap(),
+            };
+            let selection = parse_selection(Some(region), &array.metadata().shape).unwrap();
+            let slabs = source
+                .slabs(array.metadata(), &selection, slab_bytes)
+                .unwrap();
+            let count = slabs.len();
+            let result = write_slabs(
+                &array,
+                "a",
+                &mut source,
+                &selection,
+                slabs,
+                &ProgressBar::hidden(),
+            )
+            .await;
+            if result.is_ok() {
+                assert!(source.reader.is_empty(), "the whole file is read");
+            }
+            (array, count, result)
+        })
+    }
+
+    fn read_u16(array: &Array<dyn Store>, region: &str) -> Vec<u16> {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let selection = parse_selection(Some(region), &array.metadata().shape).unwrap();
+        let bytes = runtime
+            .block_on(array.read_bytes(&selection.region))
+            .unwrap();
+        bytes
+            .chunks_exact(2)
+            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+            .collect()
+    }
+
+    #[test]
+    fn fortran_files_go_in_slabs_along_the_last_long_dimension() {
+        // A 2x5x3 Fortran-order big-endian file whose element [i, j, k] is 100i + 10j + k,
+        // into [1:3, :, 1:4] of a 3x5x4 array with 2x2x3 chunks.
+        let mut data = Vec::new();
+        for k in 0..3u16 {
+            for j in 0..5u16 {
+                for i in 0..2u16 {
+                    data.extend((100 * i + 10 * j + k).to_be_bytes());
+                }
+            }
+        }
+        let want: Vec<u16> = (0..2u16)
+            .flat_map(|i| (0..5u16).flat_map(move |j| (0..3u16).map(move |k| 100 * i + 10 * j + k)))
+            .collect();
+        let array = (vec![3, 5, 4], DataType::UInt16, vec![2, 2, 3]);
+        // A slab of one column (2x5 elements, 4 bytes each in memory): the chunk columns
+        // 1..3 and 3..4.
+        let (a, slabs, result) = put(
+            array.clone(),
+            (">u2", vec![2, 5, 3], true, &data),
+            "1:3,:,1:4",
+            40,
+        );
+        result.unwrap();
+        assert_eq!(slabs, 2);
+        assert_eq!(read_u16(&a, "1:3,:,1:4"), want);
+        assert_eq!(read_u16(&a, "0,0,:"), [0; 4]);
+        // The same values as one slab.
+        let (a, slabs, result) = put(
+            array.clone(),
+            (">u2", vec![2, 5, 3], true, &data),
+            "1:3,:,1:4",
+            1 << 20,
+        );
+        result.unwrap();
+        assert_eq!(slabs, 1);
+        assert_eq!(read_u16(&a, "1:3,:,1:4"), want);
+        // A 2-d file into a region whose last dimension is a single index: cut along the
+        // middle one (chunk rows 0..2, 2..4, 4..5).
+        let plane = &data[..2 * 5 * 2];
+        let (a, slabs, result) = put(array, (">u2", vec![2, 5], true, plane), "1:3,:,2", 8);
+        result.unwrap();
+        assert_eq!(slabs, 3);
+        let want: Vec<u16> = (0..2u16)
+            .flat_map(|i| (0..5u16).map(move |j| 100 * i + 10 * j))
+            .collect();
+        assert_eq!(read_u16(&a, "1:3,:,2"), want);
+    }
+
+    #[test]
+    fn string_slabs_name_bad_elements_by_their_file_index() {
+        let le = |units: &[u32]| {
+            units
+                .iter()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<_>>()
+        };
+        let mut data = le(&[0x61, 0, 0, 0x62, 0x63, 0, 0x1F600, 0, 0]);
+        data.extend(le(&[0x64, 0x110000, 0, 0x65, 0, 0]));
+        let array = (vec![6], DataType::String, vec![2]);
+        // 32 bytes per element in memory: one chunk per slab (array 1..2, 2..4, 4..6), so
+        // file element [3] is in the third.
+        let (a, slabs, result) = put(array, ("<U3", vec![5], false, &data), "1:", 32);
+        assert_eq!(slabs, 3);
+        let err = format!("{:#}", result.unwrap_err());
+        assert!(
+            err.contains("element [3] is not text: 0x110000 is beyond U+10FFFF"),
+            "{err}"
+        );
+        // Slabs before the bad one are written.
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let got = runtime.block_on(a.read_strings::<i32>(0..6)).unwrap();
+        assert_eq!(got.to_strings(), ["", "a", "bc", "\u{1F600}", "", ""]);
+    }
+}

@@ -1,0 +1,286 @@
+//! `put` and `get --format npy` with `string` and `bytes` arrays (numpy `<U n` / `|S n`), and
+//! `put` of Fortran-order files. The `.npy` files are built here byte by byte.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::{fails, ok, parse_npy, write_npy, write_npy_ordered};
+
+/// `strings` as the data of a `U{width}` file, little- or big-endian.
+fn utf32(strings: &[&str], width: usize, big_endian: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in strings {
+        let mut units: Vec<u32> = s.chars().map(u32::from).collect();
+        assert!(units.len() <= width, "{s:?} is wider than {width}");
+        units.resize(width, 0);
+        for u in units {
+            out.extend(if big_endian {
+                u.to_be_bytes()
+            } else {
+                u.to_le_bytes()
+            });
+        }
+    }
+    out
+}
+
+/// `values` as the data of an `S{width}` file.
+fn fixed_bytes(values: &[&[u8]], width: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        assert!(v.len() <= width);
+        out.extend(*v);
+        out.resize(out.len() + width - v.len(), 0);
+    }
+    out
+}
+
+fn json_of(array: &str, region: &str) -> Value {
+    serde_json::from_str(&ok(&["get", array, "-f", "json", "-r", region])).unwrap()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn put_strings_from_unicode_and_utf8_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("s.zarr").display().to_string();
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "3,4",
+        "--dtype",
+        "string",
+        "--chunks",
+        "2,3",
+        "--fill-value",
+        ".",
+    ]);
+    // Multi-byte UTF-8, an emoji (one UTF-32 unit, four UTF-8 bytes), empty strings, a NUL
+    // inside a value (kept) and the NUL padding after each value (dropped), into a region.
+    let npy = dir.path().join("tile.npy");
+    let values = ["a", "é😀", "", "日本語", "x\0y", "zz"];
+    write_npy(&npy, "<U3", &[2, 3], &utf32(&values, 3, false));
+    ok(&["put", &array, "-i", path(&npy), "-r", "1:3,1:4"]);
+    assert_eq!(
+        json_of(&array, ":"),
+        json!([
+            [".", ".", ".", "."],
+            [".", "a", "é😀", ""],
+            [".", "日本語", "x\u{0}y", "zz"]
+        ])
+    );
+    // Big-endian, wider than any value, into a row given by a single index (the file is 1-d).
+    write_npy(&npy, ">U7", &[4], &utf32(&["ab", "", "🦀", "çà"], 7, true));
+    ok(&["put", &array, "-i", path(&npy), "-r", "0"]);
+    assert_eq!(json_of(&array, "0"), json!(["ab", "", "🦀", "çà"]));
+    // |S n holding UTF-8 is taken for a string array.
+    let utf8: [&[u8]; 2] = ["ü".as_bytes(), b"ok"];
+    write_npy(&npy, "|S2", &[2], &fixed_bytes(&utf8, 2));
+    ok(&["put", &array, "-i", path(&npy), "-r", "2,:2"]);
+    assert_eq!(json_of(&array, "2"), json!(["ü", "ok", "x\u{0}y", "zz"]));
+}
+
+#[test]
+fn put_bytes_from_fixed_width_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("b.zarr").display().to_string();
+    ok(&[
+        "create", &array, "--shape", "5", "--dtype", "bytes", "--chunks", "2",
+    ]);
+    let npy = dir.path().join("b.npy");
+    let values: [&[u8]; 4] = [b"a\0b", b"", b"\xff\xfe", b"\0\0\0\0"];
+    write_npy(&npy, "|S4", &[4], &fixed_bytes(&values, 4));
+    ok(&["put", &array, "-i", path(&npy), "-r", "1:"]);
+    // Trailing NULs are padding (numpy drops them too); the NUL inside is kept.
+    assert_eq!(
+        ok(&["get", &array]),
+        "b\"\"\nb\"a\\x00b\"\nb\"\"\nb\"\\xff\\xfe\"\nb\"\"\n"
+    );
+}
+
+#[test]
+fn put_fortran_order_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("f.zarr").display().to_string();
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "3,4,5",
+        "--dtype",
+        "int32",
+        "--chunks",
+        "2,3,2",
+        "--fill-value",
+        "-1",
+    ]);
+    // A 2x3x4 big-endian array whose element [i, j, k] is 100i + 10j + k, in Fortran order
+    // (i fastest), into [1:3, 1:4, 1:5].
+    let mut data = Vec::new();
+    for k in 0..4i32 {
+        for j in 0..3 {
+            for i in 0..2 {
+                data.extend((100 * i + 10 * j + k).to_be_bytes());
+            }
+        }
+    }
+    let npy = dir.path().join("f.npy");
+    write_npy_ordered(&npy, ">i4", true, &[2, 3, 4], &data);
+    ok(&["put", &array, "-i", path(&npy), "-r", "1:3,1:4,1:5"]);
+    let want: Vec<Vec<Vec<i32>>> = (0..2)
+        .map(|i| {
+            (0..3)
+                .map(|j| (0..4).map(|k| 100 * i + 10 * j + k).collect())
+                .collect()
+        })
+        .collect();
+    assert_eq!(json_of(&array, "1:3,1:4,1:5"), json!(want));
+    assert_eq!(json_of(&array, "0,0,:"), json!([-1, -1, -1, -1, -1]));
+    assert_eq!(json_of(&array, "1:,0,0"), json!([-1, -1]));
+
+    // Strings in Fortran order too: a 2x2 `<U2` file.
+    let strings = dir.path().join("s.zarr").display().to_string();
+    ok(&["create", &strings, "--shape", "2,2", "--dtype", "string"]);
+    // Fortran order lists [0,0], [1,0], [0,1], [1,1].
+    write_npy_ordered(
+        &npy,
+        "<U2",
+        true,
+        &[2, 2],
+        &utf32(&["a", "c", "bb", "🦀"], 2, false),
+    );
+    ok(&["put", &strings, "-i", path(&npy)]);
+    assert_eq!(json_of(&strings, ":"), json!([["a", "bb"], ["c", "🦀"]]));
+}
+
+#[test]
+fn strings_and_bytes_round_trip_through_get_and_put() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.zarr").display().to_string();
+    let dst = dir.path().join("dst.zarr").display().to_string();
+    ok(&[
+        "create", &src, "--shape", "3,3", "--dtype", "string", "--chunks", "2,2",
+    ]);
+    ok(&[
+        "create", &dst, "--shape", "3,3", "--dtype", "string", "--chunks", "3,1",
+    ]);
+    let npy = dir.path().join("in.npy");
+    let values = ["", "α", "🎉🎉🎉", "naïve", "", "日本", "x", "yz", ""];
+    write_npy(&npy, "<U5", &[3, 3], &utf32(&values, 5, false));
+    ok(&["put", &src, "-i", path(&npy)]);
+
+    // The export is as wide as the longest value: 5 characters (of any UTF-8 length).
+    let out = dir.path().join("out.npy");
+    ok(&["get", &src, "-f", "npy", "-o", path(&out)]);
+    let exported = parse_npy(&std::fs::read(&out).unwrap());
+    assert_eq!(
+        (exported.descr.as_str(), exported.shape.as_slice()),
+        ("<U5", &[3u64, 3][..])
+    );
+    assert_eq!(exported.data, utf32(&values, 5, false));
+    ok(&["put", &dst, "-i", path(&out)]);
+    assert_eq!(json_of(&dst, ":"), json_of(&src, ":"));
+
+    // A region: its own width; a region of empty strings is numpy's <U1.
+    ok(&["get", &src, "-f", "npy", "-r", "1:,0", "-o", path(&out)]);
+    let column = parse_npy(&std::fs::read(&out).unwrap());
+    assert_eq!(
+        (column.descr.as_str(), column.shape.as_slice()),
+        ("<U5", &[2u64][..])
+    );
+    assert_eq!(column.data, utf32(&["naïve", "x"], 5, false));
+    ok(&["get", &src, "-f", "npy", "-r", "0:2,0:1", "-o", path(&out)]);
+    let narrow = parse_npy(&std::fs::read(&out).unwrap());
+    assert_eq!(narrow.descr, "<U5");
+    ok(&["get", &src, "-f", "npy", "-r", "0,0", "-o", path(&out)]);
+    let empty = parse_npy(&std::fs::read(&out).unwrap());
+    assert_eq!(
+        (empty.descr.as_str(), empty.shape.as_slice()),
+        ("<U1", &[][..])
+    );
+    assert_eq!(empty.data, [0; 4]);
+
+    // Bytes: |S n, n the longest value.
+    let bytes = dir.path().join("b.zarr").display().to_string();
+    let back = dir.path().join("b2.zarr").display().to_string();
+    for array in [&bytes, &back] {
+        ok(&[
+            "create", array, "--shape", "4", "--dtype", "bytes", "--chunks", "3",
+        ]);
+    }
+    let values: [&[u8]; 4] = [b"\x00\x01", b"", b"abc", b"\xff"];
+    write_npy(&npy, "|S3", &[4], &fixed_bytes(&values, 3));
+    ok(&["put", &bytes, "-i", path(&npy)]);
+    ok(&["get", &bytes, "-f", "npy", "-o", path(&out)]);
+    let exported = parse_npy(&std::fs::read(&out).unwrap());
+    assert_eq!(exported.descr, "|S3");
+    assert_eq!(exported.data, fixed_bytes(&values, 3));
+    ok(&["put", &back, "-i", path(&out)]);
+    assert_eq!(ok(&["get", &back]), ok(&["get", &bytes]));
+}
+
+#[test]
+fn put_refuses_files_that_are_not_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let strings = dir.path().join("s.zarr").display().to_string();
+    let bytes = dir.path().join("b.zarr").display().to_string();
+    ok(&[
+        "create", &strings, "--shape", "3,2", "--dtype", "string", "--chunks", "1,2",
+    ]);
+    ok(&["create", &bytes, "--shape", "2", "--dtype", "bytes"]);
+    let npy = dir.path().join("x.npy");
+    let npy = path(&npy);
+    let le = |units: &[u32]| -> Vec<u8> { units.iter().flat_map(|u| u.to_le_bytes()).collect() };
+
+    // Code points that are not characters fail, naming the element in the file.
+    write_npy(
+        Path::new(npy),
+        "<U2",
+        &[3, 2],
+        &le(&[0x61, 0, 0x62, 0, 0x63, 0, 0xD800, 0, 0, 0, 0, 0]),
+    );
+    let err = fails(&["put", &strings, "-i", npy], 1);
+    assert!(
+        err.contains("element [1, 1] is not text: U+D800 is a surrogate"),
+        "{err}"
+    );
+    write_npy(Path::new(npy), "<U1", &[2], &le(&[0x110000, 0x61]));
+    let err = fails(&["put", &strings, "-i", npy, "-r", "0"], 1);
+    assert!(
+        err.contains("element [0] is not text: 0x110000 is beyond U+10FFFF"),
+        "{err}"
+    );
+    // |S n into a string array must be UTF-8.
+    write_npy(Path::new(npy), "|S2", &[2], b"ok\xc3\x28");
+    let err = fails(&["put", &strings, "-i", npy, "-r", "2"], 1);
+    assert!(err.contains("element [1] is not UTF-8"), "{err}");
+    // Object arrays are pickles.
+    write_npy(Path::new(npy), "|O", &[2], b"\x80\x04N.");
+    let err = fails(&["put", &strings, "-i", npy, "-r", "0"], 2);
+    assert!(
+        err.contains("holds Python objects") && err.contains("arr.astype(\"U\")"),
+        "{err}"
+    );
+    // Text is not bytes, and numbers are neither.
+    write_npy(Path::new(npy), "<U1", &[2], &le(&[0x61, 0x62]));
+    let err = fails(&["put", &bytes, "-i", npy], 2);
+    assert!(
+        err.contains("holds text (<U1) and the array bytes"),
+        "{err}"
+    );
+    write_npy(Path::new(npy), "<f4", &[2], &[0; 8]);
+    let err = fails(&["put", &bytes, "-i", npy], 2);
+    assert!(err.contains("holds <f4, the array bytes (|S n)"), "{err}");
+    // Shorter data than the header says.
+    write_npy(Path::new(npy), "<U2", &[3, 2], &le(&[0x61, 0]));
+    let err = fails(&["put", &strings, "-i", npy], 1);
+    assert!(err.contains("shorter than its header says"), "{err}");
+    // Raw output still needs a fixed size.
+    let err = fails(&["get", &strings, "-f", "raw", "-o", npy], 2);
+    assert!(err.contains("use --format npy, json or text"), "{err}");
+}
