@@ -47,8 +47,9 @@ Runs the side-by-side comparison (issue #5): W1-W5 for this project (async and b
 API, default and durable writes), zarrs, and with --python (a Python with zarr and
 tensorstore; or ZARR_COMPARE_PYTHON) tensorstore and zarr-python, plus the machine's limits.
 Writes OUT/NAME.jsonl (one JSON line per measurement) and a Markdown table to OUT/table.md
-(OUT/NAME.md for other names than `full`). Defaults: side 512, 5 reps, OUT target/bench,
-NAME full; --smoke: side 64, 2 reps, NAME smoke. Exits 1 if a measurement fails or a
+(OUT/NAME.md for other names than `full`). Defaults: side 512, 5 reps (W4 and W5: 20),
+W4 reads 1,000 inner chunks, OUT target/bench, NAME full; --smoke: side 64, 1 rep, 100
+W4 chunks, NAME smoke. Exits 1 if a measurement fails or a
 cross-check finds different values.";
 
 fn main() -> ExitCode {
@@ -120,7 +121,7 @@ impl Options {
         let smoke = args.iter().any(|a| a == "--smoke");
         let mut options = Self {
             side: if smoke { 64 } else { 512 },
-            reps: if smoke { 2 } else { 5 },
+            reps: if smoke { 1 } else { 5 },
             out: PathBuf::from("target/bench"),
             name: if smoke { "smoke" } else { "full" }.to_owned(),
             python: std::env::var_os("ZARR_COMPARE_PYTHON").map(PathBuf::from),
@@ -233,9 +234,15 @@ const IMPLEMENTATIONS: &[Implementation] = &[
     },
 ];
 
-/// Latency workloads (W4, W5) repeat this many times more than the throughput ones: each
-/// repetition is short, and their medians need more samples to settle.
+/// In a full run, the latency workloads (W4, W5) repeat this many times more than the
+/// throughput ones: each repetition is short, and their medians need more samples to settle.
 const LATENCY_REPS_FACTOR: usize = 4;
+
+/// W4 reads this many inner chunks (the smoke run: [`SMOKE_W4_CHUNKS`]).
+const W4_CHUNKS: usize = 1000;
+
+/// The smoke run only checks that W4 works, on fewer chunks.
+const SMOKE_W4_CHUNKS: usize = 100;
 
 fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
     let geometry = Geometry::try_new(options.side).map_err(anyhow::Error::msg)?;
@@ -249,6 +256,11 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
         reps: options.reps,
         writer: None,
         threads: None,
+    };
+    let latency_reps = if options.smoke {
+        options.reps
+    } else {
+        options.reps * LATENCY_REPS_FACTOR
     };
     let thread_counts: Vec<usize> = if cores > 1 { vec![1, cores] } else { vec![1] };
     let implementations: Vec<&Implementation> = IMPLEMENTATIONS
@@ -293,7 +305,7 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
     for i in &implementations {
         for op in i.w4 {
             jobs.push(Job {
-                reps: options.reps * LATENCY_REPS_FACTOR,
+                reps: latency_reps,
                 ..job(i.name, "W4", op)
             });
         }
@@ -301,7 +313,7 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
     for i in implementations.iter().filter(|i| !i.w4.is_empty()) {
         for op in ["slab_w1", "slab_w2"] {
             jobs.push(Job {
-                reps: options.reps * LATENCY_REPS_FACTOR,
+                reps: latency_reps,
                 ..job(i.name, "W5", op)
             });
         }
@@ -450,7 +462,11 @@ fn orchestrate(options: Options) -> Result<()> {
     drop(values);
     std::fs::write(job::input_path(&data), &bytes)?;
     drop(bytes);
-    let w4 = geometry.random_inner_chunks(1000);
+    let w4 = geometry.random_inner_chunks(if options.smoke {
+        SMOKE_W4_CHUNKS
+    } else {
+        W4_CHUNKS
+    });
     std::fs::write(data.join("w4-chunks.json"), serde_json::to_string(&w4)?)?;
 
     let jobs = plan(&options, &data, python.is_some())?;

@@ -195,17 +195,24 @@ fn header(run: &Run<'_>, out: &mut String) {
         .iter()
         .find_map(|r| r.get("side").and_then(Value::as_u64))
         .unwrap_or(0);
-    let reps = run
-        .get("ours", "W1", "read")
-        .and_then(|r| r.get("reps").and_then(Value::as_u64))
-        .unwrap_or(0);
+    let reps_of = |w: &str, op: &str| {
+        run.get("ours", w, op)
+            .and_then(|r| r.get("reps").and_then(Value::as_u64))
+            .unwrap_or(0)
+    };
+    let (reps, latency_reps) = (reps_of("W1", "read"), reps_of("W5", "slab_w1"));
+    let w4_chunks = run
+        .get("ours", "W4", "serial")
+        .and_then(|r| Some(f(r, "bytes")? / (side / 16).pow(3).max(1) as f64 / 2.0))
+        .unwrap_or(0.0);
     let _ = writeln!(
         out,
-        "Array {side}^3 uint16 ({} MiB); {}; medians of {reps} repetitions (W4, W5: {}), each \
-         workload in a fresh process after a warm-up run.",
+        "Array {side}^3 uint16 ({} MiB); {}; medians of {reps} repetitions (W4, W5: \
+         {latency_reps}; W4 reads {} inner chunks), each measurement in a fresh process after \
+         a warm-up run.",
         (side * side * side * 2) >> 20,
         versions.join(", "),
-        reps * 4
+        int(w4_chunks)
     );
     if let (Some(median), Some(max)) = (others.get(others.len() / 2), others.last()) {
         let busy = others.iter().filter(|&&o| o > BUSY).count();
@@ -420,7 +427,7 @@ fn latency(run: &Run<'_>, out: &mut String) {
     ];
     out.push_str(
         "### Latency\n\nMilliseconds (median), ratio to ours (async) in brackets. W4 reads \
-         1,000 random inner chunks of W2 (the same list for everyone); W5 reads the slab \
+         random inner chunks of W2 (the same list for everyone); W5 reads the slab \
          [0:side, 200/512 side, 0:side].\n\n",
     );
     let _ = writeln!(out, "| ms | {} |", columns.map(|c| c.2).join(" | "));
