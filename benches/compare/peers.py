@@ -54,16 +54,21 @@ def own_cpu_seconds():
     return u.ru_utime + u.ru_stime
 
 
+def status_bytes(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def peak_rss_bytes():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent through fork and exec.
+    return status_bytes("VmHWM:")
 
 
 def current_rss_bytes():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return status_bytes("VmRSS:")
 
 
 def cores():

@@ -1,7 +1,8 @@
 //! Repository automation, run as `cargo xtask <task>`.
 //!
 //! - `ci`: the whole CI sequence (format check, clippy with warnings denied, tests, doc tests,
-//!   rustdoc with warnings denied). This is what `.ci/run` and the README's test command run.
+//!   the comparison harness's smoke run, rustdoc with warnings denied). This is what
+//!   `.ci/run` and the README's test command run.
 //! - `fixtures`: regenerate the fixture corpus written by zarr-python and tensorstore.
 //! - `s3-server`: start the S3 test server (moto) and print the variables that point the tests
 //!   at it and at the interop peers' Python, for running those tests by hand.

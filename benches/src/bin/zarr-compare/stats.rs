@@ -29,37 +29,40 @@ fn clock_ticks_per_second() -> f64 {
     if ticks > 0 { ticks as f64 } else { 100.0 }
 }
 
-fn rusage() -> libc::rusage {
+/// CPU time (user plus system, all threads) this process has used, in seconds.
+fn own_cpu_seconds() -> f64 {
     // SAFETY: rusage is plain data; getrusage fills it and cannot fail for RUSAGE_SELF.
-    unsafe {
+    let u = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
         libc::getrusage(libc::RUSAGE_SELF, &mut usage);
         usage
-    }
-}
-
-/// CPU time (user plus system, all threads) this process has used, in seconds.
-fn own_cpu_seconds() -> f64 {
-    let u = rusage();
+    };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
-/// The most memory this process has had resident, in bytes (`ru_maxrss`).
-pub(crate) fn peak_rss_bytes() -> u64 {
-    rusage().ru_maxrss.max(0) as u64 * 1024
-}
-
-/// The memory this process has resident now, in bytes (`VmRSS` of `/proc/self/status`).
-pub(crate) fn current_rss_bytes() -> u64 {
+/// A field of `/proc/self/status` in bytes (the file gives KiB).
+fn status_bytes(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .map_or(0, |kib| kib * 1024)
+}
+
+/// The most memory this process has had resident, in bytes (`VmHWM`). Not `ru_maxrss`:
+/// Linux carries that over from the parent through fork and exec, so a child would report
+/// the orchestrator's peak.
+pub(crate) fn peak_rss_bytes() -> u64 {
+    status_bytes("VmHWM:")
+}
+
+/// The memory this process has resident now, in bytes (`VmRSS`).
+pub(crate) fn current_rss_bytes() -> u64 {
+    status_bytes("VmRSS:")
 }
 
 /// The number of cores this process may use.
@@ -171,7 +174,15 @@ mod tests {
         let load = meter.stop().unwrap();
         assert!(load.own_cores > 0.5, "{load:?}");
         assert!((0.0..=1.0).contains(&load.other_cpu), "{load:?}");
-        assert!(peak_rss_bytes() >= current_rss_bytes() / 2);
         assert!(current_rss_bytes() > 0);
+        // 64 MiB touched raise the peak by about that much.
+        let before = peak_rss_bytes();
+        let big = vec![1u8; 64 << 20];
+        std::hint::black_box(&big);
+        assert!(
+            peak_rss_bytes() >= before.max(current_rss_bytes()),
+            "peak below current"
+        );
+        assert!(peak_rss_bytes() >= 64 << 20);
     }
 }

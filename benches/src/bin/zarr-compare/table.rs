@@ -462,7 +462,7 @@ fn latency(run: &Run<'_>, out: &mut String) {
 fn memory(run: &Run<'_>, out: &mut String) {
     out.push_str(
         "### Peak memory of whole-array reads\n\nPeak resident memory of the reading process \
-         (`ru_maxrss`) over the output's size; in brackets, the growth over the process's \
+         (`VmHWM`) over the output's size; in brackets, the growth over the process's \
          resident memory before the first read (interpreter and libraries for the Python \
          peers; `read_into` counts its buffer there).\n\n",
     );
