@@ -739,7 +739,7 @@ fn targets(run: &Run<'_>, out: &mut String) {
                 };
                 (
                     detail.clone(),
-                    format!("{v:.2}"),
+                    format!("{v:.3}"),
                     if met { "met" } else { "**missed**" },
                 )
             }
@@ -805,11 +805,11 @@ mod tests {
         ];
         let text = render(&records);
         assert!(
-            text.contains("| W1 read: ours (async) >= 1.3x the fastest peer | 1,300 / 1,000 (tensorstore) | 1.30 | >= 1.3 | met |"),
+            text.contains("| W1 read: ours (async) >= 1.3x the fastest peer | 1,300 / 1,000 (tensorstore) | 1.300 | >= 1.3 | met |"),
             "{text}"
         );
         assert!(
-            text.contains("| W4 one at a time: ours <= zarrs' time | 200.0 ms / 100.0 ms (zarrs) | 2.00 | <= 1 | **missed** |"),
+            text.contains("| W4 one at a time: ours <= zarrs' time | 200.0 ms / 100.0 ms (zarrs) | 2.000 | <= 1 | **missed** |"),
             "{text}"
         );
     }
