@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rayon::prelude::*;
 use zarr_array::{Array, ArrayBuilder};
+use zarr_benches::{chunks_of, field};
 use zarr_core::DataType;
 use zarr_store::FilesystemStore;
 
@@ -37,58 +38,11 @@ fn side() -> u64 {
     }
 }
 
-/// The benchmark field: smooth plus one bit of noise, C order.
-fn field(side: u64) -> Vec<u16> {
-    let n = (side * side * side) as usize;
-    let mut out = Vec::with_capacity(n);
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for z in 0..side {
-        for y in 0..side {
-            for x in 0..side {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                let smooth = 2_000.0
-                    + 40.0 * (x as f64 / 16.0).sin()
-                    + 30.0 * (y as f64 / 11.0).cos()
-                    + (z % 64) as f64;
-                out.push(smooth as u16 + (state & 1) as u16);
-            }
-        }
-    }
-    out
-}
-
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap()
-}
-
-/// The decoded chunks of the field, each a C-order 64^3 block.
-fn chunks_of(values: &[u16], side: u64) -> Vec<Vec<u8>> {
-    let per = side / CHUNK;
-    let mut out = Vec::new();
-    for cz in 0..per {
-        for cy in 0..per {
-            for cx in 0..per {
-                let mut chunk = Vec::with_capacity((CHUNK * CHUNK * CHUNK * 2) as usize);
-                for z in 0..CHUNK {
-                    for y in 0..CHUNK {
-                        let start = ((cz * CHUNK + z) * side * side
-                            + (cy * CHUNK + y) * side
-                            + cx * CHUNK) as usize;
-                        for v in &values[start..start + CHUNK as usize] {
-                            chunk.extend_from_slice(&v.to_ne_bytes());
-                        }
-                    }
-                }
-                out.push(chunk);
-            }
-        }
-    }
-    out
 }
 
 /// Median time of `rounds` alternating runs of `a` and `b`.
@@ -149,7 +103,7 @@ fn array(c: &mut Criterion) {
     rt.block_on(raw_array.write(full.clone(), &values)).unwrap();
 
     // The stored chunks, for the raw zstd limit.
-    let decoded = chunks_of(&values, side);
+    let decoded = chunks_of(&values, side, CHUNK);
     let encoded: Vec<Vec<u8>> = decoded
         .par_iter()
         .map(|c| zstd::bulk::compress(c, 1).unwrap())

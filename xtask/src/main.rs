@@ -1,15 +1,19 @@
 //! Repository automation, run as `cargo xtask <task>`.
 //!
 //! - `ci`: the whole CI sequence (format check, clippy with warnings denied, tests, doc tests,
-//!   rustdoc with warnings denied). This is what `.ci/run` and the README's test command run.
+//!   the comparison harness's smoke run, rustdoc with warnings denied). This is what
+//!   `.ci/run` and the README's test command run.
 //! - `fixtures`: regenerate the fixture corpus written by zarr-python and tensorstore.
 //! - `s3-server`: start the S3 test server (moto) and print the variables that point the tests
 //!   at it and at the interop peers' Python, for running those tests by hand.
+//! - `bench`: the side-by-side comparison with zarrs, tensorstore and zarr-python (issue #5);
+//!   `bench --smoke` is the reduced run that `ci` includes.
 
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+mod bench;
 mod fixtures;
 mod servers;
 
@@ -20,6 +24,7 @@ fn main() -> Result<()> {
         "ci" => ci(),
         "fixtures" => fixtures::run(&args[1..]),
         "s3-server" => s3_server(),
+        "bench" => bench::run(&args[1..]),
         "help" | "--help" | "-h" => {
             print_help();
             Ok(())
@@ -35,7 +40,10 @@ fn print_help() {
     eprintln!(
         "usage: cargo xtask <task>\n\n\
          tasks:\n  \
-         ci        format check, clippy -D warnings, tests, doc tests, rustdoc -D warnings\n  \
+         ci        format check, clippy -D warnings, tests, doc tests, the comparison\n            \
+         harness's smoke run, rustdoc -D warnings\n  \
+         bench     the comparison with zarrs, tensorstore, zarr-python and the machine's\n            \
+         limits (results in target/bench/; --smoke for the quick check)\n  \
          fixtures  regenerate the fixture corpus with pinned zarr-python and tensorstore\n  \
          s3-server start the S3 test server (moto) and print the variables for the S3 and\n            \
          interop tests"
@@ -93,6 +101,10 @@ fn ci() -> Result<()> {
     cargo(&["test", "--workspace", "--all-targets"], &envs)?;
     cargo(&["test", "--workspace", "--doc"], &envs)?;
     drop(s3);
+    // The comparison harness's smoke run, so it cannot rot: every implementation (ours,
+    // zarrs, tensorstore, zarr-python) writes, reads and reads the others' data; any error or
+    // difference fails CI.
+    bench::smoke(&venv).context("the comparison harness's smoke run failed")?;
     cargo(
         &["doc", "--workspace", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],

@@ -189,3 +189,32 @@ fn zarr_core_has_no_runtime_or_io() {
         "the walk found zarr-core's dependencies"
     );
 }
+
+/// zarrs is the comparison harness's peer, nothing else's: only `zarr-benches` may depend on
+/// it (and only the benches crate's binary uses it).
+#[test]
+fn zarrs_is_a_dependency_of_the_bench_crate_only() {
+    let meta = metadata();
+    let members: BTreeSet<&str> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    let mut users = Vec::new();
+    for package in meta["packages"].as_array().unwrap() {
+        if !members.contains(package["id"].as_str().unwrap()) {
+            continue;
+        }
+        let name = package["name"].as_str().unwrap();
+        if package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|dep| dep["name"].as_str().is_some_and(|d| d.starts_with("zarrs")))
+        {
+            users.push(name.to_owned());
+        }
+    }
+    assert_eq!(users, ["zarr-benches"], "crates depending on zarrs");
+}

@@ -1,5 +1,7 @@
-//! `zarr bench`: write and read a synthetic array in a temporary local store.
+//! `zarr bench`: write and read a synthetic array in a temporary local store; with
+//! `--compare`, run the side-by-side comparison harness (`zarr-compare`) instead.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -38,6 +40,79 @@ pub(crate) struct BenchArgs {
     /// Where to make the temporary store (default: the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     dir: Option<std::path::PathBuf>,
+    /// Run the comparison with zarrs, tensorstore, zarr-python and the machine's limits
+    /// (the `zarr-compare` harness, beside this program or on PATH; `cargo xtask bench`
+    /// builds and runs it from a clone of the repository).
+    #[arg(long, conflicts_with_all = ["size", "dtype", "chunks", "shards", "codecs", "dir"])]
+    compare: bool,
+    /// With --compare: the reduced run (a small array, few repetitions).
+    #[arg(long, requires = "compare")]
+    smoke: bool,
+    /// With --compare: where the results go (default target/bench).
+    #[arg(long, value_name = "DIR", requires = "compare")]
+    out: Option<PathBuf>,
+    /// With --compare: a Python with zarr and tensorstore installed, for those peers
+    /// (without it they are skipped).
+    #[arg(long, value_name = "PYTHON", requires = "compare")]
+    python: Option<PathBuf>,
+    /// With --compare: repetitions per measurement.
+    #[arg(long, value_name = "N", requires = "compare")]
+    reps: Option<usize>,
+}
+
+/// The comparison harness's program name.
+const HARNESS: &str = "zarr-compare";
+
+/// Find `zarr-compare`: beside this program first (where `cargo build` and `cargo install`
+/// put both), then on PATH.
+fn find_harness() -> Option<PathBuf> {
+    let name = format!("{HARNESS}{}", std::env::consts::EXE_SUFFIX);
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(&name)));
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(&name))
+                .collect()
+        })
+        .unwrap_or_default();
+    beside.into_iter().chain(on_path).find(|p| p.is_file())
+}
+
+/// `zarr bench --compare`: run the harness with the options given, passing its output
+/// through, and fail as it fails.
+fn compare(args: &BenchArgs) -> Result<()> {
+    let Some(harness) = find_harness() else {
+        anyhow::bail!(
+            "the comparison harness `{HARNESS}` is not installed (looked beside this program \
+             and on PATH); run `cargo xtask bench` in a clone of the repository, which builds \
+             and runs it"
+        );
+    };
+    let mut command = std::process::Command::new(&harness);
+    if args.smoke {
+        command.arg("--smoke");
+    }
+    if let Some(out) = &args.out {
+        command.arg("--out").arg(out);
+    }
+    if let Some(python) = &args.python {
+        command.arg("--python").arg(python);
+    }
+    if let Some(reps) = args.reps {
+        command.arg("--reps").arg(reps.to_string());
+    }
+    let status = command
+        .status()
+        .with_context(|| format!("running {}", harness.display()))?;
+    if !status.success() {
+        anyhow::bail!(
+            "the comparison harness {} failed ({status})",
+            harness.display()
+        );
+    }
+    Ok(())
 }
 
 /// Synthetic values: a smooth ramp with some repetition, compressible like measured data
@@ -65,6 +140,10 @@ fn rate(bytes: u64, seconds: f64) -> String {
 }
 
 pub(crate) async fn run(args: BenchArgs, global: Global) -> Result<()> {
+    if args.compare {
+        // The harness runs for minutes and starts its own processes: off the async runtime.
+        return tokio::task::spawn_blocking(move || compare(&args)).await?;
+    }
     let data_type = parse_data_type(&args.dtype)?;
     if !cast::is_castable(&data_type) {
         usage!(

@@ -186,11 +186,17 @@ Examples:
   zarr copy data.zarr/counts small.zarr --data-type uint16")]
     Copy(copy::CopyArgs),
     /// Write and read a synthetic array in a temporary local store and report throughput.
+    ///
+    /// With --compare, run the comparison harness instead (`zarr-compare`: this project side
+    /// by side with zarrs, tensorstore, zarr-python and the machine's limits), if it is
+    /// installed beside `zarr` or on PATH; `cargo xtask bench` builds and runs it from a
+    /// clone of the repository.
     #[command(after_help = "\
 Examples:
   zarr bench
   zarr bench --size 256 --chunks 512,512 --codec blosc:lz4:5
-  zarr bench --shards 2048,2048 --chunks 256,256 --threads 4")]
+  zarr bench --shards 2048,2048 --chunks 256,256 --threads 4
+  zarr bench --compare --smoke --python .venv/bin/python")]
     Bench(bench::BenchArgs),
     /// Build a small, real dataset in a directory (a sharded image, a time series with a gap
     /// and a string array), then show its tree and an array's info, and how to open it

@@ -130,3 +130,100 @@ fn help_has_examples_for_every_command() {
     let out = ok(&["--help"]);
     assert!(out.contains("Exit codes: 0 success; 1 failure"), "{out}");
 }
+
+/// A copy of the `zarr` binary alone in a fresh directory, so that no `zarr-compare` is
+/// beside it, run with `PATH` set to `path` only.
+#[cfg(unix)]
+fn lone_zarr(args: &[&str], path: &std::path::Path) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("zarr");
+    std::fs::copy(env!("CARGO_BIN_EXE_zarr"), &exe).unwrap();
+    std::process::Command::new(&exe)
+        .args(args)
+        .env("PATH", path)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+/// A stand-in `zarr-compare` in a fresh directory: it records its arguments in `args.txt`
+/// beside itself and exits with `code`.
+#[cfg(unix)]
+fn stub_harness(code: i32) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("zarr-compare");
+    let record = dir.path().join("args.txt");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$@\" > '{}'\nexit {code}\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+#[cfg(unix)]
+#[test]
+fn bench_compare_without_the_harness_says_how_to_get_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = lone_zarr(&["bench", "--compare", "--smoke"], empty.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    assert!(
+        err.starts_with("zarr: the comparison harness `zarr-compare` is not installed"),
+        "{err}"
+    );
+    assert!(err.contains("cargo xtask bench"), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn bench_compare_runs_the_harness_on_path_with_the_options() {
+    let harness = stub_harness(0);
+    let out = lone_zarr(
+        &[
+            "bench",
+            "--compare",
+            "--smoke",
+            "--out",
+            "/tmp/results",
+            "--reps",
+            "3",
+        ],
+        harness.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let args = std::fs::read_to_string(harness.path().join("args.txt")).unwrap();
+    assert_eq!(args.trim(), "--smoke --out /tmp/results --reps 3");
+
+    // The harness's failure is zarr's.
+    let failing = stub_harness(3);
+    let out = lone_zarr(&["bench", "--compare"], failing.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("the comparison harness") && err.contains("failed"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(failing.path().join("args.txt"))
+            .unwrap()
+            .trim(),
+        ""
+    );
+}
+
+#[test]
+fn bench_compare_takes_no_array_options() {
+    let err = fails(&["bench", "--compare", "--size", "4"], 2);
+    assert!(err.contains("--size"), "{err}");
+}
