@@ -29,9 +29,9 @@ async fn durable_filesystem_store_passes_the_conformance_suite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn block_in_place_filesystem_store_passes_the_conformance_suite() {
+async fn spawn_blocking_filesystem_store_passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
-    let options = FilesystemOptions::default().with_blocking(BlockingStrategy::BlockInPlace);
+    let options = FilesystemOptions::default().with_blocking(BlockingStrategy::SpawnBlocking);
     let store = FilesystemStore::with_options(dir.path(), options).unwrap();
     testing::run_conformance(Arc::new(store)).await;
 }
@@ -39,7 +39,9 @@ async fn block_in_place_filesystem_store_passes_the_conformance_suite() {
 #[tokio::test(flavor = "current_thread")]
 async fn block_in_place_falls_back_to_the_blocking_pool_on_a_current_thread_runtime() {
     let dir = tempfile::tempdir().unwrap();
-    let options = FilesystemOptions::default().with_blocking(BlockingStrategy::BlockInPlace);
+    // The default strategy.
+    let options = FilesystemOptions::default();
+    assert_eq!(options.blocking, BlockingStrategy::BlockInPlace);
     let store = FilesystemStore::with_options(dir.path(), options).unwrap();
     // block_in_place would panic here; the store must not call it.
     store
@@ -400,11 +402,22 @@ fn works_without_a_tokio_runtime() {
 /// at once (so they do not start hundreds of blocking threads), and all succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_reads_are_bounded_by_max_concurrency() {
+    for strategy in [
+        BlockingStrategy::BlockInPlace,
+        BlockingStrategy::SpawnBlocking,
+    ] {
+        concurrent_reads_bounded(strategy).await;
+    }
+}
+
+async fn concurrent_reads_bounded(strategy: BlockingStrategy) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(
         FilesystemStore::with_options(
             dir.path(),
-            FilesystemOptions::default().with_max_concurrency(3),
+            FilesystemOptions::default()
+                .with_max_concurrency(3)
+                .with_blocking(strategy),
         )
         .unwrap(),
     );
@@ -431,6 +444,6 @@ async fn concurrent_reads_are_bounded_by_max_concurrency() {
     assert_eq!(stats.whole_reads, 200, "{stats:?}");
     assert!(
         (1..=3).contains(&stats.peak_blocking_ops),
-        "at most 3 at once: {stats:?}"
+        "{strategy:?}: at most 3 at once: {stats:?}"
     );
 }
