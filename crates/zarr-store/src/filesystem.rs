@@ -20,10 +20,14 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::fallback::{KeyWrites, RangesByKey, group_partial_writes, patch_value, ranges_by_key};
+use crate::pool::BufferPool;
 use crate::{
     ByteRange, Error, ListDir, ListableStore, ReadableStore, Result, StoreKey, StorePrefix,
     WritableStore,
 };
+
+/// The most memory a store keeps in idle read buffers for reuse.
+const POOL_BYTES: usize = 32 << 20;
 
 /// Options of a [`FilesystemStore`].
 #[derive(Clone, Debug)]
@@ -196,6 +200,8 @@ struct Inner {
     counters: Counters,
     /// `options.max_concurrency` permits for operations on blocking threads.
     permits: Arc<tokio::sync::Semaphore>,
+    /// Read buffers that come back when the values read into them are dropped.
+    pool: Arc<BufferPool>,
 }
 
 /// What to do when a component of a path is missing.
@@ -316,6 +322,7 @@ impl FilesystemStore {
                 root,
                 root_fd,
                 permits: Arc::new(tokio::sync::Semaphore::new(options.max_concurrency.max(1))),
+                pool: BufferPool::new(POOL_BYTES),
                 options,
                 counters: Counters::default(),
             }),
@@ -578,7 +585,7 @@ impl Inner {
             key: Some(key.clone()),
         };
         let capacity = usize::try_from(size).map_err(|_| too_large())?;
-        let mut buf = Vec::new();
+        let mut buf = self.pool.take(capacity).unwrap_or_default();
         buf.try_reserve_exact(capacity).map_err(|_| too_large())?;
         file.read_to_end(&mut buf).map_err(|e| Error::Io {
             operation: "read",
@@ -587,7 +594,7 @@ impl Inner {
         })?;
         Counters::add(&self.counters.whole_reads, 1);
         Counters::add(&self.counters.bytes_read, buf.len() as u64);
-        Ok(Some(Bytes::from(buf)))
+        Ok(Some(BufferPool::bytes(&self.pool, buf)))
     }
 
     /// Read `ranges` of one value with one open file and positional reads.
@@ -637,7 +644,7 @@ impl Inner {
             value: len,
             key: Some(key.clone()),
         })?;
-        let mut buf = Vec::new();
+        let mut buf = self.pool.take(len).unwrap_or_default();
         buf.try_reserve_exact(len).map_err(|_| Error::TooLarge {
             what: "byte range",
             value: len as u64,
@@ -668,7 +675,7 @@ impl Inner {
             }
         }
         Counters::add(&self.counters.bytes_read, len as u64);
-        Ok(Bytes::from(buf))
+        Ok(BufferPool::bytes(&self.pool, buf))
     }
 
     fn value_size(&self, key: &StoreKey) -> Result<Option<u64>> {

@@ -172,6 +172,8 @@ mod filesystem;
 mod key;
 mod memory;
 mod object;
+#[cfg(unix)]
+mod pool;
 mod range;
 mod traits;
 mod wrappers;
