@@ -14,8 +14,10 @@ use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::vlen_partial::{self, RangedVlen};
 
-/// At most this many fetched chunks are decoded in one parallel batch.
-const MAX_BATCH: usize = 256;
+/// How many fetched chunks are decoded in one parallel batch, per decoding thread. Small
+/// batches bound the encoded bytes a read holds (a batch is fetched before it is decoded):
+/// with 256-chunk batches, a whole read of a sharded array held all its shards at once.
+const BATCH_PER_THREAD: usize = 4;
 
 /// What was fetched for one chunk.
 enum Payload {
@@ -108,7 +110,7 @@ where
             })
         })
         .buffer_unordered(array.options.io_concurrency())
-        .ready_chunks(MAX_BATCH);
+        .ready_chunks(BATCH_PER_THREAD * rayon::current_num_threads().max(1));
     futures::pin_mut!(fetches);
     while let Some(batch) = fetches.next().await {
         let batch = batch.into_iter().collect::<Result<Vec<_>>>()?;
