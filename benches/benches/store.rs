@@ -30,9 +30,10 @@ fn get_1mib(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let store = FilesystemStore::new(dir.path()).expect("a store");
-    let in_place = FilesystemStore::with_options(
+    // The default is `BlockInPlace`; this one hands each read to the blocking pool.
+    let spawn_blocking = FilesystemStore::with_options(
         dir.path(),
-        FilesystemOptions::default().with_blocking(BlockingStrategy::BlockInPlace),
+        FilesystemOptions::default().with_blocking(BlockingStrategy::SpawnBlocking),
     )
     .expect("a store");
     let key = StoreKey::new("array/c/0/0");
@@ -60,10 +61,10 @@ fn get_1mib(c: &mut Criterion) {
             )
         });
     });
-    group.bench_function("filesystem_store_get_block_in_place", |b| {
+    group.bench_function("filesystem_store_get_spawn_blocking", |b| {
         b.iter(|| {
             black_box(
-                rt.block_on(in_place.get(black_box(&key)))
+                rt.block_on(spawn_blocking.get(black_box(&key)))
                     .expect("get")
                     .expect("present"),
             )

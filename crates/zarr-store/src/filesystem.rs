@@ -64,13 +64,14 @@ pub enum BlockingStrategy {
     /// page cache. Choose it when the files are slow to reach (a network filesystem, a cold
     /// disk) and one task keeps many reads in flight.
     SpawnBlocking,
-    /// The default. On a multi-threaded runtime, an operation runs on the calling thread after
-    /// Tokio hands that worker's other tasks to another thread (`block_in_place`): no
-    /// hand-off latency, and other tasks keep running. Futures polled by the same task (in a
+    /// The default. On a multi-threaded runtime, a read or listing runs on the calling thread
+    /// after Tokio hands that worker's other tasks to another thread (`block_in_place`): no
+    /// hand-off latency, and other tasks keep running. Reads polled by the same task (in a
     /// `join!`, or a buffered stream) wait for each other, and a batch reads its values one
-    /// after the other; reads in separate tasks (`tokio::spawn`) still run in parallel. Falls
-    /// back to `SpawnBlocking` on a current-thread runtime, where blocking in place is not
-    /// possible.
+    /// after the other; reads in separate tasks (`tokio::spawn`) still run in parallel.
+    /// Writes always go to the blocking pool, so that many writes awaited together (each
+    /// perhaps with an `fsync`) run in parallel. Falls back to `SpawnBlocking` on a
+    /// current-thread runtime, where blocking in place is not possible.
     #[default]
     BlockInPlace,
 }
@@ -362,8 +363,28 @@ impl FilesystemStore {
         }
     }
 
-    /// Run `f` on the inner state where blocking is allowed.
+    /// Run the read (or listing) `f` on the inner state where blocking is allowed, as the
+    /// [`BlockingStrategy`] says.
     async fn blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T> + Send + 'static,
+    {
+        self.run_blocking(self.inner.options.blocking, f).await
+    }
+
+    /// Run the write `f` on the blocking thread pool whatever the strategy: writes (with
+    /// `fsync` when durable) are slow next to the hand-off, and a task that writes many values
+    /// at once (an array write) needs them in parallel, which `block_in_place` would not give.
+    async fn blocking_write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T> + Send + 'static,
+    {
+        self.run_blocking(BlockingStrategy::SpawnBlocking, f).await
+    }
+
+    async fn run_blocking<T, F>(&self, strategy: BlockingStrategy, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Inner) -> Result<T> + Send + 'static,
@@ -386,7 +407,7 @@ impl FilesystemStore {
             c.blocking_ops.fetch_sub(1, Ordering::Relaxed);
             result
         };
-        match (self.inner.options.blocking, handle.runtime_flavor()) {
+        match (strategy, handle.runtime_flavor()) {
             (BlockingStrategy::BlockInPlace, tokio::runtime::RuntimeFlavor::MultiThread) => {
                 tokio::task::block_in_place(run)
             }
@@ -1102,7 +1123,7 @@ impl ReadableStore for FilesystemStore {
 impl WritableStore for FilesystemStore {
     async fn set(&self, key: &StoreKey, value: Bytes) -> Result<()> {
         let key = key.clone();
-        self.blocking(move |inner| inner.write_value(&key, &value))
+        self.blocking_write(move |inner| inner.write_value(&key, &value))
             .await
     }
 
@@ -1120,7 +1141,7 @@ impl WritableStore for FilesystemStore {
                 (g.key.clone(), writes)
             })
             .collect();
-        self.blocking(move |inner| {
+        self.blocking_write(move |inner| {
             for (key, writes) in &owned {
                 let group = KeyWrites {
                     key,
@@ -1139,18 +1160,19 @@ impl WritableStore for FilesystemStore {
 
     async fn erase(&self, key: &StoreKey) -> Result<()> {
         let key = key.clone();
-        self.blocking(move |inner| inner.erase_value(&key)).await
+        self.blocking_write(move |inner| inner.erase_value(&key))
+            .await
     }
 
     async fn erase_values(&self, keys: &[StoreKey]) -> Result<()> {
         let keys = keys.to_vec();
-        self.blocking(move |inner| keys.iter().try_for_each(|key| inner.erase_value(key)))
+        self.blocking_write(move |inner| keys.iter().try_for_each(|key| inner.erase_value(key)))
             .await
     }
 
     async fn erase_prefix(&self, prefix: &StorePrefix) -> Result<()> {
         let prefix = prefix.clone();
-        self.blocking(move |inner| inner.erase_prefix(&prefix))
+        self.blocking_write(move |inner| inner.erase_prefix(&prefix))
             .await
     }
 }
