@@ -101,7 +101,7 @@ pub(crate) async fn fetch(
             let part = Part {
                 base: 0,
                 len: None,
-                num_elements: selection.chunk_shape.iter().product(),
+                num_elements: Region::full(&selection.chunk_shape).num_elements()?,
                 runs,
                 within_output: Region::full(&within.shape()),
             };
@@ -149,7 +149,7 @@ async fn fetch_in_shard(
     let inner_shape = sharding.inner_chunk_shape().to_vec();
     let shard_shape = sharding.shard_representation().shape().to_vec();
     let grid = ChunkGrid::regular(inner_shape.clone())?;
-    let num_elements: u64 = inner_shape.iter().product();
+    let num_elements = Region::full(&inner_shape).num_elements()?;
     let fill = array.metadata.fill_value.as_bytes();
     let mut parts = Vec::new();
     let mut empty: Vec<(Region, VlenBytes)> = Vec::new();

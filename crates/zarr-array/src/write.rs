@@ -288,13 +288,14 @@ fn shard_chunks<S: ?Sized>(
         .iter()
         .zip(per_shard)
         .zip(first_chunk)
+        // `s * n` is at most a chunk index of the region (s = chunk / n), so it fits.
         .map(|((s, n), f)| (s * n).max(*f))
         .collect();
     let hi: Vec<u64> = shard
         .iter()
         .zip(per_shard)
         .zip(last_chunk)
-        .map(|((s, n), l)| (s * n + n - 1).min(*l))
+        .map(|((s, n), l)| (s * n).saturating_add(n - 1).min(*l))
         .collect();
     let start = grid.chunk_region(shape, &lo)?;
     let end = grid.chunk_region(shape, &hi)?;
