@@ -50,7 +50,22 @@ pub struct FilesystemOptions {
     pub max_concurrency: usize,
     /// Where blocking file I/O runs. Default [`BlockingStrategy::BlockInPlace`].
     pub blocking: BlockingStrategy,
+    /// Serve reads from the kernel's caches on the calling thread when that cannot block,
+    /// before handing them to the [`BlockingStrategy`]. On Linux 5.12 and later, a read of at
+    /// most [`NONBLOCKING_READ_MAX`] bytes first opens its file with `openat2(RESOLVE_CACHED)`
+    /// (which fails rather than wait for a directory lookup on disk) and reads with
+    /// `preadv2(RWF_NOWAIT)` (which fails rather than wait for a page not in the page cache);
+    /// only a read that would wait goes to a blocking thread. A warm read then costs no thread
+    /// hand-off at all, which matters for many small concurrent reads. Filesystems that do
+    /// not support `RWF_NOWAIT` are detected on the first read and always take the blocking
+    /// path. Has no effect on other systems. Default `true`.
+    pub nonblocking_reads: bool,
 }
+
+/// The largest read [`FilesystemOptions::nonblocking_reads`] serves on the calling thread
+/// (1 MiB, about 100 µs of copying): larger reads go to the [`BlockingStrategy`], so that no
+/// async worker is held up for long even when the data is cached.
+pub const NONBLOCKING_READ_MAX: u64 = 1 << 20;
 
 /// Where a [`FilesystemStore`] runs its blocking file I/O, so that it never stalls the async
 /// runtime. Without a Tokio runtime, I/O always runs inline on the calling thread.
@@ -83,6 +98,7 @@ impl Default for FilesystemOptions {
             coalesce_gap: 4096,
             max_concurrency: 32,
             blocking: BlockingStrategy::BlockInPlace,
+            nonblocking_reads: true,
         }
     }
 }
@@ -106,6 +122,13 @@ impl FilesystemOptions {
     #[must_use]
     pub fn with_blocking(mut self, blocking: BlockingStrategy) -> Self {
         self.blocking = blocking;
+        self
+    }
+
+    /// Set [`nonblocking_reads`](FilesystemOptions::nonblocking_reads).
+    #[must_use]
+    pub fn with_nonblocking_reads(mut self, nonblocking: bool) -> Self {
+        self.nonblocking_reads = nonblocking;
         self
     }
 
@@ -134,6 +157,12 @@ pub struct IoStats {
     /// The most operations that ran on blocking threads at the same time (at most
     /// [`FilesystemOptions::max_concurrency`]).
     pub peak_blocking_ops: u64,
+    /// Reads served from the kernel's caches on the calling thread, without blocking (a
+    /// `get`, or all the ranges of one value in a `get_partial_values` call; see
+    /// [`FilesystemOptions::nonblocking_reads`]). Also counted in the counts above.
+    pub nonblocking_reads: u64,
+    /// Reads that went to a blocking thread (as `nonblocking_reads` counts them).
+    pub blocking_reads: u64,
 }
 
 #[derive(Debug, Default)]
@@ -144,6 +173,8 @@ struct Counters {
     bytes_read: AtomicU64,
     blocking_ops: AtomicU64,
     peak_blocking_ops: AtomicU64,
+    nonblocking_reads: AtomicU64,
+    blocking_reads: AtomicU64,
 }
 
 impl Counters {
@@ -203,6 +234,9 @@ struct Inner {
     permits: Arc<tokio::sync::Semaphore>,
     /// Read buffers that come back when the values read into them are dropped.
     pool: Arc<BufferPool>,
+    /// Whether to try [`FilesystemOptions::nonblocking_reads`]: cleared for good when the
+    /// filesystem refuses `RWF_NOWAIT`.
+    nonblocking: std::sync::atomic::AtomicBool,
 }
 
 /// What to do when a component of a path is missing.
@@ -286,6 +320,94 @@ fn open_beneath(
     None
 }
 
+/// Whether this system has the calls [`FilesystemOptions::nonblocking_reads`] needs.
+const NONBLOCKING_SUPPORTED: bool = cfg!(any(target_os = "linux", target_os = "android"));
+
+/// Whether `RESOLVE_CACHED` is worth trying (it is missing before Linux 5.12).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+static OPENAT2_CACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Open `path` below `root` as [`open_beneath`] does, but only if the kernel can resolve
+/// every component from its caches: `None` when that would wait for the disk, or when the
+/// kernel cannot tell (the caller then opens with blocking allowed).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn open_beneath_cached(
+    root: BorrowedFd<'_>,
+    path: &str,
+    flags: OFlags,
+) -> Option<std::result::Result<OwnedFd, Errno>> {
+    use rustix::fs::ResolveFlags;
+    if !OPENAT2.load(Ordering::Relaxed) || !OPENAT2_CACHED.load(Ordering::Relaxed) {
+        return None;
+    }
+    let resolve = ResolveFlags::BENEATH
+        | ResolveFlags::NO_SYMLINKS
+        | ResolveFlags::NO_MAGICLINKS
+        | ResolveFlags::CACHED;
+    match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
+        Err(Errno::AGAIN) => None,
+        Err(err @ (Errno::NOSYS | Errno::PERM | Errno::INVAL)) => {
+            tracing::debug!(
+                error = %std::io::Error::from(err),
+                "openat2 with RESOLVE_CACHED is not available: reads open files on blocking threads"
+            );
+            OPENAT2_CACHED.store(false, Ordering::Relaxed);
+            None
+        }
+        result => Some(result),
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn open_beneath_cached(
+    _root: BorrowedFd<'_>,
+    _path: &str,
+    _flags: OFlags,
+) -> Option<std::result::Result<OwnedFd, Errno>> {
+    None
+}
+
+/// What reading one part of a file from the page cache alone came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CachedRead {
+    /// The buffer is filled.
+    Filled,
+    /// Some of it is not cached (or the file ended early): read it with blocking allowed.
+    WouldBlock,
+    /// The filesystem does not support reads that refuse to wait.
+    Unsupported,
+}
+
+/// Fill `buf` from `offset` of `file` with `preadv2(RWF_NOWAIT)`, which returns what the
+/// page cache holds instead of waiting for the disk.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn pread_cached(file: &File, buf: &mut [u8], offset: u64) -> CachedRead {
+    use rustix::io::ReadWriteFlags;
+    let mut filled = 0;
+    while filled < buf.len() {
+        let mut slices = [std::io::IoSliceMut::new(&mut buf[filled..])];
+        match rustix::io::preadv2(
+            file,
+            &mut slices,
+            offset + filled as u64,
+            ReadWriteFlags::NOWAIT,
+        ) {
+            Ok(0) => return CachedRead::WouldBlock,
+            Ok(n) => filled += n,
+            Err(Errno::INTR) => {}
+            Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => return CachedRead::Unsupported,
+            // Not cached, or an error the blocking path reports with its context.
+            Err(_) => return CachedRead::WouldBlock,
+        }
+    }
+    CachedRead::Filled
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn pread_cached(_file: &File, _buf: &mut [u8], _offset: u64) -> CachedRead {
+    CachedRead::Unsupported
+}
+
 /// Whether a directory entry's name could be a key segment.
 fn is_key_segment(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['\\', '/', '\0'])
@@ -324,6 +446,9 @@ impl FilesystemStore {
                 root_fd,
                 permits: Arc::new(tokio::sync::Semaphore::new(options.max_concurrency.max(1))),
                 pool: BufferPool::new(POOL_BYTES),
+                nonblocking: std::sync::atomic::AtomicBool::new(
+                    options.nonblocking_reads && NONBLOCKING_SUPPORTED,
+                ),
                 options,
                 counters: Counters::default(),
             }),
@@ -346,6 +471,8 @@ impl FilesystemStore {
             positional_reads: c.positional_reads.load(Ordering::Relaxed),
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
             peak_blocking_ops: c.peak_blocking_ops.load(Ordering::Relaxed),
+            nonblocking_reads: c.nonblocking_reads.load(Ordering::Relaxed),
+            blocking_reads: c.blocking_reads.load(Ordering::Relaxed),
         }
     }
 
@@ -358,6 +485,8 @@ impl FilesystemStore {
             &c.positional_reads,
             &c.bytes_read,
             &c.peak_blocking_ops,
+            &c.nonblocking_reads,
+            &c.blocking_reads,
         ] {
             counter.store(0, Ordering::Relaxed);
         }
@@ -618,15 +747,91 @@ impl Inner {
         Ok(Some(BufferPool::bytes(&self.pool, buf)))
     }
 
+    /// Open the value file of `key` only if that needs nothing but the kernel's caches:
+    /// `None` when it would wait (or the fast path is off).
+    fn open_value_cached(&self, key: &StoreKey) -> Option<Result<Option<(File, u64)>>> {
+        if !self.nonblocking.load(Ordering::Relaxed) {
+            return None;
+        }
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        match open_beneath_cached(self.root_fd.as_fd(), key.as_str(), flags)? {
+            Ok(fd) => {
+                Counters::add(&self.counters.opens, 1);
+                Some(self.inspect_value(key, File::from(fd)))
+            }
+            Err(Errno::NOENT) => Some(Ok(None)),
+            // Links, values on the way, anything unusual: the blocking path has the exact
+            // answer.
+            Err(_) => None,
+        }
+    }
+
+    /// [`read_whole`](Self::read_whole) from the kernel's caches alone, on the calling
+    /// thread; `None` when some of it would wait for the disk.
+    fn read_whole_cached(&self, key: &StoreKey) -> Option<Result<Option<Bytes>>> {
+        let (file, size) = match self.open_value_cached(key)? {
+            Ok(Some(found)) => found,
+            other => return Some(other.map(|_| None)),
+        };
+        if size > NONBLOCKING_READ_MAX {
+            return None;
+        }
+        // At most 1 MiB, so the conversion holds.
+        let value = self.read_at(&file, key, 0..size, true).transpose()?;
+        if value.is_ok() {
+            Counters::add(&self.counters.whole_reads, 1);
+            Counters::add(&self.counters.nonblocking_reads, 1);
+        }
+        Some(value.map(Some))
+    }
+
+    /// [`read_ranges`](Self::read_ranges) from the kernel's caches alone, on the calling
+    /// thread; `None` when some of it would wait for the disk.
+    fn read_ranges_cached(
+        &self,
+        key: &StoreKey,
+        ranges: &[ByteRange],
+    ) -> Option<Result<Option<Vec<Bytes>>>> {
+        let (file, size) = match self.open_value_cached(key)? {
+            Ok(Some(found)) => found,
+            other => return Some(other.map(|_| None)),
+        };
+        let parts = self.ranges_of(&file, size, key, ranges, true).transpose()?;
+        if parts.is_ok() {
+            Counters::add(&self.counters.nonblocking_reads, 1);
+        }
+        Some(parts.map(Some))
+    }
+
     /// Read `ranges` of one value with one open file and positional reads.
     fn read_ranges(&self, key: &StoreKey, ranges: &[ByteRange]) -> Result<Option<Vec<Bytes>>> {
         let Some((file, size)) = self.open_value(key)? else {
             return Ok(None);
         };
+        self.ranges_of(&file, size, key, ranges, false)
+    }
+
+    /// Read `ranges` of the open value `file` of `size` bytes, coalescing near ranges. With
+    /// `cached`, from the page cache alone: `Ok(None)` when some of it is not there, or when
+    /// the ranges add up to more than [`NONBLOCKING_READ_MAX`].
+    fn ranges_of(
+        &self,
+        file: &File,
+        size: u64,
+        key: &StoreKey,
+        ranges: &[ByteRange],
+        cached: bool,
+    ) -> Result<Option<Vec<Bytes>>> {
         let resolved = ranges
             .iter()
             .map(|range| range.resolve(size).map_err(|e| e.with_key(key)))
             .collect::<Result<Vec<Range<u64>>>>()?;
+        let total = resolved
+            .iter()
+            .fold(0u64, |sum, r| sum.saturating_add(r.end - r.start));
+        if cached && total > NONBLOCKING_READ_MAX {
+            return Ok(None);
+        }
         let mut order: Vec<usize> = (0..resolved.len()).collect();
         order.sort_by_key(|&i| resolved[i].start);
         let mut out = vec![Bytes::new(); resolved.len()];
@@ -642,7 +847,9 @@ impl Inner {
                 span_end = span_end.max(resolved[order[j]].end);
                 j += 1;
             }
-            let span = self.read_at(&file, key, span_start..span_end)?;
+            let Some(span) = self.read_at(file, key, span_start..span_end, cached)? else {
+                return Ok(None);
+            };
             for &k in &order[i..j] {
                 let r = &resolved[k];
                 // Inside the span by construction, and the span's length is a usize.
@@ -655,10 +862,19 @@ impl Inner {
         Ok(Some(out))
     }
 
-    fn read_at(&self, file: &File, key: &StoreKey, range: Range<u64>) -> Result<Bytes> {
+    /// Read `range` of `file`. With `cached`, from the page cache alone: `Ok(None)` when some
+    /// of it is not there (and on a filesystem that cannot tell, which turns the fast path
+    /// off for this store).
+    fn read_at(
+        &self,
+        file: &File,
+        key: &StoreKey,
+        range: Range<u64>,
+        cached: bool,
+    ) -> Result<Option<Bytes>> {
         let len = range.end - range.start;
         if len == 0 {
-            return Ok(Bytes::new());
+            return Ok(Some(Bytes::new()));
         }
         let len = usize::try_from(len).map_err(|_| Error::TooLarge {
             what: "byte range",
@@ -672,31 +888,47 @@ impl Inner {
             key: Some(key.clone()),
         })?;
         buf.resize(len, 0);
-        let mut filled = 0;
-        while filled < len {
-            let offset = range.start + filled as u64;
-            Counters::add(&self.counters.positional_reads, 1);
-            match file.read_at(&mut buf[filled..], offset) {
-                Ok(0) => {
-                    return Err(Error::Io {
-                        operation: "read (the file shrank while being read)",
-                        path: self.root.join(key.as_str()),
-                        source: ErrorKind::UnexpectedEof.into(),
-                    });
+        if cached {
+            match pread_cached(file, &mut buf, range.start) {
+                CachedRead::Filled => Counters::add(&self.counters.positional_reads, 1),
+                outcome => {
+                    if outcome == CachedRead::Unsupported {
+                        tracing::debug!(
+                            "this filesystem does not support RWF_NOWAIT: reads go to blocking threads"
+                        );
+                        self.nonblocking.store(false, Ordering::Relaxed);
+                    }
+                    self.pool.give(buf);
+                    return Ok(None);
                 }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(Error::Io {
-                        operation: "read",
-                        path: self.root.join(key.as_str()),
-                        source: e,
-                    });
+            }
+        } else {
+            let mut filled = 0;
+            while filled < len {
+                let offset = range.start + filled as u64;
+                Counters::add(&self.counters.positional_reads, 1);
+                match file.read_at(&mut buf[filled..], offset) {
+                    Ok(0) => {
+                        return Err(Error::Io {
+                            operation: "read (the file shrank while being read)",
+                            path: self.root.join(key.as_str()),
+                            source: ErrorKind::UnexpectedEof.into(),
+                        });
+                    }
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        return Err(Error::Io {
+                            operation: "read",
+                            path: self.root.join(key.as_str()),
+                            source: e,
+                        });
+                    }
                 }
             }
         }
         Counters::add(&self.counters.bytes_read, len as u64);
-        Ok(BufferPool::bytes(&self.pool, buf))
+        Ok(Some(BufferPool::bytes(&self.pool, buf)))
     }
 
     fn value_size(&self, key: &StoreKey) -> Result<Option<u64>> {
@@ -1077,8 +1309,15 @@ impl Inner {
 #[async_trait]
 impl ReadableStore for FilesystemStore {
     async fn get(&self, key: &StoreKey) -> Result<Option<Bytes>> {
+        if let Some(answer) = self.inner.read_whole_cached(key) {
+            return answer;
+        }
         let key = key.clone();
-        self.blocking(move |inner| inner.read_whole(&key)).await
+        self.blocking(move |inner| {
+            Counters::add(&inner.counters.blocking_reads, 1);
+            inner.read_whole(&key)
+        })
+        .await
     }
 
     async fn size(&self, key: &StoreKey) -> Result<Option<u64>> {
@@ -1090,27 +1329,46 @@ impl ReadableStore for FilesystemStore {
         &self,
         key_ranges: &[(StoreKey, ByteRange)],
     ) -> Result<Vec<Option<Bytes>>> {
-        // One blocking task per value, holding all of that value's ranges.
         let RangesByKey {
             keys,
             ranges: per_key,
             slots,
         } = ranges_by_key(key_ranges);
+        // Values the page cache holds are read here; one blocking task per other value,
+        // holding all of that value's ranges.
+        let mut answers: Vec<Option<Result<Option<Vec<Bytes>>>>> = keys
+            .iter()
+            .zip(&per_key)
+            .map(|(key, ranges)| self.inner.read_ranges_cached(key, ranges))
+            .collect();
         let tasks: Vec<_> = keys
             .iter()
             .zip(per_key)
-            .map(|(key, ranges)| {
+            .enumerate()
+            .filter(|(i, _)| answers[*i].is_none())
+            .map(|(i, (key, ranges))| {
                 let key = (*key).clone();
-                self.blocking(move |inner| inner.read_ranges(&key, &ranges))
+                let read = self.blocking(move |inner| {
+                    Counters::add(&inner.counters.blocking_reads, 1);
+                    inner.read_ranges(&key, &ranges)
+                });
+                async move { (i, read.await) }
             })
             .collect();
-        let answers: Vec<Result<Option<Vec<Bytes>>>> = futures::stream::iter(tasks)
+        let blocking: Vec<(usize, Result<Option<Vec<Bytes>>>)> = futures::stream::iter(tasks)
             .buffered(self.inner.options.max_concurrency.max(1))
             .collect()
             .await;
+        for (i, answer) in blocking {
+            answers[i] = Some(answer);
+        }
         let mut answers = answers
             .into_iter()
-            .map(|answer| answer.map(|parts| parts.map(Vec::into_iter)))
+            .map(|answer| {
+                answer
+                    .unwrap_or_else(|| unreachable!("every value was read"))
+                    .map(|parts| parts.map(Vec::into_iter))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(slots
             .iter()

@@ -180,7 +180,9 @@ mod wrappers;
 
 pub use error::{Error, Result};
 #[cfg(unix)]
-pub use filesystem::{BlockingStrategy, FilesystemOptions, FilesystemStore, IoStats};
+pub use filesystem::{
+    BlockingStrategy, FilesystemOptions, FilesystemStore, IoStats, NONBLOCKING_READ_MAX,
+};
 pub use key::{StoreKey, StorePrefix};
 pub use memory::MemoryStore;
 pub use object::{ObjectStoreAdapter, ObjectStoreOptions};

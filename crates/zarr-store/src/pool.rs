@@ -47,7 +47,7 @@ impl BufferPool {
         Some(buffer)
     }
 
-    fn give(&self, mut buffer: Vec<u8>) {
+    pub(crate) fn give(&self, mut buffer: Vec<u8>) {
         let capacity = buffer.capacity();
         if !(MIN_BUFFER..=MAX_BUFFER).contains(&capacity) {
             return;

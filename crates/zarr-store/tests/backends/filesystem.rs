@@ -36,6 +36,116 @@ async fn spawn_blocking_filesystem_store_passes_the_conformance_suite() {
     testing::run_conformance(Arc::new(store)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn filesystem_store_without_nonblocking_reads_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = FilesystemOptions::default().with_nonblocking_reads(false);
+    let store = Arc::new(FilesystemStore::with_options(dir.path(), options).unwrap());
+    testing::run_conformance(Arc::clone(&store) as Arc<_>).await;
+    let stats = store.io_stats();
+    assert_eq!(stats.nonblocking_reads, 0, "{stats:?}");
+    assert!(stats.blocking_reads > 0, "{stats:?}");
+}
+
+/// Whether this kernel and the filesystem of `dir` serve what
+/// `FilesystemOptions::nonblocking_reads` needs: `openat2(RESOLVE_CACHED)` and
+/// `preadv2(RWF_NOWAIT)` (probed here with the system calls themselves).
+#[cfg(target_os = "linux")]
+fn nonblocking_reads_supported(dir: &std::path::Path) -> bool {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let probe = dir.join("probe");
+    std::fs::write(&probe, b"probe").unwrap();
+    let _warm = std::fs::read(&probe).unwrap();
+    let Ok(root) = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()) else {
+        return false;
+    };
+    let Ok(fd) = rustix::fs::openat2(
+        &root,
+        "probe",
+        OFlags::RDONLY,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::CACHED,
+    ) else {
+        return false;
+    };
+    let mut buf = [0u8; 5];
+    let read = rustix::io::preadv2(
+        &fd,
+        &mut [std::io::IoSliceMut::new(&mut buf)],
+        0,
+        rustix::io::ReadWriteFlags::NOWAIT,
+    );
+    std::fs::remove_file(&probe).unwrap();
+    read == Ok(5)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn nonblocking_reads_supported(_dir: &std::path::Path) -> bool {
+    false
+}
+
+/// Reads of values in the page cache are served on the calling thread, with no blocking
+/// operation; a value over `NONBLOCKING_READ_MAX` still goes to a blocking thread; the
+/// answers are the same either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_small_reads_do_not_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let supported = nonblocking_reads_supported(dir.path());
+    let store = FilesystemStore::new(dir.path().join("store")).unwrap();
+    let small = testing::pattern(10_000, 3);
+    let large = testing::pattern(zarr_store::NONBLOCKING_READ_MAX as usize + 1, 4);
+    store.set(&key("a/small"), small.clone()).await.unwrap();
+    store.set(&key("a/large"), large.clone()).await.unwrap();
+    // Warm the caches: the page cache (both values were just written, but be sure), and the
+    // kernel's record that the missing names are missing (a first lookup of a name may need
+    // the disk).
+    for name in ["a/small", "a/large", "a/missing", "a/none"] {
+        store.get(&key(name)).await.unwrap();
+    }
+    store.reset_io_stats();
+
+    assert_eq!(
+        store.get(&key("a/small")).await.unwrap(),
+        Some(small.clone())
+    );
+    assert_eq!(store.get(&key("a/missing")).await.unwrap(), None);
+    let ranges = [
+        (key("a/small"), ByteRange::with_length(10, 20).unwrap()),
+        (key("a/large"), ByteRange::suffix(16)),
+        (
+            key("a/small"),
+            ByteRange::with_length(9_000, 1_000).unwrap(),
+        ),
+        (key("a/none"), ByteRange::with_length(0, 1).unwrap()),
+    ];
+    let got = store.get_partial_values(&ranges).await.unwrap();
+    assert_eq!(got[0].as_deref(), Some(&small[10..30]));
+    assert_eq!(got[1].as_deref(), Some(&large[large.len() - 16..]));
+    assert_eq!(got[2].as_deref(), Some(&small[9_000..]));
+    assert_eq!(got[3], None);
+    assert_eq!(store.get(&key("a/large")).await.unwrap(), Some(large));
+    let error = store
+        .get_partial_values(&[(key("a/small"), ByteRange::with_length(9_990, 20).unwrap())])
+        .await;
+    assert!(
+        error.is_err(),
+        "a range past the end is an error: {error:?}"
+    );
+
+    let stats = store.io_stats();
+    if supported {
+        // The small get and both values of the batch (a missing value and a failed range
+        // are answered without blocking too, but not counted as reads); the large get
+        // blocks.
+        assert_eq!(stats.nonblocking_reads, 3, "{stats:?}");
+        assert_eq!(stats.blocking_reads, 1, "{stats:?}");
+        assert_eq!(stats.peak_blocking_ops, 1, "{stats:?}");
+    } else {
+        eprintln!("this filesystem does not serve RWF_NOWAIT reads: only the answers are checked");
+        assert_eq!(stats.nonblocking_reads, 0, "{stats:?}");
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn block_in_place_falls_back_to_the_blocking_pool_on_a_current_thread_runtime() {
     let dir = tempfile::tempdir().unwrap();
