@@ -20,15 +20,23 @@ use crate::region::IntoRegion;
 /// The default number of store requests an operation keeps in flight.
 pub const DEFAULT_IO_CONCURRENCY: usize = 32;
 
+/// The default of [`ArrayOptions::with_decode_budget`]: 16 MiB of encoded chunks fetched and
+/// waiting to be decoded.
+pub const DEFAULT_DECODE_BUDGET: usize = 16 << 20;
+
 /// How an [`Array`] reads and writes: concurrency, empty chunks, codecs.
 ///
 /// CPU work (encoding and decoding chunks) runs on rayon's global pool, which uses every core
 /// unless configured otherwise (`RAYON_NUM_THREADS`, or `rayon::ThreadPoolBuilder`); store
-/// requests run concurrently up to [`io_concurrency`](Self::io_concurrency). Memory held by a
-/// read is the output plus at most `io_concurrency` encoded chunks.
+/// requests run concurrently up to [`io_concurrency`](Self::io_concurrency). On a
+/// multi-threaded Tokio runtime (and in the blocking API), a read of several chunks fetches
+/// while it decodes: memory held by such a read is the output plus at most
+/// [`decode_budget`](Self::decode_budget) bytes of encoded chunks waiting for or in decoding
+/// (or one chunk, if larger), plus those of at most `io_concurrency` requests in flight.
 #[derive(Debug, Clone)]
 pub struct ArrayOptions {
     io_concurrency: usize,
+    decode_budget: usize,
     write_empty_chunks: bool,
     registry: Arc<CodecRegistry>,
 }
@@ -37,6 +45,7 @@ impl Default for ArrayOptions {
     fn default() -> Self {
         Self {
             io_concurrency: DEFAULT_IO_CONCURRENCY,
+            decode_budget: DEFAULT_DECODE_BUDGET,
             write_empty_chunks: false,
             registry: shared_default_registry(),
         }
@@ -49,6 +58,16 @@ impl ArrayOptions {
     #[must_use]
     pub fn with_io_concurrency(mut self, requests: usize) -> Self {
         self.io_concurrency = requests.max(1);
+        self
+    }
+
+    /// The most bytes of encoded chunks a read holds fetched but not yet decoded, while it
+    /// fetches further chunks (at least 1; a chunk larger than this is decoded alone).
+    /// Default [`DEFAULT_DECODE_BUDGET`]. Larger keeps more fetches ahead of the decoders
+    /// (which helps stores with uneven latency); smaller lowers a read's peak memory.
+    #[must_use]
+    pub fn with_decode_budget(mut self, bytes: usize) -> Self {
+        self.decode_budget = bytes.max(1);
         self
     }
 
@@ -72,6 +91,11 @@ impl ArrayOptions {
     /// Requests kept in flight.
     pub fn io_concurrency(&self) -> usize {
         self.io_concurrency
+    }
+
+    /// Encoded bytes a read may hold waiting for decoding.
+    pub fn decode_budget(&self) -> usize {
+        self.decode_budget
     }
 
     /// Whether all-fill chunks are stored.

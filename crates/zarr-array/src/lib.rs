@@ -70,7 +70,7 @@ mod region;
 mod vlen_partial;
 mod write;
 
-pub use array::{Array, ArrayOptions, DEFAULT_IO_CONCURRENCY};
+pub use array::{Array, ArrayOptions, DEFAULT_DECODE_BUDGET, DEFAULT_IO_CONCURRENCY};
 pub use builder::ArrayBuilder;
 pub use codecs::default_registry;
 pub use element::Element;

@@ -32,6 +32,18 @@ enum Payload {
     Elements(VlenBytes),
 }
 
+impl Payload {
+    /// The encoded bytes held.
+    fn encoded_bytes(&self) -> usize {
+        match self {
+            Self::Missing => 0,
+            Self::Whole(bytes) => bytes.len(),
+            Self::Shard(fetch) => usize::try_from(fetch.encoded_bytes()).unwrap_or(usize::MAX),
+            Self::Elements(elements) => elements.values().len(),
+        }
+    }
+}
+
 /// How to fetch chunks the region needs only part of.
 #[derive(Clone, Copy)]
 enum Partial<'a> {
@@ -50,21 +62,130 @@ struct Fetched {
     payload: Payload,
 }
 
-/// Fetch the chunks of `selections` with at most `io` requests in flight, handing each ready
-/// batch to `decode`. `partial` says how to read chunks the region needs only part of.
-async fn fetch_batches<S, I>(
+/// Fetch the chunks of `selections` with at most `io_concurrency` requests in flight and
+/// decode each with `decode`. `partial` says how to read chunks the region needs only part of.
+///
+/// On a multi-threaded Tokio runtime, a read of more than one chunk is a pipeline: this
+/// thread fetches (`block_in_place`, then `Handle::block_on`) while rayon's pool decodes what
+/// was fetched, with at most [`ArrayOptions::decode_budget`](crate::ArrayOptions) encoded
+/// bytes waiting or being decoded. Elsewhere (a current-thread runtime, or one chunk), fetches
+/// and decodes alternate in batches of [`BATCH_PER_THREAD`] chunks per rayon thread.
+async fn fetch_and_decode<S, I, D>(
     array: &Array<S>,
     selections: I,
+    chunks: u64,
     partial: Partial<'_>,
-    mut decode: impl FnMut(Vec<Fetched>) -> Result<()>,
+    decode: D,
 ) -> Result<()>
 where
     S: ReadableStore + ?Sized,
-    I: Iterator<Item = ChunkSelection>,
+    I: Iterator<Item = ChunkSelection> + Send,
+    D: Fn(Fetched) -> Result<()> + Sync,
+{
+    if chunks > 1
+        && let Ok(handle) = tokio::runtime::Handle::try_current()
+        && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+    {
+        let fetches = fetch_stream(array, selections, partial);
+        let budget = array.options.decode_budget();
+        return tokio::task::block_in_place(|| pipeline(&handle, fetches, budget, &decode));
+    }
+    let batches =
+        fetch_stream(array, selections, partial).ready_chunks(BATCH_PER_THREAD * decoders());
+    futures::pin_mut!(batches);
+    while let Some(batch) = batches.next().await {
+        let batch = batch.into_iter().collect::<Result<Vec<_>>>()?;
+        if batch.len() == 1 {
+            batch.into_iter().try_for_each(&decode)?;
+        } else {
+            batch.into_par_iter().try_for_each(&decode)?;
+        }
+    }
+    Ok(())
+}
+
+/// The number of rayon threads (at least 1).
+fn decoders() -> usize {
+    rayon::current_num_threads().max(1)
+}
+
+/// Drive `fetches` on this thread and decode what arrives on rayon's pool, holding at most
+/// `budget` encoded bytes (and always at least one chunk) fetched but not yet decoded. Returns
+/// when every decode has finished, with the first error.
+fn pipeline<F, D>(
+    handle: &tokio::runtime::Handle,
+    fetches: F,
+    budget: usize,
+    decode: &D,
+) -> Result<()>
+where
+    F: futures::Stream<Item = Result<Fetched>> + Send,
+    D: Fn(Fetched) -> Result<()> + Sync,
+{
+    // Permits count encoded bytes; one chunk larger than the whole budget takes all of it.
+    let budget = budget.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(budget));
+    let failure: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let fail = |error: Error| {
+        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut first = failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        first.get_or_insert(error);
+    };
+    rayon::in_place_scope(|scope| {
+        handle.block_on(async {
+            futures::pin_mut!(fetches);
+            while let Some(fetched) = fetches.next().await {
+                if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+                let fetched = match fetched {
+                    Ok(fetched) => fetched,
+                    Err(error) => return fail(error),
+                };
+                let cost = fetched.payload.encoded_bytes().clamp(1, budget);
+                let cost = u32::try_from(cost).unwrap_or(u32::MAX);
+                let Ok(permit) = std::sync::Arc::clone(&permits)
+                    .acquire_many_owned(cost)
+                    .await
+                else {
+                    // Never closed.
+                    return;
+                };
+                let fail = &fail;
+                scope.spawn(move |_| {
+                    if let Err(error) = decode(fetched) {
+                        fail(error);
+                    }
+                    drop(permit);
+                });
+            }
+        });
+    });
+    match failure
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// The chunks of `selections`, fetched with at most `io_concurrency` requests in flight.
+fn fetch_stream<'a, S, I>(
+    array: &'a Array<S>,
+    selections: I,
+    partial: Partial<'a>,
+) -> impl futures::Stream<Item = Result<Fetched>> + Send + 'a
+where
+    S: ReadableStore + ?Sized,
+    I: Iterator<Item = ChunkSelection> + Send + 'a,
 {
     let store = array.read_store();
-    let fetches = stream::iter(selections)
-        .map(|selection| async move {
+    stream::iter(selections)
+        .map(move |selection| async move {
             let key = array.chunk_key_unchecked(&selection.chunk)?;
             let whole = selection.within_chunk.shape() == selection.chunk_shape;
             if let (Partial::Vlen(ranged), false) = (partial, whole) {
@@ -110,13 +231,6 @@ where
             })
         })
         .buffer_unordered(array.options.io_concurrency())
-        .ready_chunks(BATCH_PER_THREAD * rayon::current_num_threads().max(1));
-    futures::pin_mut!(fetches);
-    while let Some(batch) = fetches.next().await {
-        let batch = batch.into_iter().collect::<Result<Vec<_>>>()?;
-        decode(batch)?;
-    }
-    Ok(())
 }
 
 /// Read `region` of a fixed-size array into `out`.
@@ -188,15 +302,9 @@ pub(crate) async fn read_fixed<S: ReadableStore + ?Sized>(
             },
         }
     };
-    fetch_batches(array, selections, Partial::Shards, |batch| {
-        if batch.len() == 1 {
-            batch.into_iter().try_for_each(&decode_one)
-        } else {
-            batch.into_par_iter().try_for_each(decode_one)
-        }
-    })
-    .instrument(span)
-    .await
+    fetch_and_decode(array, selections, chunks, Partial::Shards, decode_one)
+        .instrument(span)
+        .await
 }
 
 /// Read `region` of a variable-length array.
@@ -216,48 +324,55 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
     let selections = metadata
         .chunk_grid
         .chunks_in_region(&metadata.shape, region)?;
-    let span = tracing::debug_span!("zarr.read", array = %array.path, region = %region);
+    let chunks = selections.num_chunks()?;
+    let span = tracing::debug_span!("zarr.read", array = %array.path, region = %region, chunks);
     // Each chunk's selected elements, in the C order of its `within_chunk`.
-    let mut parts: Vec<(Region, VlenBytes)> = Vec::new();
+    let parts: Vec<(Region, VlenBytes)> = Vec::new();
     let ranged = RangedVlen::of(array);
     let partial = match &ranged {
         Some(ranged) => Partial::Vlen(ranged),
         None => Partial::Whole,
     };
-    fetch_batches(array, selections, partial, |batch| {
-        let decoded: Vec<(Region, VlenBytes)> = batch
-            .into_par_iter()
-            .map(|fetched| {
-                let chain = array.chain(&fetched.selection.chunk_shape)?;
-                let whole = match fetched.payload {
-                    Payload::Elements(part) => {
-                        return Ok((fetched.selection.within_output, part));
-                    }
-                    Payload::Whole(bytes) => chain.decode(bytes),
-                    Payload::Missing | Payload::Shard(_) => {
-                        ArrayBytes::fill(chain.decoded_representation())
-                    }
-                }
-                .map_err(|e| array.chunk_error(&fetched.key, e))?;
-                let ArrayBytes::Variable(vlen) = whole else {
-                    return Err(Error::unsupported(
-                        array.path.as_str(),
-                        "a chunk of a variable-length data type decoded to fixed-size data",
-                    ));
-                };
-                let part = select_elements(
-                    &vlen,
-                    &fetched.selection.chunk_shape,
-                    &fetched.selection.within_chunk,
-                )?;
-                Ok((fetched.selection.within_output, part))
-            })
-            .collect::<Result<_>>()?;
-        parts.extend(decoded);
+    let parts = std::sync::Mutex::new(parts);
+    let decode = |fetched: Fetched| -> Result<()> {
+        let chain = array.chain(&fetched.selection.chunk_shape)?;
+        let whole = match fetched.payload {
+            Payload::Elements(part) => {
+                parts
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((fetched.selection.within_output, part));
+                return Ok(());
+            }
+            Payload::Whole(bytes) => chain.decode(bytes),
+            Payload::Missing | Payload::Shard(_) => {
+                ArrayBytes::fill(chain.decoded_representation())
+            }
+        }
+        .map_err(|e| array.chunk_error(&fetched.key, e))?;
+        let ArrayBytes::Variable(vlen) = whole else {
+            return Err(Error::unsupported(
+                array.path.as_str(),
+                "a chunk of a variable-length data type decoded to fixed-size data",
+            ));
+        };
+        let part = select_elements(
+            &vlen,
+            &fetched.selection.chunk_shape,
+            &fetched.selection.within_chunk,
+        )?;
+        parts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((fetched.selection.within_output, part));
         Ok(())
-    })
-    .instrument(span)
-    .await?;
+    };
+    fetch_and_decode(array, selections, chunks, partial, decode)
+        .instrument(span)
+        .await?;
+    let parts = parts
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let elements = vlen_partial::assemble(&region.shape(), &parts).map_err(|e| match e {
         Error::Codecs { source, .. } => Error::Codecs {
             array: array.path.as_str().to_owned(),

@@ -1,0 +1,265 @@
+//! The read engine's two schedules give the same answers: fetching and decoding in turns (a
+//! current-thread runtime, or one chunk) and the pipeline (a multi-threaded runtime or the
+//! blocking API: this thread fetches while rayon decodes). The pipeline holds at most its
+//! decode budget of fetched chunks, stops at the first bad chunk, and never hangs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use zarr_array::{Array, ArrayBuilder, ArrayOptions, Error, blocking};
+use zarr_core::DataType;
+use zarr_store::{ByteRange, MemoryStore, ReadableStore, StoreKey, WritableStore};
+
+/// Wraps a store and counts the bytes of the values it handed out that are still alive, and
+/// the most that were alive at once.
+#[derive(Debug)]
+struct LiveBytes<S> {
+    inner: Arc<S>,
+    live: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+
+/// Owns a value handed out by [`LiveBytes`] and counts it down when dropped.
+struct Tracked {
+    value: Bytes,
+    live: Arc<AtomicUsize>,
+}
+
+impl AsRef<[u8]> for Tracked {
+    fn as_ref(&self) -> &[u8] {
+        &self.value
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.live.fetch_sub(self.value.len(), Ordering::SeqCst);
+    }
+}
+
+impl<S> LiveBytes<S> {
+    fn new(inner: Arc<S>) -> Self {
+        Self {
+            inner,
+            live: Arc::default(),
+            peak: Arc::default(),
+        }
+    }
+
+    fn track(&self, value: Bytes) -> Bytes {
+        let now = self.live.fetch_add(value.len(), Ordering::SeqCst) + value.len();
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        Bytes::from_owner(Tracked {
+            value,
+            live: Arc::clone(&self.live),
+        })
+    }
+}
+
+#[async_trait]
+impl<S: ReadableStore> ReadableStore for LiveBytes<S> {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        Ok(self.inner.get(key).await?.map(|v| self.track(v)))
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        let values = self.inner.get_partial_values(key_ranges).await?;
+        Ok(values
+            .into_iter()
+            .map(|v| v.map(|v| self.track(v)))
+            .collect())
+    }
+}
+
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+const SHAPE: [u64; 3] = [40, 48, 56];
+
+/// Values that compress, but not to nothing.
+fn values() -> Vec<u16> {
+    let n = SHAPE.iter().product::<u64>();
+    (0..n)
+        .map(|i| ((i * 7_919) % 4_099) as u16 ^ (i / 97) as u16)
+        .collect()
+}
+
+fn expected(all: &[u16], region: &[std::ops::Range<u64>; 3]) -> Vec<u16> {
+    let mut out = Vec::new();
+    for z in region[0].clone() {
+        for y in region[1].clone() {
+            for x in region[2].clone() {
+                out.push(all[((z * SHAPE[1] + y) * SHAPE[2] + x) as usize]);
+            }
+        }
+    }
+    out
+}
+
+/// A chunked and a sharded array with the same values, some chunks (and one whole shard)
+/// left unwritten so they read as the fill value.
+fn stores() -> (Arc<MemoryStore>, Vec<u16>) {
+    let store = Arc::new(MemoryStore::new());
+    let mut all = values();
+    current_thread().block_on(async {
+        let chunked = ArrayBuilder::new(SHAPE.to_vec(), DataType::UInt16, vec![8, 16, 8])
+            .fill_value(7u16.into())
+            .zstd(1)
+            .create(Arc::clone(&store), "/chunked")
+            .await
+            .unwrap();
+        let sharded = ArrayBuilder::new(SHAPE.to_vec(), DataType::UInt16, vec![16, 16, 16])
+            .fill_value(7u16.into())
+            .sharding(vec![8, 8, 8])
+            .zstd(1)
+            .create(Arc::clone(&store), "/sharded")
+            .await
+            .unwrap();
+        // Leave z 32..40 unwritten: the last layer of chunks and of shards is missing.
+        for z in 32..SHAPE[0] {
+            for i in 0..SHAPE[1] * SHAPE[2] {
+                all[(z * SHAPE[1] * SHAPE[2] + i) as usize] = 7;
+            }
+        }
+        let written = [0..32, 0..SHAPE[1], 0..SHAPE[2]];
+        let part = expected(&all, &written);
+        chunked.write(written.clone(), &part).await.unwrap();
+        sharded.write(written, &part).await.unwrap();
+    });
+    (store, all)
+}
+
+const REGIONS: [[std::ops::Range<u64>; 3]; 5] = [
+    [0..40, 0..48, 0..56],
+    [3..37, 5..47, 1..55],
+    [8..16, 16..32, 8..16],
+    [0..40, 20..21, 0..56],
+    [30..40, 0..48, 50..56],
+];
+
+#[test]
+fn both_schedules_and_every_budget_read_the_same() {
+    let (store, all) = stores();
+    for path in ["/chunked", "/sharded"] {
+        for budget in [1, 3_000, zarr_array::DEFAULT_DECODE_BUDGET] {
+            let options = ArrayOptions::default().with_decode_budget(budget);
+            for rt in [current_thread(), multi_thread()] {
+                rt.block_on(async {
+                    let array = Array::open_with(Arc::clone(&store), path, options.clone())
+                        .await
+                        .unwrap();
+                    for region in &REGIONS {
+                        let got: Vec<u16> = array.read(region.clone()).await.unwrap();
+                        assert_eq!(got, expected(&all, region), "{path} {region:?} {budget}");
+                    }
+                });
+            }
+            let array = blocking::Array::open_with(Arc::clone(&store), path, options).unwrap();
+            for region in &REGIONS {
+                let got: Vec<u16> = array.read(region.clone()).unwrap();
+                assert_eq!(got, expected(&all, region), "{path} {region:?} {budget}");
+            }
+        }
+    }
+}
+
+/// While a read decodes, it holds at most its decode budget of fetched chunks, plus the one
+/// fetched chunk waiting for room. Fetching from memory is far faster than decoding, so a
+/// pipeline without the budget would hold nearly every chunk at once.
+#[test]
+fn the_pipeline_holds_at_most_its_decode_budget() {
+    let (store, all) = stores();
+    let largest = |prefix: &str| {
+        current_thread().block_on(async {
+            let mut largest = 0;
+            for key in zarr_store::ListableStore::list(store.as_ref())
+                .await
+                .unwrap()
+            {
+                if key.as_str().starts_with(prefix) && !key.as_str().ends_with("zarr.json") {
+                    largest = largest.max(store.get(&key).await.unwrap().unwrap().len());
+                }
+            }
+            largest
+        })
+    };
+    for path in ["/chunked", "/sharded"] {
+        let chunk = largest(&path[1..]);
+        let budget = 3 * chunk;
+        let wrapped = Arc::new(LiveBytes::new(Arc::clone(&store)));
+        let options = ArrayOptions::default()
+            .with_decode_budget(budget)
+            .with_io_concurrency(1);
+        multi_thread().block_on(async {
+            let array = Array::open_with(Arc::clone(&wrapped), path, options)
+                .await
+                .unwrap();
+            wrapped.peak.store(0, Ordering::SeqCst);
+            let region = [0..40, 0..48, 0..56];
+            let got: Vec<u16> = array.read(region.clone()).await.unwrap();
+            assert_eq!(got, expected(&all, &region));
+        });
+        let peak = wrapped.peak.load(Ordering::SeqCst);
+        assert!(peak > 0);
+        assert!(
+            peak <= budget + chunk,
+            "{path}: {peak} bytes alive at once; budget {budget}, chunks up to {chunk}"
+        );
+        assert_eq!(
+            wrapped.live.load(Ordering::SeqCst),
+            0,
+            "{path}: all released"
+        );
+    }
+}
+
+/// A corrupt chunk among many fails the whole read with an error naming it, on either
+/// schedule, and the pipeline neither hangs nor leaves decodes running.
+#[test]
+fn a_corrupt_chunk_fails_a_pipelined_read() {
+    let (store, _) = stores();
+    let bad = StoreKey::new("chunked/c/1/1/3");
+    current_thread().block_on(async {
+        let good = store.get(&bad).await.unwrap().unwrap();
+        store.set(&bad, good.slice(..good.len() / 2)).await.unwrap();
+    });
+    for budget in [1, zarr_array::DEFAULT_DECODE_BUDGET] {
+        let options = ArrayOptions::default().with_decode_budget(budget);
+        for rt in [current_thread(), multi_thread()] {
+            rt.block_on(async {
+                let array = Array::open_with(Arc::clone(&store), "/chunked", options.clone())
+                    .await
+                    .unwrap();
+                let error = array.read::<u16>(array.full_region()).await.unwrap_err();
+                assert!(
+                    matches!(&error, Error::Chunk { key, .. } if key == bad.as_str()),
+                    "{error:?}"
+                );
+                // The rest of the array stays readable.
+                let fine: Vec<u16> = array.read([0..8, 0..16, 0..8]).await.unwrap();
+                assert_eq!(fine.len(), 8 * 16 * 8);
+            });
+        }
+    }
+}
