@@ -82,10 +82,7 @@ where
     I: Iterator<Item = ChunkSelection> + Send,
     D: Fn(Fetched) -> Result<()> + Sync,
 {
-    if chunks > 1
-        && let Ok(handle) = tokio::runtime::Handle::try_current()
-        && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-    {
+    if let Some(handle) = pipeline_handle(usize::try_from(chunks).unwrap_or(usize::MAX)) {
         let fetches = fetch_stream(array, selections, partial);
         let budget = array.options.decode_budget();
         return tokio::task::block_in_place(|| pipeline(&handle, fetches, budget, &decode));
@@ -102,6 +99,16 @@ where
         }
     }
     Ok(())
+}
+
+/// The runtime to pipeline `chunks` chunks on: a multi-threaded Tokio runtime, where this
+/// thread may block in place while rayon works, and more than one chunk.
+pub(crate) fn pipeline_handle(chunks: usize) -> Option<tokio::runtime::Handle> {
+    if chunks < 2 {
+        return None;
+    }
+    let handle = tokio::runtime::Handle::try_current().ok()?;
+    (handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread).then_some(handle)
 }
 
 /// The number of rayon threads (at least 1).

@@ -383,22 +383,71 @@ where
                 },
             })
             .collect();
-        let actions: Vec<Action> = if touched.len() == 1 {
-            touched.iter().map(&merge).collect::<Result<_>>()?
-        } else {
-            touched.par_iter().map(&merge).collect::<Result<_>>()?
-        };
-        let values = actions
-            .into_iter()
-            .map(|action| match action {
-                Action::Set(key, bytes) => (key, Some(bytes)),
-                Action::Erase(key) => (key, None),
-            })
-            .collect();
-        sink.put_many(array, values, io).await?;
+        match (&sink, crate::read::pipeline_handle(touched.len())) {
+            (Sink::Store(store), Some(handle)) => tokio::task::block_in_place(|| {
+                encode_while_storing(&handle, *store, &touched, &merge, io)
+            })?,
+            _ => {
+                let actions: Vec<Action> = if touched.len() == 1 {
+                    touched.iter().map(&merge).collect::<Result<_>>()?
+                } else {
+                    touched.par_iter().map(&merge).collect::<Result<_>>()?
+                };
+                let values = actions
+                    .into_iter()
+                    .map(|action| match action {
+                        Action::Set(key, bytes) => (key, Some(bytes)),
+                        Action::Erase(key) => (key, None),
+                    })
+                    .collect();
+                sink.put_many(array, values, io).await?;
+            }
+        }
         drop(guards);
     }
     Ok(())
+}
+
+/// Encode the `touched` chunks on rayon's pool and store (or erase) each as soon as it is
+/// encoded, `io` requests at a time, so that storing overlaps encoding instead of waiting for
+/// the whole batch. Returns the first error, after every encode has finished.
+fn encode_while_storing<S, F>(
+    handle: &tokio::runtime::Handle,
+    store: &S,
+    touched: &[Touched],
+    merge: &F,
+    io: usize,
+) -> Result<()>
+where
+    S: WritableStore + ?Sized,
+    F: Fn(&Touched) -> Result<Action> + Sync,
+{
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Result<Action>>();
+    rayon::in_place_scope(|scope| {
+        for t in touched {
+            let sender = sender.clone();
+            scope.spawn(move |_| {
+                // The receiver is gone only after an error; the encode is then wasted.
+                let _ = sender.send(merge(t));
+            });
+        }
+        drop(sender);
+        handle.block_on(async {
+            let actions = stream::poll_fn(|cx| receiver.poll_recv(cx));
+            actions
+                .map(|action| async move {
+                    match action? {
+                        Action::Set(key, bytes) => store.set(&key, bytes).await?,
+                        Action::Erase(key) => store.erase(&key).await?,
+                    }
+                    Ok::<_, Error>(())
+                })
+                .buffer_unordered(io)
+                .try_collect::<Vec<()>>()
+                .await
+                .map(drop)
+        })
+    })
 }
 
 fn codecs_error<S: ?Sized>(array: &Array<S>, source: zarr_codecs::Error) -> Error {
@@ -452,6 +501,9 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
             (Some(bytes), false) => chain
                 .decode_into(bytes.clone(), &mut chunk)
                 .map_err(|e| array.chunk_error(&t.key, e))?,
+            // Every element is written below: filling first (or even checking that the
+            // fresh buffer is zero) would touch each page once more.
+            _ if t.selection.within_chunk.shape() == t.selection.chunk_shape => {}
             _ => fill_bytes(&mut chunk, metadata.fill_value.as_bytes()),
         }
         {

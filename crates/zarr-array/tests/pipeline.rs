@@ -1,7 +1,9 @@
 //! The read engine's two schedules give the same answers: fetching and decoding in turns (a
 //! current-thread runtime, or one chunk) and the pipeline (a multi-threaded runtime or the
 //! blocking API: this thread fetches while rayon decodes). The pipeline holds at most its
-//! decode budget of fetched chunks, stops at the first bad chunk, and never hangs.
+//! decode budget of fetched chunks, stops at the first bad chunk, and never hangs. Writes
+//! likewise: encoding a batch, then storing it, or (on a multi-threaded runtime) storing each
+//! chunk as soon as it is encoded.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +12,10 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use zarr_array::{Array, ArrayBuilder, ArrayOptions, Error, blocking};
 use zarr_core::DataType;
-use zarr_store::{ByteRange, MemoryStore, ReadableStore, StoreKey, WritableStore};
+use zarr_store::{
+    ByteRange, ListableStore, MemoryStore, ReadableStore, ReadableStoreExt, StoreKey, StorePrefix,
+    WritableStore,
+};
 
 /// Wraps a store and counts the bytes of the values it handed out that are still alive, and
 /// the most that were alive at once.
@@ -261,5 +266,142 @@ fn a_corrupt_chunk_fails_a_pipelined_read() {
                 assert_eq!(fine.len(), 8 * 16 * 8);
             });
         }
+    }
+}
+
+/// Fails every write of one key; otherwise a [`MemoryStore`].
+#[derive(Debug, Default)]
+struct FailingWrites {
+    inner: MemoryStore,
+    refuse: String,
+}
+
+#[async_trait]
+impl ReadableStore for FailingWrites {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+#[async_trait]
+impl WritableStore for FailingWrites {
+    async fn set(&self, key: &StoreKey, value: Bytes) -> zarr_store::Result<()> {
+        if key.as_str() == self.refuse {
+            return Err(zarr_store::Error::ReadOnly {
+                store: "a test store".into(),
+                operation: "set",
+            });
+        }
+        self.inner.set(key, value).await
+    }
+
+    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
+        self.inner.erase(key).await
+    }
+
+    async fn erase_prefix(&self, prefix: &StorePrefix) -> zarr_store::Result<()> {
+        self.inner.erase_prefix(prefix).await
+    }
+}
+
+/// Writes of whole and partial chunks, and of chunks that become all fill value (erased),
+/// store the same bytes on either schedule.
+#[test]
+fn both_schedules_write_the_same_chunks() {
+    let all = values();
+    let write = |rt: tokio::runtime::Runtime| {
+        let store = Arc::new(MemoryStore::new());
+        rt.block_on(async {
+            for (path, builder) in [
+                (
+                    "/chunked",
+                    ArrayBuilder::new(SHAPE.to_vec(), DataType::UInt16, vec![8, 16, 8]),
+                ),
+                (
+                    "/sharded",
+                    ArrayBuilder::new(SHAPE.to_vec(), DataType::UInt16, vec![16, 16, 16])
+                        .sharding(vec![8, 8, 8]),
+                ),
+            ] {
+                let array = builder
+                    .fill_value(7u16.into())
+                    .zstd(1)
+                    .create(Arc::clone(&store), path)
+                    .await
+                    .unwrap();
+                array.write(array.full_region(), &all).await.unwrap();
+                // Partial chunks, then a block of fill values that empties whole chunks.
+                let region = [3..29, 5..40, 1..50];
+                let ones = vec![1u16; 26 * 35 * 49];
+                array.write(region, &ones).await.unwrap();
+                let region = [8..24, 16..48, 8..56];
+                array
+                    .write(region, &vec![7u16; 16 * 32 * 48])
+                    .await
+                    .unwrap();
+            }
+        });
+        store
+    };
+    let (a, b) = (write(current_thread()), write(multi_thread()));
+    current_thread().block_on(async {
+        let keys = a.list().await.unwrap();
+        assert_eq!(keys, b.list().await.unwrap());
+        assert!(keys.len() > 10);
+        for key in keys {
+            assert_eq!(
+                a.get(&key).await.unwrap(),
+                b.get(&key).await.unwrap(),
+                "{key}"
+            );
+        }
+        // The erased chunk is gone.
+        assert!(!a.exists(&StoreKey::new("chunked/c/1/1/1")).await.unwrap());
+    });
+}
+
+/// A store error while the write pipeline is storing fails the write with that error, after
+/// the encodes still running have finished; the other chunks are written.
+#[test]
+fn a_failed_chunk_write_fails_a_pipelined_write() {
+    let refuse = "chunked/c/2/1/3";
+    for rt in [current_thread(), multi_thread()] {
+        let store = Arc::new(FailingWrites {
+            refuse: refuse.into(),
+            ..FailingWrites::default()
+        });
+        rt.block_on(async {
+            let array = ArrayBuilder::new(SHAPE.to_vec(), DataType::UInt16, vec![8, 16, 8])
+                .zstd(1)
+                .create(Arc::clone(&store), "/chunked")
+                .await
+                .unwrap();
+            let error = array
+                .write(array.full_region(), &values())
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(error, Error::Store(zarr_store::Error::ReadOnly { .. })),
+                "{error:?}"
+            );
+            assert!(!store.exists(&StoreKey::new(refuse)).await.unwrap());
+            assert!(
+                store
+                    .exists(&StoreKey::new("chunked/c/0/0/0"))
+                    .await
+                    .unwrap()
+            );
+        });
     }
 }
