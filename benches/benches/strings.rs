@@ -14,35 +14,11 @@ use zarr_vlen::{VlenArrowCodec, VlenStrings, VlenUtf8Codec};
 
 const N: usize = 1_000_000;
 
-/// One million short labels, 0 to 15 bytes (7.5 on average), about 4% of them with a
-/// two-byte character: what a dimension's labels or a categorical column look like.
-fn strings() -> Vec<String> {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    (0..N)
-        .map(|_| {
-            let r = next();
-            let len = (r % 16) as usize;
-            let mut s: String = (0..len)
-                .map(|i| char::from(b'a' + ((r >> (8 + i * 3)) % 26) as u8))
-                .collect();
-            if r >> 60 == 0 && !s.is_empty() {
-                s.pop();
-                s.push('é');
-            }
-            s
-        })
-        .collect()
-}
-
 fn bench(c: &mut Criterion) {
-    let strings = strings();
-    let typed = VlenStrings::<i32>::from_strs(&strings).unwrap();
+    // One million short labels (`zarr_benches::Strings`, the data of the comparison
+    // harness's W6): 0 to 16 bytes, 7.5 on average, about 6% with a two-byte character.
+    let strings = zarr_benches::Strings::generate(N);
+    let typed = VlenStrings::<i32>::from_strs(strings.iter()).unwrap();
     let repr = ChunkRepresentation::try_new(vec![N as u64], DataType::String, FillValue::from(""))
         .unwrap();
     let array = ArrayBytes::try_from(typed.clone()).unwrap();

@@ -5,8 +5,9 @@
 //!   (`benches/src/bin/zarr-compare/`), with the Python peers in `benches/compare/peers.py`;
 //!   `cargo xtask bench` builds and runs it (see `docs/performance.md`).
 //!
-//! This library holds what both share: the benchmark data ([`field`]), the comparison
-//! workloads' geometry ([`Geometry`]) and cutting the data into chunks ([`chunks_of`]).
+//! This library holds what both share: the benchmark data ([`field`], and [`Strings`] for
+//! the string workload W6 and the `strings` bench), the comparison workloads' geometry
+//! ([`Geometry`]) and cutting the data into chunks ([`chunks_of`]).
 
 /// The benchmark data: a `side`^3 `uint16` field in C order, a smooth part (sines along two
 /// axes and a ramp along the third) plus one bit of xorshift noise. zstd level 1 compresses
@@ -67,6 +68,159 @@ pub fn chunks_of(values: &[u16], side: u64, chunk: u64) -> Vec<Vec<u8>> {
         }
     }
     out
+}
+
+/// Short, varied UTF-8 strings in Arrow layout (offsets and one values buffer): the data of
+/// the comparison harness's W6 and of the `strings` criterion bench.
+///
+/// [`Strings::generate`] makes labels of 0 to 15 characters (7.5 on average) from a fixed
+/// seed: lowercase ASCII letters, and in about one string in sixteen the last letter replaced
+/// by `é` (two bytes), so 0 to 16 bytes each. That is what a dimension's labels or a
+/// categorical column look like. Deterministic: every implementation the harness feeds from
+/// its input file sees the same strings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Strings {
+    offsets: Vec<usize>,
+    values: Vec<u8>,
+}
+
+impl Strings {
+    /// `count` strings from the fixed seed. The first `n` strings are the same for every
+    /// `count >= n`.
+    pub fn generate(count: usize) -> Self {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut offsets = Vec::with_capacity(count + 1);
+        let mut values = Vec::with_capacity(count * 8);
+        offsets.push(0);
+        for _ in 0..count {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let r = state;
+            let len = (r % 16) as usize;
+            for i in 0..len {
+                values.push(b'a' + ((r >> (8 + i * 3)) % 26) as u8);
+            }
+            if r >> 60 == 0 && len > 0 {
+                values.pop();
+                values.extend_from_slice("é".as_bytes());
+            }
+            offsets.push(values.len());
+        }
+        Self { offsets, values }
+    }
+
+    /// Strings from `offsets` (`n + 1` of them) and `values`.
+    ///
+    /// # Errors
+    /// If the offsets do not start at 0, decrease, or do not end at the length of `values`,
+    /// or an element is not UTF-8.
+    pub fn try_from_parts(offsets: Vec<usize>, values: Vec<u8>) -> Result<Self, String> {
+        if offsets.first() != Some(&0) {
+            return Err("the offsets do not start at 0".into());
+        }
+        if offsets.last() != Some(&values.len()) {
+            return Err(format!(
+                "the last offset is {:?}, not the length of the values ({})",
+                offsets.last(),
+                values.len()
+            ));
+        }
+        for (i, pair) in offsets.windows(2).enumerate() {
+            if pair[1] < pair[0] {
+                return Err(format!("offset {} is below offset {i}", i + 1));
+            }
+            if let Err(e) = std::str::from_utf8(&values[pair[0]..pair[1]]) {
+                return Err(format!("element {i} is not UTF-8: {e}"));
+            }
+        }
+        Ok(Self { offsets, values })
+    }
+
+    /// The number of strings.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Whether there are no strings.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `n + 1` offsets: string `i` is `values[offsets[i]..offsets[i + 1]]`.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// Every string's bytes, back to back.
+    pub fn values(&self) -> &[u8] {
+        &self.values
+    }
+
+    /// String `i`'s bytes.
+    ///
+    /// # Panics
+    /// If `i` is not below [`len`](Self::len).
+    pub fn bytes(&self, i: usize) -> &[u8] {
+        &self.values[self.offsets[i]..self.offsets[i + 1]]
+    }
+
+    /// The strings, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.offsets
+            .windows(2)
+            .map(|w| std::str::from_utf8(&self.values[w[0]..w[1]]).expect("checked when built"))
+    }
+
+    /// The index of the first of `got` that differs from these strings, with what was read
+    /// there (`None` past the end of `got` or of these strings): `None` if `got` holds
+    /// exactly these strings.
+    pub fn first_difference<'a>(
+        &self,
+        got: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Option<(usize, Option<&'a [u8]>)> {
+        let mut got = got.into_iter();
+        for i in 0..self.len() {
+            match got.next() {
+                Some(g) if g == self.bytes(i) => {}
+                other => return Some((i, other)),
+            }
+        }
+        got.next().map(|extra| (self.len(), Some(extra)))
+    }
+
+    /// The file form: the count (`u64`), the `count + 1` offsets (`u64`), all little endian,
+    /// then the values.
+    pub fn to_file_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 * (self.offsets.len() + 1) + self.values.len());
+        out.extend_from_slice(&(self.len() as u64).to_le_bytes());
+        for &o in &self.offsets {
+            out.extend_from_slice(&(o as u64).to_le_bytes());
+        }
+        out.extend_from_slice(&self.values);
+        out
+    }
+
+    /// Parse [`to_file_bytes`](Self::to_file_bytes)' form.
+    ///
+    /// # Errors
+    /// If `bytes` is shorter than its header says, or as [`try_from_parts`](Self::try_from_parts).
+    pub fn from_file_bytes(bytes: &[u8]) -> Result<Self, String> {
+        let word = |i: usize| -> Result<usize, String> {
+            let b = bytes
+                .get(8 * i..8 * i + 8)
+                .ok_or_else(|| format!("the file ends inside word {i}"))?;
+            usize::try_from(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .map_err(|e| e.to_string())
+        };
+        let count = word(0)?;
+        if count >= bytes.len() / 8 {
+            return Err(format!("a count of {count} does not fit the file"));
+        }
+        let offsets = (1..count + 2).map(word).collect::<Result<Vec<_>, _>>()?;
+        let values = bytes[8 * (count + 2)..].to_vec();
+        Self::try_from_parts(offsets, values)
+    }
 }
 
 /// The shapes of the comparison workloads for an array of side `side`, scaled from the
@@ -194,5 +348,46 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), 1000);
         assert!(picks.iter().flatten().all(|&i| i < 16));
+    }
+
+    #[test]
+    fn strings_are_deterministic_varied_and_round_trip() {
+        let s = Strings::generate(100_000);
+        assert_eq!(s, Strings::generate(100_000));
+        assert_eq!(Strings::generate(10).bytes(3), s.bytes(3));
+        let lens: Vec<usize> = s.iter().map(str::len).collect();
+        assert_eq!(*lens.iter().max().unwrap(), 16);
+        assert!(lens.contains(&0));
+        let mean = s.values().len() as f64 / s.len() as f64;
+        assert!((7.0..8.5).contains(&mean), "{mean}");
+        let multi = s.iter().filter(|x| !x.is_ascii()).count() as f64 / s.len() as f64;
+        assert!((0.05..0.07).contains(&multi), "{multi}");
+        let back = Strings::from_file_bytes(&s.to_file_bytes()).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(s.first_difference(back.iter().map(str::as_bytes)), None);
+    }
+
+    #[test]
+    fn a_different_string_is_found() {
+        let s = Strings::generate(1000);
+        let mut got: Vec<&[u8]> = s.iter().map(str::as_bytes).collect();
+        assert_eq!(
+            s.first_difference(got[..999].iter().copied()),
+            Some((999, None))
+        );
+        got[500] = b"x";
+        assert_eq!(
+            s.first_difference(got.iter().copied()),
+            Some((500, Some(&b"x"[..])))
+        );
+        let mut bytes = s.to_file_bytes();
+        let last = bytes.len() - 1;
+        bytes[last] = 0xff;
+        assert!(
+            Strings::from_file_bytes(&bytes)
+                .unwrap_err()
+                .contains("not UTF-8")
+        );
+        assert!(Strings::from_file_bytes(&bytes[..20]).is_err());
     }
 }
