@@ -10,6 +10,10 @@ the peers' versions and exits. The data (DIR/input.u16, little-endian uint16, C 
 W4 chunk list (DIR/w4-chunks.json) and the array layouts are the harness's: see
 zarr_benches::Geometry. Each implementation writes to DIR/<impl>/<w1|w2|w3> and reads its
 own copy; `cross_read` reads another writer's W2 copy.
+
+W6 (zarr-python only: tensorstore has no `vlen-utf8`) writes and reads the strings of
+DIR/input-w6.strings (zarr_benches::Strings) as a 1-D `string` array in DIR/<impl>/w6, chunks
+of a tenth, `vlen-utf8` then zstd(1); `cross_read` reads another writer's W6 copy.
 """
 
 import argparse
@@ -132,6 +136,40 @@ def check_equal(what, got, expected):
         )
 
 
+def load_strings(data):
+    """W6's input, DIR/input-w6.strings (zarr_benches::Strings::to_file_bytes): the count
+    (u64), the count + 1 offsets (u64), all little endian, then the UTF-8 values. Returns the
+    strings (a NumPy StringDType array) and the number of value bytes."""
+    with open(os.path.join(data, "input-w6.strings"), "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    offsets = np.frombuffer(raw, dtype="<u8", count=n + 1, offset=8).tolist()
+    values = raw[8 * (n + 2) :]
+    strings = [values[a:b].decode() for a, b in zip(offsets[:-1], offsets[1:])]
+    return np.array(strings, dtype=np.dtypes.StringDType()), len(values)
+
+
+def strings_chunk(n):
+    """W6's chunk length: a tenth of the strings, as zarr-compare's job::strings_chunk."""
+    return max(-(-n // 10), 1)
+
+
+def check_strings(what, got, expected):
+    got = np.asarray(got)
+    if got.shape != expected.shape:
+        raise SystemExit(
+            f"{what}: read {got.size} strings, expected {expected.size} "
+            "(the values differ from the input)"
+        )
+    differ = np.flatnonzero(got != expected)
+    if differ.size:
+        i = int(differ[0])
+        raise SystemExit(
+            f"{what}: string {i} is {str(got[i])!r}, expected {str(expected[i])!r} "
+            "(the values differ from the input)"
+        )
+
+
 def store_dir(data, writer, w):
     return os.path.join(data, writer, w)
 
@@ -238,6 +276,22 @@ class ZarrPython:
             overwrite=True,
         )
 
+    def create_strings(self, path, n):
+        from zarr.codecs import VLenUTF8Codec, ZstdCodec
+
+        return self.zarr.create_array(
+            store=path,
+            shape=(n,),
+            chunks=(strings_chunk(n),),
+            dtype=str,
+            serializer=VLenUTF8Codec(),
+            compressors=[ZstdCodec(level=1, checksum=False)],
+            filters=None,
+            fill_value="",
+            zarr_format=3,
+            overwrite=True,
+        )
+
     def open(self, path):
         self.path = path
         return self.zarr.open_array(path, mode="r")
@@ -260,13 +314,53 @@ class ZarrPython:
 # --- the measurement ---------------------------------------------------------------------
 
 
+def measure_strings(args, peer):
+    """W6: write, read or cross_read the strings; returns the times, the load and the record's
+    own fields."""
+    if not hasattr(peer, "create_strings"):
+        raise SystemExit(f"{args.impl}: no W6 (no vlen-utf8 strings)")
+    record = {"threads": cores(), "verified": True}
+    if args.op == "write":
+        values, nbytes = load_strings(args.data)
+        path = store_dir(args.data, args.impl, "w6")
+        fresh_dir(path)
+        array = peer.create_strings(path, values.size)
+        peer.write(array, values)
+        seconds, load = time_reps(args.reps, lambda: peer.write(array, values))
+        record.update(verified=False, durable=peer.durable)
+    elif args.op in ("read", "cross_read"):
+        writer = args.writer if args.op == "cross_read" else args.impl
+        array = peer.open(store_dir(args.data, writer, "w6"))
+        if args.op == "read":
+            base = current_rss_bytes()
+            peer.read(array)  # warm-up; the result is dropped at once
+            seconds, load = time_reps(args.reps, lambda: peer.read(array))
+            record.update(peak_rss=peak_rss_bytes(), base_rss=base)
+            got = peer.read(array)
+            what = "whole read"
+        else:
+            got = []
+            seconds, load = time_reps(1, lambda: got.append(peer.read(array)))
+            got = got[0]
+            record.update(writer=writer)
+            what = f"reading {writer}'s W6"
+        values, nbytes = load_strings(args.data)
+        check_strings(what, got, values)
+    else:
+        raise SystemExit(f"{args.impl}: no W6 op {args.op}")
+    record.update(bytes=nbytes, elements=values.size, chunk_elements=strings_chunk(values.size))
+    return seconds, load, record
+
+
 def measure(args):
     peer = TensorStore() if args.impl == "tensorstore" else ZarrPython()
     g = Geometry(args.side)
     w = args.workload.lower()
     full = g.side**3 * 2
     record = {"threads": cores(), "verified": True}
-    if args.op == "write":
+    if args.workload == "W6":
+        seconds, load, record = measure_strings(args, peer)
+    elif args.op == "write":
         values = load_input(args.data, g)
         path = store_dir(args.data, args.impl, w)
         fresh_dir(path)
@@ -326,6 +420,8 @@ def measure(args):
         "seconds": seconds,
         **record,
     }
+    if "elements" in record:
+        record["elements_s"] = record["elements"] / median
     print(json.dumps(record))
 
 

@@ -20,7 +20,8 @@ usage: cargo xtask bench [--smoke] [ZARR-COMPARE OPTIONS]
 
   --smoke   a small array (side 64) and few repetitions: checks that every implementation
             runs and reads the others' data; takes about a minute after the build
-  other options go to zarr-compare (`--reps N`, `--side N`, `--keep-data`, ...)
+  other options go to zarr-compare (`--only W6` for one workload, `--reps N`, `--side N`,
+            `--strings N`, `--keep-data`, ...)
 
 Results: target/bench/full.jsonl and target/bench/table.md (smoke: smoke.jsonl, smoke.md).";
 

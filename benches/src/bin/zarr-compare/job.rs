@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use zarr_benches::Geometry;
+use zarr_benches::{Geometry, Strings};
 
 use crate::stats::Timing;
 
@@ -92,7 +92,53 @@ pub(crate) fn input_path(data: &Path) -> PathBuf {
     data.join("input.u16")
 }
 
-/// The store (a directory) `writer` wrote for workload `w` (`"w1"`, `"w2"`, `"w3"`).
+/// W6's input: the [`Strings`] in their file form.
+pub(crate) fn strings_path(data: &Path) -> PathBuf {
+    data.join("input-w6.strings")
+}
+
+/// Load W6's input.
+pub(crate) fn load_strings(data: &Path) -> Result<Strings> {
+    let path = strings_path(data);
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    Strings::from_file_bytes(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// W6's chunk length for an array of `elements` strings: a tenth of it (1,000,000 for the
+/// full run's 10,000,000). `peers.py` computes the same.
+pub(crate) fn strings_chunk(elements: u64) -> u64 {
+    elements.div_ceil(10).max(1)
+}
+
+/// Fail with the first difference when the strings `got` are not `expected`.
+pub(crate) fn check_strings<'a>(
+    what: &str,
+    got: impl IntoIterator<Item = &'a [u8]>,
+    expected: &Strings,
+) -> Result<()> {
+    match expected.first_difference(got) {
+        None => Ok(()),
+        Some((i, None)) => bail!(
+            "{what}: read {i} strings, expected {} (the values differ from the input)",
+            expected.len()
+        ),
+        Some((i, Some(got))) if i == expected.len() => {
+            bail!(
+                "{what}: read more than the {i} strings expected, string {i} is {:?} (the \
+                 values differ from the input)",
+                String::from_utf8_lossy(got)
+            )
+        }
+        Some((i, Some(got))) => bail!(
+            "{what}: string {i} is {:?}, expected {:?} (the values differ from the input)",
+            String::from_utf8_lossy(got),
+            String::from_utf8_lossy(expected.bytes(i))
+        ),
+    }
+}
+
+/// The store (a directory) `writer` wrote for workload `w` (`"w1"`, `"w2"`, `"w3"`, `"w6"`,
+/// and `"w6-arrow"` for our ZEP0007 copy of W6).
 pub(crate) fn store_dir(data: &Path, writer: &str, w: &str) -> PathBuf {
     data.join(writer).join(w)
 }
@@ -154,8 +200,10 @@ pub(crate) fn check_equal(what: &str, got: &[u16], expected: &[u16]) -> Result<(
 
 /// What a measurement found, before it becomes a JSON record.
 pub(crate) struct Outcome {
-    /// Decoded bytes per repetition.
+    /// Decoded bytes per repetition (W6: the strings' UTF-8 bytes, without offsets).
     pub(crate) bytes: u64,
+    /// W6: the number of strings per repetition.
+    pub(crate) elements: Option<u64>,
     pub(crate) timing: Timing,
     pub(crate) threads: usize,
     /// Whether the values read were checked against the input (writes are checked by the
@@ -198,6 +246,11 @@ pub(crate) fn record(
     }
     if let Some(writer) = &job.writer {
         map.insert("writer".into(), writer.clone().into());
+    }
+    if let Some(elements) = outcome.elements {
+        map.insert("elements".into(), elements.into());
+        map.insert("chunk_elements".into(), strings_chunk(elements).into());
+        map.insert("elements_s".into(), (elements as f64 / median).into());
     }
     if let Some((peak, base)) = outcome.rss {
         map.insert("peak_rss".into(), peak.into());

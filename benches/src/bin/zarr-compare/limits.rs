@@ -144,6 +144,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
     };
     let outcome = Outcome {
         bytes,
+        elements: None,
         timing,
         threads,
         verified: false,

@@ -3,14 +3,15 @@
 //! runs it; `docs/performance.md` explains the output.
 //!
 //! ```text
-//! zarr-compare [--smoke] [--side N] [--reps N] [--out DIR] [--name NAME]
-//!              [--python PYTHON] [--keep-data]
+//! zarr-compare [--smoke] [--side N] [--strings N] [--reps N] [--only W6,...] [--out DIR]
+//!              [--name NAME] [--python PYTHON] [--keep-data]
 //! zarr-compare table FILE.jsonl          # print the tables of a finished run again
 //! zarr-compare measure --impl I --workload W --op O --data DIR --side N --reps N
 //! ```
 //!
 //! The orchestrator (the first form) writes the input (a deterministic `uint16` field, see
-//! `zarr_benches::field`) once, then runs every measurement in a fresh process: this binary's
+//! `zarr_benches::field`, and W6's strings, `zarr_benches::Strings`) once, then runs every
+//! measurement in a fresh process: this binary's
 //! `measure` for our two APIs, zarrs and the limits, `peers.py` (embedded in this binary and
 //! written next to the results) with `--python` for tensorstore and zarr-python. Each
 //! process warms up (one untimed run, which also loads the page cache), times `--reps`
@@ -38,19 +39,21 @@ use job::Job;
 const PEERS_PY: &str = include_str!("../../../compare/peers.py");
 
 const USAGE: &str = "\
-usage: zarr-compare [--smoke] [--side N] [--reps N] [--out DIR] [--name NAME]
-                    [--python PYTHON] [--keep-data]
+usage: zarr-compare [--smoke] [--side N] [--strings N] [--reps N] [--only W6,...]
+                    [--out DIR] [--name NAME] [--python PYTHON] [--keep-data]
        zarr-compare table FILE.jsonl
        zarr-compare measure --impl I --workload W --op O --data DIR --side N --reps N
 
 Runs the side-by-side comparison (issue #5): W1-W5 for this project (async and blocking
 API, default and durable writes), zarrs, and with --python (a Python with zarr and
-tensorstore; or ZARR_COMPARE_PYTHON) tensorstore and zarr-python, plus the machine's limits.
-Writes OUT/NAME.jsonl (one JSON line per measurement) and a Markdown table to OUT/table.md
-(OUT/NAME.md for other names than `full`). Defaults: side 512, 5 reps (W4 and W5: 20),
-W4 reads 1,000 inner chunks, OUT target/bench, NAME full; --smoke: side 64, 1 rep, 100
-W4 chunks, NAME smoke. Exits 1 if a measurement fails or a
-cross-check finds different values.";
+tensorstore; or ZARR_COMPARE_PYTHON) tensorstore and zarr-python, plus the machine's limits;
+W6 (--strings short strings, vlen-utf8 + zstd(1)) for ours, zarrs and zarr-python.
+--only runs only the listed workloads (W4 needs W2, W5 needs W1 and W2: they read those
+copies). Writes OUT/NAME.jsonl (one JSON line per measurement) and a Markdown table to
+OUT/table.md (OUT/NAME.md for other names than `full`). Defaults: side 512, 10,000,000
+strings, 5 reps (W4 and W5: 20), W4 reads 1,000 inner chunks, OUT target/bench, NAME full;
+--smoke: side 64, 100,000 strings, 1 rep, 100 W4 chunks, NAME smoke. Exits 1 if a
+measurement fails or a cross-check finds different values.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -104,11 +107,18 @@ fn read_records(path: &Path) -> Result<Vec<Value>> {
         .collect()
 }
 
+/// Every workload, in the order they run.
+const WORKLOADS: [&str; 6] = ["W1", "W2", "W3", "W4", "W5", "W6"];
+
 /// The orchestrator's options.
 #[derive(Debug)]
 struct Options {
     side: u64,
+    /// W6's number of strings.
+    strings: u64,
     reps: usize,
+    /// The workloads to run (`--only`; all by default).
+    only: Vec<String>,
     out: PathBuf,
     name: String,
     python: Option<PathBuf>,
@@ -121,7 +131,9 @@ impl Options {
         let smoke = args.iter().any(|a| a == "--smoke");
         let mut options = Self {
             side: if smoke { 64 } else { 512 },
+            strings: if smoke { 100_000 } else { 10_000_000 },
             reps: if smoke { 1 } else { 5 },
+            only: WORKLOADS.map(str::to_owned).to_vec(),
             out: PathBuf::from("target/bench"),
             name: if smoke { "smoke" } else { "full" }.to_owned(),
             python: std::env::var_os("ZARR_COMPARE_PYTHON").map(PathBuf::from),
@@ -139,6 +151,15 @@ impl Options {
                 "--smoke" => {}
                 "--keep-data" => options.keep_data = true,
                 "--side" => options.side = value("--side")?.parse().context("--side")?,
+                "--strings" => {
+                    options.strings = value("--strings")?.parse().context("--strings")?;
+                }
+                "--only" => {
+                    options.only = value("--only")?
+                        .split(',')
+                        .map(|w| w.trim().to_uppercase())
+                        .collect();
+                }
                 "--reps" => options.reps = value("--reps")?.parse().context("--reps")?,
                 "--out" => options.out = value("--out")?.into(),
                 "--name" => options.name = value("--name")?,
@@ -149,8 +170,37 @@ impl Options {
         if options.reps == 0 {
             bail!("--reps must be at least 1");
         }
+        if options.strings == 0 {
+            bail!("--strings must be at least 1");
+        }
+        for w in &options.only {
+            if !WORKLOADS.contains(&w.as_str()) {
+                bail!(
+                    "--only: no workload {w:?} (there are {})",
+                    WORKLOADS.join(", ")
+                );
+            }
+        }
+        for (w, needs) in [("W4", &["W2"][..]), ("W5", &["W1", "W2"][..])] {
+            if options.runs(w) && !needs.iter().all(|n| options.runs(n)) {
+                bail!(
+                    "--only: {w} reads the copies of {} written in the same run",
+                    needs.join(" and ")
+                );
+            }
+        }
         Geometry::try_new(options.side).map_err(anyhow::Error::msg)?;
         Ok(options)
+    }
+
+    /// Whether workload `w` runs.
+    fn runs(&self, w: &str) -> bool {
+        self.only.iter().any(|o| o == w)
+    }
+
+    /// Whether any workload on the `uint16` field (W1-W5) runs.
+    fn runs_field(&self) -> bool {
+        WORKLOADS[..5].iter().any(|w| self.runs(w))
     }
 
     fn table_path(&self) -> PathBuf {
@@ -178,8 +228,11 @@ struct Implementation {
     reads: &'static [&'static str],
     /// W4 ops.
     w4: &'static [&'static str],
-    /// Reads the others' W2 copies in the cross-check (and has its W2 read by them).
+    /// Reads the others' W2 copies in the cross-check (and has its W2 read by them); with
+    /// W6 ops, also the others' W6 copies.
     cross: bool,
+    /// W6 (strings) ops: writes first, then reads.
+    w6: &'static [&'static str],
 }
 
 const IMPLEMENTATIONS: &[Implementation] = &[
@@ -189,6 +242,7 @@ const IMPLEMENTATIONS: &[Implementation] = &[
         reads: &["read", "read_into"],
         w4: &["serial", "concurrent"],
         cross: true,
+        w6: &["write", "write_arrow", "read", "read_arrow"],
     },
     Implementation {
         name: "ours-durable",
@@ -196,6 +250,7 @@ const IMPLEMENTATIONS: &[Implementation] = &[
         reads: &[],
         w4: &[],
         cross: false,
+        w6: &["write"],
     },
     Implementation {
         name: "ours-blocking",
@@ -203,6 +258,7 @@ const IMPLEMENTATIONS: &[Implementation] = &[
         reads: &["read", "read_into"],
         w4: &["serial"],
         cross: false,
+        w6: &[],
     },
     Implementation {
         name: "ours-blocking-durable",
@@ -210,6 +266,7 @@ const IMPLEMENTATIONS: &[Implementation] = &[
         reads: &[],
         w4: &[],
         cross: false,
+        w6: &[],
     },
     Implementation {
         name: "zarrs",
@@ -217,6 +274,7 @@ const IMPLEMENTATIONS: &[Implementation] = &[
         reads: &["read", "read_into"],
         w4: &["serial", "concurrent"],
         cross: true,
+        w6: &["write", "read", "read_bytes"],
     },
     Implementation {
         name: "tensorstore",
@@ -224,6 +282,7 @@ const IMPLEMENTATIONS: &[Implementation] = &[
         reads: &["read"],
         w4: &["serial", "concurrent"],
         cross: true,
+        w6: &[],
     },
     Implementation {
         name: "zarr-python",
@@ -231,6 +290,7 @@ const IMPLEMENTATIONS: &[Implementation] = &[
         reads: &["read"],
         w4: &["serial", "concurrent"],
         cross: true,
+        w6: &["write", "read"],
     },
 ];
 
@@ -268,7 +328,8 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
         .filter(|i| with_python || !i.python)
         .collect();
     let mut jobs = Vec::new();
-    for workload in ["W1", "W2"] {
+    let runs = |w: &str| options.runs(w);
+    for workload in ["W1", "W2"].into_iter().filter(|w| runs(w)) {
         for op in ["zstd_compress", "zstd_decompress"] {
             for &threads in &thread_counts {
                 jobs.push(Job {
@@ -278,7 +339,10 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
             }
         }
     }
-    for op in ["memcpy_fresh", "memcpy_prefaulted"] {
+    for op in ["memcpy_fresh", "memcpy_prefaulted"]
+        .into_iter()
+        .filter(|_| runs("W3"))
+    {
         jobs.push(Job {
             threads: Some(1),
             ..job("limit", "W3", op)
@@ -286,7 +350,7 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
     }
     // Workload by workload, every implementation in turn, so a drift in the machine's load
     // spreads over all of them rather than landing on one.
-    for workload in ["W1", "W2", "W3"] {
+    for workload in ["W1", "W2", "W3"].into_iter().filter(|w| runs(w)) {
         for i in &implementations {
             jobs.push(job(i.name, workload, "write"));
         }
@@ -302,7 +366,7 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
             });
         }
     }
-    for i in &implementations {
+    for i in implementations.iter().filter(|_| runs("W4")) {
         for op in i.w4 {
             jobs.push(Job {
                 reps: latency_reps,
@@ -310,7 +374,10 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
             });
         }
     }
-    for i in implementations.iter().filter(|i| !i.w4.is_empty()) {
+    for i in implementations
+        .iter()
+        .filter(|i| !i.w4.is_empty() && runs("W5"))
+    {
         for op in ["slab_w1", "slab_w2"] {
             jobs.push(Job {
                 reps: latency_reps,
@@ -318,15 +385,36 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
             });
         }
     }
-    let cross: Vec<&&Implementation> = implementations.iter().filter(|i| i.cross).collect();
-    for reader in &cross {
-        for writer in &cross {
-            if reader.name != writer.name {
-                jobs.push(Job {
-                    writer: Some(writer.name.to_owned()),
-                    reps: 1,
-                    ..job(reader.name, "W2", "cross_read")
-                });
+    if runs("W6") {
+        // Writes first: our ZEP0007 read needs our ZEP0007 copy.
+        for i in &implementations {
+            for op in i.w6.iter().filter(|op| op.starts_with("write")) {
+                jobs.push(job(i.name, "W6", op));
+            }
+        }
+        for i in &implementations {
+            for op in i.w6.iter().filter(|op| !op.starts_with("write")) {
+                jobs.push(job(i.name, "W6", op));
+            }
+        }
+    }
+    for (workload, w6) in [("W2", false), ("W6", true)] {
+        if !runs(workload) {
+            continue;
+        }
+        let cross: Vec<&&Implementation> = implementations
+            .iter()
+            .filter(|i| i.cross && (!w6 || i.w6.contains(&"read")))
+            .collect();
+        for reader in &cross {
+            for writer in &cross {
+                if reader.name != writer.name {
+                    jobs.push(Job {
+                        writer: Some(writer.name.to_owned()),
+                        reps: 1,
+                        ..job(reader.name, workload, "cross_read")
+                    });
+                }
             }
         }
     }
@@ -451,20 +539,30 @@ fn orchestrate(options: Options) -> Result<()> {
     };
 
     eprintln!(
-        "==> input: {}^3 uint16 ({} MiB), {} reps; {}",
+        "==> input: {}^3 uint16 ({} MiB), {} strings, {} reps; workloads {}; {}",
         options.side,
         geometry.bytes() >> 20,
+        options.strings,
         options.reps,
+        options.only.join(", "),
         machine_line()
     );
-    // The field once, written through a small buffer (the orchestrator's peak memory does not
-    // matter for the measurements, which read VmHWM of their own process, but is kept low).
-    let mut input = std::io::BufWriter::new(std::fs::File::create(job::input_path(&data))?);
-    for value in zarr_benches::field(options.side) {
-        input.write_all(&value.to_le_bytes())?;
+    if options.runs_field() {
+        // The field once, written through a small buffer (the orchestrator's peak memory does
+        // not matter for the measurements, which read VmHWM of their own process, but is kept
+        // low).
+        let mut input = std::io::BufWriter::new(std::fs::File::create(job::input_path(&data))?);
+        for value in zarr_benches::field(options.side) {
+            input.write_all(&value.to_le_bytes())?;
+        }
+        input.flush()?;
+        drop(input);
     }
-    input.flush()?;
-    drop(input);
+    if options.runs("W6") {
+        let count = usize::try_from(options.strings).context("--strings")?;
+        let strings = zarr_benches::Strings::generate(count);
+        std::fs::write(job::strings_path(&data), strings.to_file_bytes())?;
+    }
     let w4 = geometry.random_inner_chunks(if options.smoke {
         SMOKE_W4_CHUNKS
     } else {
@@ -521,10 +619,12 @@ fn orchestrate(options: Options) -> Result<()> {
         records.push(record);
     }
     let mut text = format!(
-        "<!-- {} run of `zarr-compare`: side {}, {} reps; {}; {} -->\n\n",
+        "<!-- {} run of `zarr-compare`: side {}, {} strings, {} reps, workloads {}; {}; {} -->\n\n",
         options.name,
         options.side,
+        options.strings,
         options.reps,
+        options.only.join(", "),
         machine_line(),
         jsonl_path.display()
     );
@@ -552,4 +652,66 @@ fn orchestrate(options: Options) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(args: &[&str]) -> Result<Options> {
+        Options::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn only_w6_plans_writes_before_reads_and_cross_reads() {
+        let o = options(&["--smoke", "--only", "w6"]).unwrap();
+        assert_eq!(o.strings, 100_000);
+        let jobs = plan(&o, Path::new("/data"), true).unwrap();
+        assert!(jobs.iter().all(|j| j.workload == "W6"), "{jobs:?}");
+        let labels: Vec<String> = jobs.iter().map(Job::label).collect();
+        let at = |label: &str| {
+            labels
+                .iter()
+                .position(|l| l == label)
+                .unwrap_or_else(|| panic!("{label} not in {labels:?}"))
+        };
+        assert!(at("W6 write_arrow ours") < at("W6 read_arrow ours"));
+        assert!(at("W6 write zarr-python") < at("W6 read ours"));
+        at("W6 write ours-durable");
+        at("W6 read_bytes zarrs");
+        at("W6 cross_read zarrs (copy of zarr-python)");
+        at("W6 cross_read ours (copy of zarrs)");
+        assert!(
+            !labels.iter().any(|l| l.contains("tensorstore")),
+            "{labels:?}"
+        );
+        // Without Python, only the Rust implementations.
+        let jobs = plan(&o, Path::new("/data"), false).unwrap();
+        assert_eq!(
+            jobs.iter().filter(|j| j.op == "cross_read").count(),
+            2,
+            "{jobs:?}"
+        );
+    }
+
+    #[test]
+    fn only_checks_its_workloads() {
+        assert!(options(&["--only", "W7"]).is_err());
+        assert!(options(&["--only", "W4"]).is_err());
+        assert!(options(&["--only", "W1,W5"]).is_err());
+        let o = options(&["--only", "W1,W2,W5", "--strings", "1000"]).unwrap();
+        assert_eq!(o.strings, 1000);
+        assert!(o.runs_field() && !o.runs("W6"));
+        let jobs = plan(&o, Path::new("/data"), false).unwrap();
+        assert!(jobs.iter().any(|j| j.workload == "W5"));
+        assert!(
+            !jobs
+                .iter()
+                .any(|j| ["W3", "W4", "W6"].contains(&j.workload.as_str()))
+        );
+        let all = plan(&options(&["--smoke"]).unwrap(), Path::new("/data"), false).unwrap();
+        for w in WORKLOADS {
+            assert!(all.iter().any(|j| j.workload == w), "{w}");
+        }
+    }
 }

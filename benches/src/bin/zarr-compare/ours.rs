@@ -1,6 +1,9 @@
 //! This project's measurements, through the async API (`ours`, `ours-durable`) and the
 //! blocking API (`ours-blocking`, `ours-blocking-durable`). `-durable` writes with
 //! `FilesystemOptions::with_durable(true)` (fsync every file, like zarrs and tensorstore).
+//! W6 (strings) is measured through the async API only: `write_strings` and `read_strings`
+//! (Arrow layout, `i32` offsets), `vlen-utf8` (ops `write`, `read`) and this project's
+//! ZEP0007 codec `zarr-rs.vlen_arrow` (`write_arrow`, `read_arrow`), both with zstd(1).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -9,8 +12,9 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use zarr_array::{Array, ArrayBuilder, blocking};
 use zarr_benches::Geometry;
-use zarr_core::DataType;
+use zarr_core::{DataType, ExtensionObject};
 use zarr_store::{FilesystemOptions, FilesystemStore};
+use zarr_vlen::VlenStrings;
 
 use crate::job::{self, Job, Outcome};
 use crate::stats::{self, time_reps};
@@ -111,13 +115,7 @@ fn open(job: &Job, writer: &str, w: &str) -> Result<Handle> {
 }
 
 fn create(job: &Job, w: &str) -> Result<Handle> {
-    let dir = job::store_dir(&job.data, &job.implementation, w);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(&dir)?;
-    let options = FilesystemOptions::default().with_durable(is_durable(job));
-    let store = Arc::new(FilesystemStore::with_options(&dir, options)?);
+    let store = fresh_store(job, w)?;
     let builder = builder(job, w)?;
     Ok(if is_blocking(job) {
         Handle::Blocking(blocking::Array::create(&builder, store, "/")?)
@@ -128,8 +126,122 @@ fn create(job: &Job, w: &str) -> Result<Handle> {
     })
 }
 
+/// A fresh store directory for `job`'s copy of `w`.
+fn fresh_store(job: &Job, w: &str) -> Result<Arc<FilesystemStore>> {
+    let dir = job::store_dir(&job.data, &job.implementation, w);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    let options = FilesystemOptions::default().with_durable(is_durable(job));
+    Ok(Arc::new(FilesystemStore::with_options(&dir, options)?))
+}
+
+/// The array->bytes codec of our ZEP0007 copy of W6.
+fn vlen_arrow() -> Result<ExtensionObject> {
+    Ok(ExtensionObject::from_json(
+        &serde_json::json!({"name": "zarr-rs.vlen_arrow", "configuration": {"offsets": "int32"}}),
+        "codecs[0]",
+    )?)
+}
+
+/// W6: the strings of `input-w6.strings` as a 1-D `string` array in chunks of a tenth, zstd(1)
+/// after `vlen-utf8` (ops `write`, `read`, `cross_read`) or after `zarr-rs.vlen_arrow`
+/// (`write_arrow`, `read_arrow`), through the async API.
+fn strings(job: &Job) -> Result<Outcome> {
+    if is_blocking(job) {
+        bail!("W6 is measured through the async API only");
+    }
+    let rt = runtime()?;
+    let threads = stats::cores();
+    let (op, w) = match job.op.strip_suffix("_arrow") {
+        Some(op) => (op, "w6-arrow"),
+        None => (job.op.as_str(), "w6"),
+    };
+    match op {
+        "write" => {
+            let input = job::load_strings(&job.data)?;
+            let n = input.len() as u64;
+            let typed = VlenStrings::<i32>::from_strs(input.iter())?;
+            let mut builder =
+                ArrayBuilder::new(vec![n], DataType::String, vec![job::strings_chunk(n)]);
+            if w == "w6-arrow" {
+                builder = builder.array_to_bytes(vlen_arrow()?);
+            }
+            let array = rt.block_on(builder.zstd(1).create(fresh_store(job, w)?, "/"))?;
+            let write = || -> Result<()> {
+                rt.block_on(array.write_strings(0..n, &typed))?;
+                Ok(())
+            };
+            write()?;
+            Ok(Outcome {
+                bytes: input.values().len() as u64,
+                elements: Some(n),
+                timing: time_reps(job.reps, write)?,
+                threads,
+                verified: false,
+                rss: None,
+            })
+        }
+        "read" | "cross_read" => {
+            let writer = match op {
+                "read" => job.implementation.as_str(),
+                _ => job.writer.as_deref().context("cross_read needs --writer")?,
+            };
+            let store = Arc::new(FilesystemStore::new(job::store_dir(&job.data, writer, w))?);
+            let array = rt.block_on(Array::open(store, "/"))?;
+            let n = array.shape()[0];
+            let read = || -> Result<VlenStrings<i32>> {
+                Ok(rt.block_on(array.read_strings::<i32>(0..n))?)
+            };
+            let base = stats::current_rss_bytes();
+            let (timing, rss, got) = if op == "read" {
+                drop(read()?);
+                let timing = time_reps(job.reps, || {
+                    drop(std::hint::black_box(read()?));
+                    Ok(())
+                })?;
+                (timing, Some((stats::peak_rss_bytes(), base)), read()?)
+            } else {
+                let mut got = None;
+                let timing = time_reps(1, || {
+                    got = Some(read()?);
+                    Ok(())
+                })?;
+                (timing, None, got.context("no read")?)
+            };
+            let input = job::load_strings(&job.data)?;
+            let what = if op == "read" {
+                "whole read".to_owned()
+            } else {
+                format!("reading {writer}'s W6")
+            };
+            job::check_strings(&what, got.iter().map(str::as_bytes), &input)?;
+            Ok(Outcome {
+                bytes: input.values().len() as u64,
+                elements: Some(n),
+                timing,
+                threads,
+                verified: true,
+                rss,
+            })
+        }
+        other => bail!("ours: no W6 op {other}"),
+    }
+}
+
 /// Run `job` and return its record.
 pub(crate) fn run(job: &Job) -> Result<Value> {
+    if job.workload == "W6" {
+        let outcome = strings(job)?;
+        return Ok(job::record(
+            job,
+            env!("CARGO_PKG_VERSION"),
+            "async",
+            job.op.starts_with("write").then(|| is_durable(job)),
+            &outcome,
+        ));
+    }
     let g = job.geometry;
     let full: Region = [0..g.side, 0..g.side, 0..g.side];
     let w = job.workload.to_lowercase();
@@ -142,6 +254,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             let timing = time_reps(job.reps, || array.write(full.clone(), &input))?;
             Outcome {
                 bytes: g.bytes(),
+                elements: None,
                 timing,
                 threads,
                 verified: false,
@@ -172,6 +285,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             job::check_equal("whole read", &got, &job::load_input(&job.data, g)?)?;
             Outcome {
                 bytes: g.bytes(),
+                elements: None,
                 timing,
                 threads,
                 verified: true,
@@ -193,6 +307,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             )?;
             Outcome {
                 bytes: g.bytes(),
+                elements: None,
                 timing,
                 threads,
                 verified: true,
@@ -223,6 +338,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             })?;
             Outcome {
                 bytes: blocks.len() as u64 * g.inner().pow(3) * 2,
+                elements: None,
                 timing,
                 threads,
                 verified: true,
@@ -245,6 +361,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             })?;
             Outcome {
                 bytes: g.side * g.side * 2,
+                elements: None,
                 timing,
                 threads,
                 verified: true,

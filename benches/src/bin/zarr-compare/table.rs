@@ -1,6 +1,7 @@
-//! The Markdown report of a run: throughput, latency, memory, the cross-check, and which of
-//! issue #5's targets are met. Everything here is computed from the JSON records, so
-//! `zarr-compare table FILE.jsonl` regenerates it.
+//! The Markdown report of a run: throughput, latency, memory, the cross-check, which of
+//! issue #5's targets are met, and the strings of W6. Everything here is computed from the
+//! JSON records, so `zarr-compare table FILE.jsonl` regenerates it. A section whose workloads
+//! did not run (`--only`) is left out.
 
 use std::fmt::Write as _;
 
@@ -53,6 +54,14 @@ pub(crate) fn summary(r: &Value) -> String {
     };
     let mut text = if is_latency(r) {
         format!("{} ms (min {} ms)", ms(median), ms(min))
+    } else if let Some(elements) = f(r, "elements_s") {
+        format!(
+            "{} MiB/s, {:.1} M strings/s (median {:.3} s, min {:.3} s)",
+            int(f(r, "mib_s").unwrap_or(0.0)),
+            elements / 1e6,
+            median,
+            min
+        )
     } else {
         format!(
             "{} MiB/s (median {:.3} s, min {:.3} s)",
@@ -64,12 +73,19 @@ pub(crate) fn summary(r: &Value) -> String {
     if let Some(other) = f(r, "other_cpu") {
         let _ = write!(text, ", others used {:.0}% of the CPUs", other * 100.0);
     }
-    if let Some(peak) = f(r, "peak_rss") {
-        let _ = write!(
-            text,
-            ", peak RSS {:.2}x the output",
-            peak / f(r, "bytes").unwrap_or(1.0)
-        );
+    match (f(r, "peak_rss"), r.get("elements").is_some()) {
+        // W6's output is more than its value bytes (offsets, or a `String` per element).
+        (Some(peak), true) => {
+            let _ = write!(text, ", peak RSS {} MiB", int(peak / f64::from(1 << 20)));
+        }
+        (Some(peak), false) => {
+            let _ = write!(
+                text,
+                ", peak RSS {:.2}x the output",
+                peak / f(r, "bytes").unwrap_or(1.0)
+            );
+        }
+        (None, _) => {}
     }
     text
 }
@@ -109,6 +125,13 @@ impl<'a> Run<'a> {
 
     fn median(&self, implementation: &str, workload: &str, op: &str) -> Option<f64> {
         f(self.get(implementation, workload, op)?, "median_s")
+    }
+
+    /// Whether any record is of one of `workloads`.
+    fn has(&self, workloads: &[&str]) -> bool {
+        self.records
+            .iter()
+            .any(|r| workloads.contains(&s(r, "workload")))
     }
 
     fn version(&self, implementation: &str) -> String {
@@ -151,6 +174,9 @@ struct Row {
 
 const WORKLOADS: [&str; 3] = ["W1", "W2", "W3"];
 
+/// The workloads on the `uint16` field.
+const FIELD_WORKLOADS: [&str; 5] = ["W1", "W2", "W3", "W4", "W5"];
+
 /// Render the report.
 pub(crate) fn render(records: &[Value]) -> String {
     let cores = records
@@ -167,11 +193,23 @@ pub(crate) fn render(records: &[Value]) -> String {
     let run = Run { records, cores };
     let mut out = String::new();
     header(&run, &mut out);
-    throughput(&run, &mut out);
-    latency(&run, &mut out);
-    memory(&run, &mut out);
-    cross_check(&run, &mut out);
-    targets(&run, &mut out);
+    if run.has(&WORKLOADS) {
+        throughput(&run, &mut out);
+    }
+    if run.has(&["W4", "W5"]) {
+        latency(&run, &mut out);
+    }
+    if run.has(&WORKLOADS) {
+        memory(&run, &mut out);
+    }
+    cross_check(&run, "W2", &mut out);
+    if run.has(&FIELD_WORKLOADS) {
+        targets(&run, &mut out);
+    }
+    if run.has(&["W6"]) {
+        strings(&run, &mut out);
+        cross_check(&run, "W6", &mut out);
+    }
     failures(&run, &mut out);
     out
 }
@@ -205,15 +243,23 @@ fn header(run: &Run<'_>, out: &mut String) {
         .get("ours", "W4", "serial")
         .and_then(|r| Some(f(r, "bytes")? / (side / 16).pow(3).max(1) as f64 / 2.0))
         .unwrap_or(0.0);
-    let _ = writeln!(
-        out,
-        "Array {side}^3 uint16 ({} MiB); {}; medians of {reps} repetitions (W4, W5: \
-         {latency_reps}; W4 reads {} inner chunks), each measurement in a fresh process after \
-         a warm-up run.",
-        (side * side * side * 2) >> 20,
-        versions.join(", "),
-        int(w4_chunks)
-    );
+    if run.has(&FIELD_WORKLOADS) {
+        let _ = writeln!(
+            out,
+            "Array {side}^3 uint16 ({} MiB); {}; medians of {reps} repetitions (W4, W5: \
+             {latency_reps}; W4 reads {} inner chunks), each measurement in a fresh process \
+             after a warm-up run.",
+            (side * side * side * 2) >> 20,
+            versions.join(", "),
+            int(w4_chunks)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{}; each measurement in a fresh process after a warm-up run.",
+            versions.join(", ")
+        );
+    }
     if let (Some(median), Some(max)) = (others.get(others.len() / 2), others.last()) {
         let busy = others.iter().filter(|&&o| o > BUSY).count();
         let _ = writeln!(
@@ -499,11 +545,149 @@ fn memory(run: &Run<'_>, out: &mut String) {
     out.push('\n');
 }
 
-fn cross_check(run: &Run<'_>, out: &mut String) {
+/// A row of W6's table.
+struct StringsRow {
+    label: String,
+    implementation: &'static str,
+    write: Option<&'static str>,
+    read: Option<&'static str>,
+    /// Which of our records a write is compared with.
+    ours_write: (&'static str, &'static str),
+}
+
+/// W6: MiB/s of UTF-8 value bytes and millions of strings per second.
+fn strings(run: &Run<'_>, out: &mut String) {
+    let Some(first) = run
+        .records
+        .iter()
+        .find(|r| ok(r) && s(r, "workload") == "W6" && r.get("elements").is_some())
+    else {
+        return;
+    };
+    let v = |i: &str| {
+        let v = run.version(i);
+        if v.is_empty() { v } else { format!(" {v}") }
+    };
+    let elements = f(first, "elements").unwrap_or(0.0);
+    let bytes = f(first, "bytes").unwrap_or(0.0);
+    let reps = run
+        .get("ours", "W6", "read")
+        .and_then(|r| r.get("reps").and_then(Value::as_u64))
+        .unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "### W6: strings\n\n{} strings of 0 to 16 bytes ({} MiB of UTF-8 values, {:.2} bytes \
+         on average), a 1-D `string` array in chunks of {}, `vlen-utf8` then zstd(1) \
+         (zarr-python's default string encoding); medians of {reps} repetitions. MiB/s count \
+         the strings' UTF-8 bytes only (not their offsets or lengths); M strings/s are millions \
+         of strings per second. In brackets, the ratio to ours like for like (writes: ours \
+         default against writers that do not fsync, ours durable against those that do; \
+         reads: ours `read_strings`). Peak RSS: the reading process's `VmHWM` in MiB, in \
+         brackets its growth from before the first read. * = other processes were busy.\n",
+        int(elements),
+        int(bytes / f64::from(1 << 20)),
+        bytes / elements.max(1.0),
+        int(f(first, "chunk_elements").unwrap_or(0.0)),
+    );
+    let rows = [
+        StringsRow {
+            label: "ours (async; `read_strings` into Arrow layout)".into(),
+            implementation: "ours",
+            write: Some("write"),
+            read: Some("read"),
+            ours_write: ("ours", "write"),
+        },
+        StringsRow {
+            label: "ours (async), durable write (fsync)".into(),
+            implementation: "ours-durable",
+            write: Some("write"),
+            read: None,
+            ours_write: ("ours-durable", "write"),
+        },
+        StringsRow {
+            label: format!("zarrs{} (fsync; read into `Vec<String>`)", v("zarrs")),
+            implementation: "zarrs",
+            write: Some("write"),
+            read: Some("read"),
+            ours_write: ("ours-durable", "write"),
+        },
+        StringsRow {
+            label: "zarrs (read as `ArrayBytes`: bytes and offsets)".into(),
+            implementation: "zarrs",
+            write: None,
+            read: Some("read_bytes"),
+            ours_write: ("ours-durable", "write"),
+        },
+        StringsRow {
+            label: format!("zarr-python{} (no fsync)", v("zarr-python")),
+            implementation: "zarr-python",
+            write: Some("write"),
+            read: Some("read"),
+            ours_write: ("ours", "write"),
+        },
+        StringsRow {
+            label: "ours only: ZEP0007 `zarr-rs.vlen_arrow` then zstd(1) (async; no other \
+                    implementation reads it)"
+                .into(),
+            implementation: "ours",
+            write: Some("write_arrow"),
+            read: Some("read_arrow"),
+            ours_write: ("ours", "write"),
+        },
+    ];
+    out.push_str(
+        "| W6 | write MiB/s | write M strings/s | read MiB/s | read M strings/s | read peak RSS, MiB |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    let rate = |r: &Value, ours: Option<f64>| {
+        let mib = f(r, "mib_s").unwrap_or(0.0);
+        let ratio = ours
+            .map(|o| format!(" ({:.2})", mib / o))
+            .unwrap_or_default();
+        (
+            format!("{}{}{ratio}", int(mib), busy_mark(r)),
+            format!("{:.1}", f(r, "elements_s").unwrap_or(0.0) / 1e6),
+        )
+    };
+    for row in &rows {
+        let write = row
+            .write
+            .and_then(|op| run.get(row.implementation, "W6", op));
+        let read = row
+            .read
+            .and_then(|op| run.get(row.implementation, "W6", op));
+        if write.is_none() && read.is_none() {
+            continue;
+        }
+        let (write_mib, write_n) = write
+            .map(|r| rate(r, run.mib(row.ours_write.0, "W6", row.ours_write.1)))
+            .unwrap_or_default();
+        let (read_mib, read_n) = read
+            .map(|r| rate(r, run.mib("ours", "W6", "read")))
+            .unwrap_or_default();
+        let rss = read
+            .and_then(|r| {
+                let peak = f(r, "peak_rss")?;
+                let base = f(r, "base_rss").unwrap_or(0.0);
+                let mib = |x: f64| int(x / f64::from(1 << 20));
+                Some(format!("{} ({})", mib(peak), mib(peak - base)))
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| {} | {write_mib} | {write_n} | {read_mib} | {read_n} | {rss} |",
+            row.label
+        );
+    }
+    out.push('\n');
+}
+
+/// The cross-check of `workload` (W2 or W6).
+fn cross_check(run: &Run<'_>, workload: &str, out: &mut String) {
     let cross: Vec<&Value> = run
         .records
         .iter()
-        .filter(|r| s(r, "op") == "cross_read")
+        .filter(|r| s(r, "op") == "cross_read" && s(r, "workload") == workload)
         .collect();
     if cross.is_empty() {
         return;
@@ -516,10 +700,13 @@ fn cross_check(run: &Run<'_>, out: &mut String) {
             }
         }
     }
-    out.push_str(
+    out.push_str(if workload == "W6" {
+        "### Cross-check of W6\n\nEach implementation read every other one's W6 array \
+         (`vlen-utf8`, zstd) and compared every string with the input.\n\n"
+    } else {
         "### Cross-check\n\nEach implementation read every other one's W2 array (sharded, \
-         zstd) and compared all values with the input.\n\n",
-    );
+         zstd) and compared all values with the input.\n\n"
+    });
     let _ = writeln!(out, "| reader \\ writer | {} |", names.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(names.len()));
     for reader in &names {
@@ -812,6 +999,66 @@ mod tests {
             text.contains("| W4 one at a time: ours <= zarrs' time | 200.0 ms / 100.0 ms (zarrs) | 2.000 | <= 1 | **missed** |"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn w6_alone_has_its_own_table_and_cross_check() {
+        let w6 = |i: &str, op: &str, mib: f64| {
+            let mut r = rec(i, "W6", op, 0.5, mib);
+            r["elements"] = 1_000_000.into();
+            r["chunk_elements"] = 100_000.into();
+            r["elements_s"] = 2e6.into();
+            r["bytes"] = 7_580_000.into();
+            r
+        };
+        let mut read = w6("ours", "read", 200.0);
+        read["peak_rss"] = (50u64 << 20).into();
+        read["base_rss"] = (10u64 << 20).into();
+        let mut cross = w6("zarrs", "cross_read", 100.0);
+        cross["writer"] = "ours".into();
+        let records = vec![
+            w6("ours", "write", 100.0),
+            w6("ours-durable", "write", 50.0),
+            w6("zarrs", "write", 75.0),
+            read,
+            w6("zarrs", "read", 100.0),
+            w6("zarrs", "read_bytes", 150.0),
+            w6("ours", "read_arrow", 300.0),
+            cross,
+        ];
+        let text = render(&records);
+        assert!(text.contains("### W6: strings"), "{text}");
+        assert!(
+            text.contains("1,000,000 strings of 0 to 16 bytes"),
+            "{text}"
+        );
+        assert!(text.contains("chunks of 100,000"), "{text}");
+        assert!(
+            text.contains("| ours (async; `read_strings` into Arrow layout) | 100 (1.00) | 2.0 | 200 (1.00) | 2.0 | 50 (40) |"),
+            "{text}"
+        );
+        // zarrs fsyncs: its write is compared with our durable write.
+        assert!(
+            text.contains("| 75 (1.50) | 2.0 | 100 (0.50) | 2.0 |"),
+            "{text}"
+        );
+        assert!(text.contains("|  |  | 150 (0.75) | 2.0 |"), "{text}");
+        assert!(
+            text.contains("(async; no other implementation reads it) |  |  | 300 (1.50) | 2.0 |"),
+            "{text}"
+        );
+        assert!(text.contains("### Cross-check of W6"), "{text}");
+        assert!(text.contains("| zarrs | (own) | equal |"), "{text}");
+        // The sections of W1-W5 are left out when only W6 ran.
+        for absent in [
+            "### Throughput",
+            "### Latency",
+            "### Targets",
+            "Array 64^3",
+            "### Cross-check\n",
+        ] {
+            assert!(!text.contains(absent), "{absent}: {text}");
+        }
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! zarrs's measurements (implementation `zarrs`), through its synchronous API with its
 //! default rayon parallelism: `retrieve_array_subset` into a fresh `Vec<u16>` (op `read`)
-//! and `retrieve_array_subset_into` a preallocated buffer (op `read_into`).
+//! and `retrieve_array_subset_into` a preallocated buffer (op `read_into`). W6 (strings):
+//! `store_array_subset` of variable-length `ArrayBytes` (offsets and bytes, the input's own
+//! buffers, borrowed), `retrieve_array_subset` into a `Vec<String>` (op `read`) and as
+//! variable-length `ArrayBytes` (op `read_bytes`, the closest to our Arrow-layout read).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -8,8 +11,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use serde_json::Value;
-use zarrs::array::codec::ZstdCodec;
-use zarrs::array::{Array, ArrayBuilder, ArrayBytesFixedDisjointView, ArraySubset, data_type};
+use zarrs::array::codec::{VlenUtf8Codec, ZstdCodec};
+use zarrs::array::{
+    Array, ArrayBuilder, ArrayBytes, ArrayBytesFixedDisjointView, ArrayBytesOffsets, ArraySubset,
+    data_type,
+};
 use zarrs::filesystem::FilesystemStore;
 
 use crate::job::{self, Job, Outcome};
@@ -27,14 +33,19 @@ fn open(dir: &std::path::Path) -> Result<ZArray> {
     Ok(Array::open(store, "/")?)
 }
 
-fn create(job: &Job, w: &str) -> Result<ZArray> {
-    let g = job.geometry;
+/// A fresh store directory for `job`'s copy of `w`.
+fn fresh_store(job: &Job, w: &str) -> Result<Arc<FilesystemStore>> {
     let dir = job::store_dir(&job.data, &job.implementation, w);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }
     std::fs::create_dir_all(&dir)?;
-    let store = Arc::new(FilesystemStore::new(&dir)?);
+    Ok(Arc::new(FilesystemStore::new(&dir)?))
+}
+
+fn create(job: &Job, w: &str) -> Result<ZArray> {
+    let g = job.geometry;
+    let store = fresh_store(job, w)?;
     let (grid, inner, zstd) = match w {
         "w1" => (g.chunk(), None, true),
         "w2" => (g.shard(), Some(g.inner()), true),
@@ -76,8 +87,129 @@ fn read(array: &ZArray, region: &[Range<u64>; 3]) -> Result<Vec<u16>> {
     Ok(array.retrieve_array_subset::<Vec<u16>>(&subset(region))?)
 }
 
+/// The strings of a variable-length `ArrayBytes`, in order.
+fn strings_of<'a>(bytes: &'a ArrayBytes<'_>) -> Result<impl Iterator<Item = &'a [u8]>> {
+    let ArrayBytes::Variable(vlen) = bytes else {
+        bail!("zarrs read variable-length data as fixed-size or optional bytes");
+    };
+    let (values, offsets) = (vlen.bytes(), vlen.offsets());
+    Ok(offsets.windows(2).map(move |w| &values[w[0]..w[1]]))
+}
+
+/// W6: the strings of `input-w6.strings` as a 1-D `string` array in chunks of a tenth,
+/// `vlen-utf8` then zstd(1).
+fn strings(job: &Job) -> Result<Outcome> {
+    let threads = rayon::current_num_threads();
+    match job.op.as_str() {
+        "write" => {
+            let input = job::load_strings(&job.data)?;
+            let n = input.len() as u64;
+            let mut builder = ArrayBuilder::new(
+                vec![n],
+                vec![job::strings_chunk(n)],
+                data_type::string(),
+                "",
+            );
+            builder.array_to_bytes_codec(Arc::new(VlenUtf8Codec::new()));
+            builder.bytes_to_bytes_codecs(vec![Arc::new(ZstdCodec::new(1, false))]);
+            let array = builder.build(fresh_store(job, "w6")?, "/")?;
+            array.store_metadata()?;
+            let bytes =
+                ArrayBytes::new_vlen(input.values(), ArrayBytesOffsets::new(input.offsets())?)?;
+            let all = ArraySubset::new_with_shape(vec![n]);
+            let write = || -> Result<()> {
+                array.store_array_subset(&all, bytes.clone())?;
+                Ok(())
+            };
+            write()?;
+            Ok(Outcome {
+                bytes: input.values().len() as u64,
+                elements: Some(n),
+                timing: time_reps(job.reps, write)?,
+                threads,
+                verified: false,
+                rss: None,
+            })
+        }
+        "read" | "read_bytes" | "cross_read" => {
+            let writer = match job.op.as_str() {
+                "cross_read" => job.writer.as_deref().context("cross_read needs --writer")?,
+                _ => job.implementation.as_str(),
+            };
+            let array = open(&job::store_dir(&job.data, writer, "w6"))?;
+            let n = array.shape()[0];
+            let all = ArraySubset::new_with_shape(vec![n]);
+            let typed = || -> Result<Vec<String>> { Ok(array.retrieve_array_subset(&all)?) };
+            let raw = || -> Result<ArrayBytes<'static>> { Ok(array.retrieve_array_subset(&all)?) };
+            let base = stats::current_rss_bytes();
+            let mut got_typed = None;
+            let mut got_raw = None;
+            let (timing, rss) = match job.op.as_str() {
+                "cross_read" => (
+                    time_reps(1, || {
+                        got_typed = Some(typed()?);
+                        Ok(())
+                    })?,
+                    None,
+                ),
+                "read" => {
+                    drop(typed()?);
+                    let timing = time_reps(job.reps, || {
+                        drop(std::hint::black_box(typed()?));
+                        Ok(())
+                    })?;
+                    let rss = Some((stats::peak_rss_bytes(), base));
+                    got_typed = Some(typed()?);
+                    (timing, rss)
+                }
+                _ => {
+                    drop(raw()?);
+                    let timing = time_reps(job.reps, || {
+                        drop(std::hint::black_box(raw()?));
+                        Ok(())
+                    })?;
+                    let rss = Some((stats::peak_rss_bytes(), base));
+                    got_raw = Some(raw()?);
+                    (timing, rss)
+                }
+            };
+            let input = job::load_strings(&job.data)?;
+            let what = match job.op.as_str() {
+                "cross_read" => format!("reading {writer}'s W6"),
+                _ => "whole read".to_owned(),
+            };
+            match (&got_typed, &got_raw) {
+                (Some(got), _) => {
+                    job::check_strings(&what, got.iter().map(String::as_bytes), &input)?
+                }
+                (None, Some(got)) => job::check_strings(&what, strings_of(got)?, &input)?,
+                (None, None) => bail!("{what}: nothing read"),
+            }
+            Ok(Outcome {
+                bytes: input.values().len() as u64,
+                elements: Some(n),
+                timing,
+                threads,
+                verified: true,
+                rss,
+            })
+        }
+        other => bail!("zarrs: no W6 op {other}"),
+    }
+}
+
 /// Run `job` and return its record.
 pub(crate) fn run(job: &Job) -> Result<Value> {
+    if job.workload == "W6" {
+        let outcome = strings(job)?;
+        return Ok(job::record(
+            job,
+            zarrs::version::version_str(),
+            "sync",
+            (job.op == "write").then_some(true),
+            &outcome,
+        ));
+    }
     let g = job.geometry;
     let full = [0..g.side, 0..g.side, 0..g.side];
     let w = job.workload.to_lowercase();
@@ -93,6 +225,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             write()?;
             Outcome {
                 bytes: g.bytes(),
+                elements: None,
                 timing: time_reps(job.reps, write)?,
                 threads,
                 verified: false,
@@ -123,6 +256,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             job::check_equal("whole read", &got, &job::load_input(&job.data, g)?)?;
             Outcome {
                 bytes: g.bytes(),
+                elements: None,
                 timing,
                 threads,
                 verified: true,
@@ -144,6 +278,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             )?;
             Outcome {
                 bytes: g.bytes(),
+                elements: None,
                 timing,
                 threads,
                 verified: true,
@@ -174,6 +309,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             })?;
             Outcome {
                 bytes: blocks.len() as u64 * g.inner().pow(3) * 2,
+                elements: None,
                 timing,
                 threads,
                 verified: true,
@@ -200,6 +336,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             })?;
             Outcome {
                 bytes: g.side * g.side * 2,
+                elements: None,
                 timing,
                 threads,
                 verified: true,
