@@ -538,11 +538,20 @@ fn orchestrate(options: Options) -> Result<()> {
         }
     };
 
+    let mut inputs = Vec::new();
+    if options.runs_field() {
+        inputs.push(format!(
+            "{}^3 uint16 ({} MiB)",
+            options.side,
+            geometry.bytes() >> 20
+        ));
+    }
+    if options.runs("W6") {
+        inputs.push(format!("{} strings", options.strings));
+    }
     eprintln!(
-        "==> input: {}^3 uint16 ({} MiB), {} strings, {} reps; workloads {}; {}",
-        options.side,
-        geometry.bytes() >> 20,
-        options.strings,
+        "==> input: {}, {} reps; workloads {}; {}",
+        inputs.join(" and "),
         options.reps,
         options.only.join(", "),
         machine_line()
