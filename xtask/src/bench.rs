@@ -18,8 +18,9 @@ use crate::{cargo, workspace_root};
 const USAGE: &str = "\
 usage: cargo xtask bench [--smoke] [ZARR-COMPARE OPTIONS]
 
-  --smoke   a small array (side 64) and few repetitions: checks that every implementation
-            runs and reads the others' data; takes about a minute after the build
+  --smoke   a small array (side 64), 100,000 strings (W6) and few repetitions: checks that
+            every implementation runs and reads the others' data; takes about a minute
+            after the build
   other options go to zarr-compare (`--only W6` for one workload, `--reps N`, `--side N`,
             `--strings N`, `--keep-data`, ...)
 
