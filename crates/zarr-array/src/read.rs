@@ -399,31 +399,20 @@ pub(crate) fn select_elements(
     if region.shape() == shape {
         return Ok(vlen.clone());
     }
-    let ids = element_ids(shape, region)?;
-    Ok(VlenBytes::from_elements(
-        ids.iter().map(|&i| vlen.get(i as usize).unwrap_or(&[])),
-    ))
+    vlen_partial::gather(vlen, &vlen_partial::runs(shape, region))
 }
 
 /// The C-order element numbers (within a C-order buffer of `shape`) of `region`'s elements,
 /// in the region's C order.
 pub(crate) fn element_ids(shape: &[u64], region: &Region) -> Result<Vec<u64>> {
-    let n: u64 = shape.iter().product();
-    let all: Vec<u64> = (0..n).collect();
-    let region_shape = region.shape();
-    let m = region.num_elements()? as usize;
-    let mut out = vec![0u64; m];
-    let mut view =
-        ArrayViewMut::new(bytes_of_mut(&mut out), &region_shape, 8).map_err(|e| Error::Codecs {
-            array: String::new(),
-            source: Box::new(e),
-        })?;
-    view.copy_from(bytes_of(&all), shape, region)
-        .map_err(|e| Error::Codecs {
-            array: String::new(),
-            source: Box::new(e),
-        })?;
-    Ok(out)
+    let m = usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
+        what: "the number of elements in the region".into(),
+    })?;
+    let mut ids = Vec::with_capacity(m);
+    for run in vlen_partial::runs(shape, region) {
+        ids.extend(run);
+    }
+    Ok(ids)
 }
 
 pub(crate) fn bytes_of(values: &[u64]) -> &[u8] {

@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use bytes::Bytes;
-use zarr_codecs::{ArrayViewMut, VlenBytes};
+use zarr_codecs::VlenBytes;
 use zarr_core::{ChunkGrid, ChunkSelection, Region};
 use zarr_sharding::ShardingCodec;
 use zarr_store::{ByteRange, ReadableStore, StoreKey};
@@ -14,7 +14,6 @@ use zarr_vlen::VlenArrowCodec;
 
 use crate::array::Array;
 use crate::error::{Error, Result};
-use crate::read::{bytes_of, bytes_of_mut};
 
 /// A read with more runs of consecutive elements than this reads the chunk whole: past it,
 /// the per-range bookkeeping costs more than the bytes it saves.
@@ -45,7 +44,7 @@ impl RangedVlen {
 }
 
 /// The flat C-order element ranges of `region` in a chunk of `shape`, in order.
-fn runs(shape: &[u64], region: &Region) -> Vec<Range<u64>> {
+pub(crate) fn runs(shape: &[u64], region: &Region) -> Vec<Range<u64>> {
     let mut out: Vec<Range<u64>> = Vec::new();
     let extent = region.shape();
     let zeros = vec![0; extent.len()];
@@ -310,41 +309,109 @@ pub(crate) fn assemble(shape: &[u64], pieces: &[(Region, VlenBytes)]) -> Result<
     })?;
     if let [(region, only)] = pieces
         && region.shape() == shape
+        && only.len() == n
     {
         return Ok(only.clone());
     }
-    // For every output element, a global element number: piece `p` owns the numbers from
-    // `bases[p]`.
-    let mut bases = Vec::with_capacity(pieces.len());
-    let mut total = 0u64;
-    for (_, piece) in pieces {
-        bases.push(total);
-        total += piece.len() as u64;
-    }
-    let codecs_error = |e: zarr_codecs::Error| Error::Codecs {
+    // Each piece's elements (in its C order) land in the output in runs of consecutive
+    // elements (one per row of the piece, merged where rows are whole). In output order,
+    // every run is one copy of contiguous bytes and a shift of its offsets.
+    let invalid = |reason: String| Error::Codecs {
         array: String::new(),
-        source: Box::new(e),
+        source: Box::new(zarr_codecs::Error::InvalidOffsets { reason }),
     };
-    let mut sources = vec![0u64; n];
-    {
-        let view = ArrayViewMut::new(bytes_of_mut(&mut sources), shape, 8).map_err(codecs_error)?;
-        for ((region, piece), base) in pieces.iter().zip(&bases) {
-            let ids: Vec<u64> = (*base..*base + piece.len() as u64).collect();
-            let piece_shape = region.shape();
-            // SAFETY: one view at a time, inside the buffer.
-            let mut target = unsafe { view.subview(region.clone()) }.map_err(codecs_error)?;
-            target
-                .copy_from(bytes_of(&ids), &piece_shape, &Region::full(&piece_shape))
-                .map_err(codecs_error)?;
+    // (first output element, piece, first element in the piece, elements)
+    let mut placed: Vec<(u64, usize, usize, usize)> = Vec::new();
+    for (p, (region, piece)) in pieces.iter().enumerate() {
+        let mut next = 0usize;
+        for run in runs(shape, region) {
+            let len = usize::try_from(run.end - run.start).unwrap_or(usize::MAX);
+            if len > piece.len() - next {
+                return Err(invalid(format!(
+                    "a piece of {} elements placed in a region of more",
+                    piece.len()
+                )));
+            }
+            placed.push((run.start, p, next, len));
+            next += len;
+        }
+        if next != piece.len() {
+            return Err(invalid(format!(
+                "a piece of {} elements placed in a region of {next}",
+                piece.len()
+            )));
         }
     }
-    let locate = |id: u64| -> &[u8] {
-        let p = bases.partition_point(|&b| b <= id) - 1;
-        pieces[p].1.get((id - bases[p]) as usize).unwrap_or(&[])
-    };
-    Ok(VlenBytes::from_elements(
-        sources.iter().map(|&id| locate(id)),
-    ))
+    placed.sort_unstable_by_key(|&(start, ..)| start);
+    let bytes: usize = pieces.iter().map(|(_, piece)| piece.values().len()).sum();
+    let mut offsets: Vec<u64> = Vec::with_capacity(n + 1);
+    offsets.push(0);
+    let mut values: Vec<u8> = Vec::with_capacity(bytes);
+    for (start, p, first, len) in placed {
+        if start != (offsets.len() - 1) as u64 {
+            return Err(invalid(format!(
+                "the pieces do not tile the region: element {start} follows {}",
+                offsets.len() - 1
+            )));
+        }
+        let piece = &pieces[p].1;
+        let source = &piece.offsets()[first..=first + len];
+        let (lo, hi) = (source[0], source[len]);
+        let shift = values.len() as u64;
+        offsets.extend(source[1..].iter().map(|&o| o - lo + shift));
+        // Offsets of a valid `VlenBytes` lie inside its values.
+        values.extend_from_slice(&piece.values()[lo as usize..hi as usize]);
+    }
+    if offsets.len() != n + 1 {
+        return Err(invalid(format!(
+            "the pieces hold {} of the region's {n} elements",
+            offsets.len() - 1
+        )));
+    }
+    VlenBytes::try_new(offsets, values.into()).map_err(|e| Error::Codecs {
+        array: String::new(),
+        source: Box::new(e),
+    })
+}
+
+/// The elements of `vlen` in `runs` (ranges of element numbers), in that order: one copy of
+/// contiguous bytes per run.
+pub(crate) fn gather(vlen: &VlenBytes, runs: &[Range<u64>]) -> Result<VlenBytes> {
+    let offsets = vlen.offsets();
+    let n: u64 = runs.iter().map(|r| r.end - r.start).sum();
+    let mut out_offsets: Vec<u64> = Vec::with_capacity(usize::try_from(n).unwrap_or(0) + 1);
+    out_offsets.push(0);
+    let bytes: u64 = runs
+        .iter()
+        .filter_map(|r| Some(offsets.get(r.end as usize)? - offsets.get(r.start as usize)?))
+        .sum();
+    let mut values: Vec<u8> = Vec::with_capacity(usize::try_from(bytes).unwrap_or(0));
+    for run in runs {
+        let (Ok(start), Ok(end)) = (usize::try_from(run.start), usize::try_from(run.end)) else {
+            return Err(out_of_range(run, vlen.len()));
+        };
+        let Some(source) = offsets.get(start..=end) else {
+            return Err(out_of_range(run, vlen.len()));
+        };
+        let (lo, hi) = (source[0], source[source.len() - 1]);
+        let shift = values.len() as u64;
+        out_offsets.extend(source[1..].iter().map(|&o| o - lo + shift));
+        // Offsets of a valid `VlenBytes` lie inside its values.
+        values.extend_from_slice(&vlen.values()[lo as usize..hi as usize]);
+    }
+    VlenBytes::try_new(out_offsets, values.into()).map_err(|e| Error::Codecs {
+        array: String::new(),
+        source: Box::new(e),
+    })
+}
+
+fn out_of_range(run: &Range<u64>, len: usize) -> Error {
+    Error::Codecs {
+        array: String::new(),
+        source: Box::new(zarr_codecs::Error::InvalidOffsets {
+            reason: format!("elements {run:?} of {len}"),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -361,5 +428,64 @@ mod tests {
         assert_eq!(runs(&[3, 4], &region), [1..2, 5..6, 9..10]);
         let region = Region::try_new(vec![5..9]).unwrap();
         assert_eq!(runs(&[10], &region), [5..9]);
+    }
+
+    /// Element (i, j) of a test output: variable lengths, some empty.
+    fn element(i: u64, j: u64) -> Vec<u8> {
+        format!("{i}{j}").repeat(j as usize).into_bytes()
+    }
+
+    fn piece(region: &Region) -> (Region, VlenBytes) {
+        let r = region.ranges();
+        let elements: Vec<Vec<u8>> = r[0]
+            .clone()
+            .flat_map(|i| r[1].clone().map(move |j| element(i, j)))
+            .collect();
+        (
+            region.clone(),
+            VlenBytes::from_elements(elements.iter().map(Vec::as_slice)),
+        )
+    }
+
+    #[test]
+    fn assemble_places_pieces_in_c_order_whatever_their_order() {
+        let pieces: Vec<(Region, VlenBytes)> = [
+            vec![2..3, 3..5],
+            vec![0..2, 0..3],
+            vec![2..3, 0..3],
+            vec![0..2, 3..5],
+        ]
+        .into_iter()
+        .map(|r| piece(&Region::try_new(r).unwrap()))
+        .collect();
+        let got = assemble(&[3, 5], &pieces).unwrap();
+        let expected: Vec<Vec<u8>> = (0..3)
+            .flat_map(|i| (0..5).map(move |j| element(i, j)))
+            .collect();
+        assert_eq!(
+            got,
+            VlenBytes::from_elements(expected.iter().map(Vec::as_slice))
+        );
+        // 1-D: whole pieces, one copy each.
+        let pieces: Vec<(Region, VlenBytes)> = [vec![0..1, 2..5], vec![0..1, 0..2]]
+            .into_iter()
+            .map(|r| piece(&Region::try_new(r).unwrap()))
+            .collect();
+        let got = assemble(&[1, 5], &pieces).unwrap();
+        assert_eq!(got.len(), 5);
+        assert_eq!(got.get(4), Some(&element(0, 4)[..]));
+    }
+
+    #[test]
+    fn assemble_refuses_pieces_that_do_not_tile_the_region() {
+        let whole = |r: Vec<Range<u64>>| piece(&Region::try_new(r).unwrap());
+        // A missing piece.
+        assert!(assemble(&[3, 5], &[whole(vec![0..2, 0..5])]).is_err());
+        // Overlapping pieces.
+        assert!(assemble(&[1, 5], &[whole(vec![0..1, 0..3]), whole(vec![0..1, 2..5])]).is_err());
+        // A piece with fewer elements than its region.
+        let (region, _) = whole(vec![0..1, 0..5]);
+        let short = VlenBytes::from_elements([&b"a"[..]]);
+        assert!(assemble(&[1, 5], &[(region, short)]).is_err());
     }
 }

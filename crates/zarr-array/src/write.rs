@@ -613,6 +613,17 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
     let merge = |t: &Touched| -> Result<Action> {
         let chain = array.chain(&t.selection.chunk_shape)?;
         let repr = chain.decoded_representation();
+        if t.selection.within_chunk.shape() == t.selection.chunk_shape {
+            // Every element of the chunk is new: copy its runs of the values.
+            let runs = crate::vlen_partial::runs(&region_shape, &t.selection.within_output);
+            let chunk = crate::vlen_partial::gather(&values, &runs)?;
+            return Ok(
+                match encode_chunk(array, &chain, &t.key, ArrayBytes::Variable(chunk))? {
+                    Some(bytes) => Action::Set(t.key.clone(), bytes),
+                    None => Action::Erase(t.key.clone()),
+                },
+            );
+        }
         let existing = match (&t.existing, t.whole) {
             (Some(bytes), false) => chain.decode(bytes.clone()),
             _ => ArrayBytes::fill(repr),
