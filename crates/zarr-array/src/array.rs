@@ -20,9 +20,9 @@ use crate::region::IntoRegion;
 /// The default number of store requests an operation keeps in flight.
 pub const DEFAULT_IO_CONCURRENCY: usize = 32;
 
-/// The default of [`ArrayOptions::with_decode_budget`]: 16 MiB of encoded chunks fetched and
+/// The default of [`ArrayOptions::with_decode_budget`]: 4 MiB of encoded chunks fetched and
 /// waiting to be decoded.
-pub const DEFAULT_DECODE_BUDGET: usize = 16 << 20;
+pub const DEFAULT_DECODE_BUDGET: usize = 4 << 20;
 
 /// How an [`Array`] reads and writes: concurrency, empty chunks, codecs.
 ///

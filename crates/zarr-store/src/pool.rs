@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
 
-/// Buffers larger than this are not kept.
-const MAX_BUFFER: usize = 16 << 20;
+/// Buffers larger than this are not kept: a whole-array read of a sharded array would keep
+/// shard-sized buffers idle (raising its peak memory), and glibc already reuses such large
+/// blocks once one has been freed (its mmap threshold rises).
+const MAX_BUFFER: usize = 4 << 20;
 /// Buffers smaller than this are not worth pooling (the allocator serves them well).
 const MIN_BUFFER: usize = 64 << 10;
 
