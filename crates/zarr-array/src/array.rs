@@ -143,7 +143,8 @@ impl ArrayOptions {
 pub struct Array<S: ?Sized> {
     pub(crate) store: Arc<S>,
     pub(crate) path: NodePath,
-    pub(crate) metadata: ArrayMetadata,
+    /// Shared, so that cloning an array (one per task, say) does not copy its attributes.
+    pub(crate) metadata: Arc<ArrayMetadata>,
     pub(crate) codecs: Arc<ArrayCodecs>,
     pub(crate) options: ArrayOptions,
     /// The sharding storage transformer the metadata names, wrapping `store`.
@@ -155,7 +156,7 @@ impl<S: ?Sized> Clone for Array<S> {
         Self {
             store: Arc::clone(&self.store),
             path: self.path.clone(),
-            metadata: self.metadata.clone(),
+            metadata: Arc::clone(&self.metadata),
             codecs: Arc::clone(&self.codecs),
             options: self.options.clone(),
             transformer: self.transformer.clone(),
@@ -211,7 +212,7 @@ impl<S: ?Sized> Array<S> {
         Ok(Self {
             store,
             path,
-            metadata,
+            metadata: Arc::new(metadata),
             codecs: Arc::new(codecs),
             options,
             transformer,
@@ -279,7 +280,12 @@ impl<S: ?Sized> Array<S> {
         if Arc::ptr_eq(&options.registry, &self.options.registry) {
             return Ok(Self { options, ..self });
         }
-        Self::from_metadata(self.store, self.path, self.metadata, options)
+        Self::from_metadata(
+            self.store,
+            self.path,
+            Arc::unwrap_or_clone(self.metadata),
+            options,
+        )
     }
 
     /// The region covering the whole array.
@@ -312,7 +318,7 @@ impl<S: ?Sized> Array<S> {
     }
 
     /// The codec chain for chunks of `shape`.
-    pub(crate) fn chain(&self, shape: &[u64]) -> Result<CodecChain> {
+    pub(crate) fn chain(&self, shape: &[u64]) -> Result<Arc<CodecChain>> {
         self.codecs.chain(self.path.as_str(), shape)
     }
 
@@ -346,7 +352,10 @@ impl<S: ?Sized> Array<S> {
     }
 
     /// The sharding codec for shards of `shape`, if the array is sharded.
-    pub(crate) fn sharding(&self, shape: &[u64]) -> Result<Option<zarr_sharding::ShardingCodec>> {
+    pub(crate) fn sharding(
+        &self,
+        shape: &[u64],
+    ) -> Result<Option<Arc<zarr_sharding::ShardingCodec>>> {
         self.codecs.sharding(self.path.as_str(), shape)
     }
 
@@ -792,7 +801,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// # Errors
     /// Store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
-        let mut metadata = self.metadata.clone();
+        let mut metadata = ArrayMetadata::clone(&self.metadata);
         metadata.attributes = attributes;
         self.store_metadata(metadata).await
     }
@@ -815,7 +824,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
             &NodeMetadata::Array(Box::new(metadata.clone())),
         )
         .await?;
-        self.metadata = metadata;
+        self.metadata = Arc::new(metadata);
         Ok(())
     }
 
@@ -828,7 +837,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Core`] if the new shape has the wrong rank or does not suit the chunk grid
     /// (a rectilinear grid must still cover it); store and chunk errors.
     pub async fn resize(&mut self, shape: Vec<u64>) -> Result<()> {
-        let mut metadata = self.metadata.clone();
+        let mut metadata = ArrayMetadata::clone(&self.metadata);
         metadata.shape = shape.clone();
         metadata.validate()?;
         let old = self.metadata.shape.clone();

@@ -406,7 +406,7 @@ impl ArrayBuilder {
         write_metadata(
             store,
             &path,
-            &NodeMetadata::Array(Box::new(array.metadata.clone())),
+            &NodeMetadata::Array(Box::new(ArrayMetadata::clone(&array.metadata))),
         )
         .await?;
         tracing::debug!(array = %path, shape = ?array.metadata.shape, "created array");

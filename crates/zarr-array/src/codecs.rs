@@ -33,11 +33,14 @@ pub(crate) fn shared_default_registry() -> Arc<CodecRegistry> {
 #[derive(Debug)]
 pub(crate) struct ArrayCodecs {
     first: CodecChain,
-    others: Mutex<HashMap<Vec<u64>, CodecChain>>,
+    /// `first`, shared: handed out per chunk without cloning the chain (and the JSON
+    /// configurations it holds).
+    first_shared: Arc<CodecChain>,
+    others: Mutex<HashMap<Vec<u64>, Arc<CodecChain>>>,
     /// The sharding codec, when it is the array's only codec (then reads of part of a shard
     /// fetch only the index and the inner chunks they need).
-    sharding: Option<ShardingCodec>,
-    other_shardings: Mutex<HashMap<Vec<u64>, ShardingCodec>>,
+    sharding: Option<Arc<ShardingCodec>>,
+    other_shardings: Mutex<HashMap<Vec<u64>, Arc<ShardingCodec>>>,
 }
 
 impl ArrayCodecs {
@@ -66,16 +69,17 @@ impl ArrayCodecs {
                 }
             })?;
         let sharding = match metadata.codecs.as_slice() {
-            [only] if only.name == zarr_sharding::NAME => Some(
+            [only] if only.name == zarr_sharding::NAME => Some(Arc::new(
                 ShardingCodec::from_metadata(only, first.decoded_representation(), registry)
                     .map_err(|source| Error::Sharding {
                         array: path.to_owned(),
                         source: Box::new(source),
                     })?,
-            ),
+            )),
             _ => None,
         };
         Ok(Self {
+            first_shared: Arc::new(first.clone()),
             first,
             others: Mutex::new(HashMap::new()),
             sharding,
@@ -84,19 +88,19 @@ impl ArrayCodecs {
     }
 
     /// The sharding codec for shards of `shape`, if the array is sharded.
-    pub(crate) fn sharding(&self, path: &str, shape: &[u64]) -> Result<Option<ShardingCodec>> {
+    pub(crate) fn sharding(&self, path: &str, shape: &[u64]) -> Result<Option<Arc<ShardingCodec>>> {
         let Some(first) = &self.sharding else {
             return Ok(None);
         };
         if first.shard_representation().shape() == shape {
-            return Ok(Some(first.clone()));
+            return Ok(Some(Arc::clone(first)));
         }
         let mut others = self
             .other_shardings
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         if let Some(codec) = others.get(shape) {
-            return Ok(Some(codec.clone()));
+            return Ok(Some(Arc::clone(codec)));
         }
         let repr = first
             .shard_representation()
@@ -105,40 +109,44 @@ impl ArrayCodecs {
                 array: path.to_owned(),
                 source: Box::new(source),
             })?;
-        let codec = first
-            .with_shard_representation(repr)
-            .map_err(|source| Error::Sharding {
-                array: path.to_owned(),
-                source: Box::new(source),
-            })?;
-        others.insert(shape.to_vec(), codec.clone());
+        let codec =
+            Arc::new(
+                first
+                    .with_shard_representation(repr)
+                    .map_err(|source| Error::Sharding {
+                        array: path.to_owned(),
+                        source: Box::new(source),
+                    })?,
+            );
+        others.insert(shape.to_vec(), Arc::clone(&codec));
         Ok(Some(codec))
     }
 
     /// The chain for chunks of `shape`.
-    pub(crate) fn chain(&self, path: &str, shape: &[u64]) -> Result<CodecChain> {
+    pub(crate) fn chain(&self, path: &str, shape: &[u64]) -> Result<Arc<CodecChain>> {
         if self.first.decoded_representation().shape() == shape {
-            return Ok(self.first.clone());
+            return Ok(Arc::clone(&self.first_shared));
         }
         let mut others = self.others.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(chain) = others.get(shape) {
-            return Ok(chain.clone());
+            return Ok(Arc::clone(chain));
         }
-        let chain = self
-            .first
-            .with_chunk_shape(shape.to_vec())
-            .map_err(|source| Error::Codecs {
-                array: path.to_owned(),
-                source: Box::new(source),
-            })?;
-        others.insert(shape.to_vec(), chain.clone());
+        let chain = Arc::new(
+            self.first
+                .with_chunk_shape(shape.to_vec())
+                .map_err(|source| Error::Codecs {
+                    array: path.to_owned(),
+                    source: Box::new(source),
+                })?,
+        );
+        others.insert(shape.to_vec(), Arc::clone(&chain));
         Ok(chain)
     }
 
     /// The sharding codec for shards of the grid's first chunk shape, if the array is
     /// sharded.
     pub(crate) fn first_sharding(&self) -> Option<&ShardingCodec> {
-        self.sharding.as_ref()
+        self.sharding.as_deref()
     }
 
     /// The chain for the first chunk (its metadata is the array's).

@@ -114,7 +114,8 @@ fn kind(metadata: &NodeMetadata) -> &'static str {
 pub struct Group<S: ?Sized> {
     store: Arc<S>,
     path: NodePath,
-    metadata: GroupMetadata,
+    /// Shared, so that cloning a group does not copy its attributes.
+    metadata: Arc<GroupMetadata>,
 }
 
 impl<S: ?Sized> Clone for Group<S> {
@@ -122,7 +123,7 @@ impl<S: ?Sized> Clone for Group<S> {
         Self {
             store: Arc::clone(&self.store),
             path: self.path.clone(),
-            metadata: self.metadata.clone(),
+            metadata: Arc::clone(&self.metadata),
         }
     }
 }
@@ -161,7 +162,7 @@ impl<S: ReadableStore + ?Sized> Group<S> {
             NodeMetadata::Group(metadata) => Ok(Self {
                 store,
                 path,
-                metadata: *metadata,
+                metadata: Arc::new(*metadata),
             }),
             other => Err(Error::WrongNodeType {
                 path: path.as_str().to_owned(),
@@ -218,7 +219,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
                 return Ok(Self {
                     store,
                     path: node_path,
-                    metadata: *metadata,
+                    metadata: Arc::new(*metadata),
                 });
             }
             Some(NodeMetadata::Array(_)) => {
@@ -250,7 +251,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
         Ok(Self {
             store,
             path,
-            metadata,
+            metadata: Arc::new(metadata),
         })
     }
 
@@ -267,7 +268,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// # Errors
     /// Store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
-        let mut metadata = self.metadata.clone();
+        let mut metadata = GroupMetadata::clone(&self.metadata);
         metadata.attributes = attributes;
         write_metadata(
             &*self.store,
@@ -275,7 +276,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
             &NodeMetadata::Group(Box::new(metadata.clone())),
         )
         .await?;
-        self.metadata = metadata;
+        self.metadata = Arc::new(metadata);
         Ok(())
     }
 
@@ -357,7 +358,7 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
                     Node::Group(g) => {
                         out.push((
                             g.path.clone(),
-                            NodeMetadata::Group(Box::new(g.metadata.clone())),
+                            NodeMetadata::Group(Box::new(GroupMetadata::clone(&g.metadata))),
                         ));
                         groups.push(g);
                     }
@@ -401,7 +402,7 @@ impl<S: ?Sized> Node<S> {
             NodeMetadata::Group(metadata) => Self::Group(Group {
                 store,
                 path,
-                metadata: *metadata,
+                metadata: Arc::new(*metadata),
             }),
             NodeMetadata::Array(metadata) => Self::Array(Array::from_metadata(
                 store,
