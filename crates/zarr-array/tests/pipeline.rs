@@ -488,3 +488,56 @@ fn string_regions_agree_with_a_model() {
         }
     }
 }
+
+/// The pipelines step out of the runtime with `block_in_place`; reads and writes driven from
+/// places where that needs care still work: a blocking-pool thread running `Handle::block_on`,
+/// and a plain thread running another executor inside the runtime's context.
+#[test]
+fn pipelined_reads_and_writes_work_from_blocking_threads_and_foreign_executors() {
+    let (store, all) = stores();
+    let rt = multi_thread();
+    let region = [0..40, 0..48, 0..56];
+    let expected_all = expected(&all, &region);
+    let array = rt
+        .block_on(Array::open(Arc::clone(&store), "/chunked"))
+        .unwrap();
+    let handle = rt.handle().clone();
+    let from_blocking = rt.block_on({
+        let array = array.clone();
+        let region = region.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let handle = tokio::runtime::Handle::current();
+                let values = handle.block_on(array.read::<u16>(region.clone()))?;
+                handle.block_on(array.write(region.clone(), &values))?;
+                handle.block_on(array.read::<u16>(region))
+            })
+            .await
+            .unwrap()
+        }
+    });
+    assert_eq!(from_blocking.unwrap(), expected_all);
+    let _entered = handle.enter();
+    block_on_this_thread(array.write(region.clone(), &expected_all)).unwrap();
+    let foreign = block_on_this_thread(array.read::<u16>(region));
+    assert_eq!(foreign.unwrap(), expected_all);
+}
+
+/// A minimal executor: poll `future` on this thread, parking between wake-ups.
+fn block_on_this_thread<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let mut future = std::pin::pin!(future);
+    let waker = Arc::new(Unpark(std::thread::current())).into();
+    let mut cx = std::task::Context::from_waker(&waker);
+    loop {
+        if let std::task::Poll::Ready(value) = future.as_mut().poll(&mut cx) {
+            return value;
+        }
+        std::thread::park();
+    }
+}
