@@ -64,7 +64,8 @@ pub struct FilesystemOptions {
 
 /// The largest read [`FilesystemOptions::nonblocking_reads`] serves on the calling thread
 /// (1 MiB, about 100 µs of copying): larger reads go to the [`BlockingStrategy`], so that no
-/// async worker is held up for long even when the data is cached.
+/// async worker is held up for long even when the data is cached. A `get_partial_values`
+/// call likewise reads values on the calling thread only until it has read this much.
 pub const NONBLOCKING_READ_MAX: u64 = 1 << 20;
 
 /// Where a [`FilesystemStore`] runs its blocking file I/O, so that it never stalls the async
@@ -1334,12 +1335,23 @@ impl ReadableStore for FilesystemStore {
             ranges: per_key,
             slots,
         } = ranges_by_key(key_ranges);
-        // Values the page cache holds are read here; one blocking task per other value,
-        // holding all of that value's ranges.
+        // Values the page cache holds are read here, up to `NONBLOCKING_READ_MAX` bytes in
+        // all (so a large batch does not hold this thread for long); one blocking task per
+        // other value, holding all of that value's ranges.
+        let mut inline = 0u64;
         let mut answers: Vec<Option<Result<Option<Vec<Bytes>>>>> = keys
             .iter()
             .zip(&per_key)
-            .map(|(key, ranges)| self.inner.read_ranges_cached(key, ranges))
+            .map(|(key, ranges)| {
+                if inline >= NONBLOCKING_READ_MAX {
+                    return None;
+                }
+                let answer = self.inner.read_ranges_cached(key, ranges);
+                if let Some(Ok(Some(parts))) = &answer {
+                    inline += parts.iter().map(|p| p.len() as u64).sum::<u64>();
+                }
+                answer
+            })
             .collect();
         let tasks: Vec<_> = keys
             .iter()

@@ -146,6 +146,41 @@ async fn warm_small_reads_do_not_block() {
     }
 }
 
+/// A batch of many cached values reads only about `NONBLOCKING_READ_MAX` bytes on the calling
+/// thread; the rest go to blocking threads, and every answer is right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_batch_reads_only_a_bounded_amount_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let supported = nonblocking_reads_supported(dir.path());
+    let store = FilesystemStore::new(dir.path().join("store")).unwrap();
+    let size = 256 << 10;
+    let mut requests = Vec::new();
+    let mut values = Vec::new();
+    for i in 0..16 {
+        let k = key(&format!("v/{i}"));
+        let value = testing::pattern(size, i);
+        store.set(&k, value.clone()).await.unwrap();
+        store.get(&k).await.unwrap();
+        requests.push((k, ByteRange::FULL));
+        values.push(value);
+    }
+    store.reset_io_stats();
+    let got = store.get_partial_values(&requests).await.unwrap();
+    for (got, value) in got.iter().zip(&values) {
+        assert_eq!(got.as_ref(), Some(value));
+    }
+    let stats = store.io_stats();
+    assert_eq!(
+        stats.nonblocking_reads + stats.blocking_reads,
+        16,
+        "{stats:?}"
+    );
+    if supported {
+        // 4 values of 256 KiB make 1 MiB.
+        assert_eq!(stats.nonblocking_reads, 4, "{stats:?}");
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn block_in_place_falls_back_to_the_blocking_pool_on_a_current_thread_runtime() {
     let dir = tempfile::tempdir().unwrap();
