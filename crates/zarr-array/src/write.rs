@@ -538,6 +538,13 @@ fn merge_shard<S: ?Sized>(
 ) -> Result<Action> {
     let within = &t.selection.within_chunk;
     let shape = within.shape();
+    if t.whole && shape == t.selection.chunk_shape {
+        // A whole shard: its inner chunks are cut straight out of the values.
+        let merged = codec
+            .encode_shard_from(values, region_shape, &t.selection.within_output.starts())
+            .map_err(|e| array.shard_error(&t.key, e))?;
+        return shard_action(array, codec, t, merged);
+    }
     let n = within.num_elements()? as usize;
     let mut part = vec![0u8; n * elem];
     {
@@ -572,6 +579,16 @@ fn merge_shard<S: ?Sized>(
         codec.merge_region(existing, within, &ArrayBytes::fixed(part))
     }
     .map_err(|e| array.shard_error(&t.key, e))?;
+    shard_action(array, codec, t, merged)
+}
+
+/// What to do with a shard encoded to `merged` (`None`: every inner chunk is empty).
+fn shard_action<S: ?Sized>(
+    array: &Array<S>,
+    codec: &ShardingCodec,
+    t: &Touched,
+    merged: Option<Bytes>,
+) -> Result<Action> {
     Ok(match merged {
         Some(bytes) => Action::Set(t.key.clone(), bytes),
         None if array.options.write_empty_chunks() => Action::Set(

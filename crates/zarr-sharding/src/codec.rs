@@ -492,6 +492,89 @@ impl ShardingCodec {
         self.assemble(&parts)
     }
 
+    /// Encode a whole shard of a fixed-size data type whose elements lie in `src`, a C-order
+    /// array of `src_shape`, from `origin` on: each inner chunk is cut straight out of `src`
+    /// (in parallel), without first copying the shard into a buffer of its own. What
+    /// [`encode_shard`](Self::encode_shard) returns for the same elements.
+    ///
+    /// # Errors
+    /// [`Error::DataMismatch`] for a variable-length data type, a `src` of the wrong size, or
+    /// a shard that does not fit in `src_shape` at `origin`; as `encode_shard` otherwise.
+    pub fn encode_shard_from(
+        &self,
+        src: &[u8],
+        src_shape: &[u64],
+        origin: &[u64],
+    ) -> Result<Option<Bytes>> {
+        let shard_shape = self.shard.shape();
+        let mismatch = |reason: String| Error::DataMismatch {
+            region: format!("{origin:?} + {shard_shape:?} in {src_shape:?}"),
+            reason,
+        };
+        let Some(elem) = self.shard.element_size() else {
+            return Err(mismatch(
+                "a variable-length data type has no fixed layout".into(),
+            ));
+        };
+        let fits = src_shape.len() == shard_shape.len()
+            && origin.len() == shard_shape.len()
+            && origin
+                .iter()
+                .zip(shard_shape)
+                .zip(src_shape)
+                .all(|((o, s), n)| o.checked_add(*s).is_some_and(|end| end <= *n));
+        if !fits {
+            return Err(mismatch("the shard does not lie inside the source".into()));
+        }
+        let expected = src_shape
+            .iter()
+            .try_fold(elem as u64, |n, &d| n.checked_mul(d))
+            .and_then(|n| usize::try_from(n).ok());
+        if expected != Some(src.len()) {
+            return Err(mismatch(format!(
+                "{} bytes given for a source of {expected:?}",
+                src.len()
+            )));
+        }
+        let zeros = vec![0u64; shard_shape.len()];
+        let chunk_bytes = self
+            .chunk_shape
+            .iter()
+            .map(|&c| c as usize)
+            .product::<usize>()
+            * elem;
+        let encode_one = |linear: usize| -> Result<Option<Bytes>> {
+            let indices = chunk_indices(&self.chunks_per_shard, linear);
+            let start: Vec<u64> = indices
+                .iter()
+                .zip(&self.chunk_shape)
+                .zip(origin)
+                .map(|((i, c), o)| o + i * c)
+                .collect();
+            let mut chunk = vec![0u8; chunk_bytes];
+            nd::copy_block(
+                src,
+                src_shape,
+                &start,
+                &mut chunk,
+                &self.chunk_shape,
+                &zeros,
+                &self.chunk_shape,
+                elem,
+            );
+            self.encode_inner(ArrayBytes::fixed(chunk), &indices)
+        };
+        let parts: Vec<Option<Bytes>> = if self.num_chunks == 1 {
+            vec![encode_one(0)?]
+        } else {
+            (0..self.num_chunks)
+                .into_par_iter()
+                .map(encode_one)
+                .collect::<Result<_>>()?
+        };
+        self.assemble(&parts)
+    }
+
     /// Encode one inner chunk, or `None` if it holds only the fill value.
     fn encode_inner(&self, chunk: ArrayBytes, indices: &[u64]) -> Result<Option<Bytes>> {
         if chunk.is_fill(self.inner.decoded_representation()) {

@@ -369,3 +369,41 @@ fn regions_and_data_that_do_not_fit() {
         Error::InvalidRegion { .. }
     ));
 }
+
+/// `encode_shard_from` refuses a source of the wrong size, a shard that does not fit in the
+/// source at its origin (including an overflowing origin), and a wrong rank.
+#[test]
+fn a_shard_source_that_does_not_fit() {
+    let codec = codec(true, "end");
+    let shape = codec.shard_representation().shape().to_vec();
+    let outer: Vec<u64> = shape.iter().map(|s| s + 1).collect();
+    let n = outer.iter().product::<u64>() as usize;
+    let src = vec![0u8; n * 2];
+    let mismatch =
+        |r: zarr_sharding::Result<Option<Bytes>>| matches!(r, Err(Error::DataMismatch { .. }));
+    assert!(mismatch(codec.encode_shard_from(
+        &src[1..],
+        &outer,
+        &vec![0; shape.len()]
+    )));
+    assert!(mismatch(codec.encode_shard_from(
+        &src,
+        &outer,
+        &vec![2; shape.len()]
+    )));
+    assert!(mismatch(codec.encode_shard_from(
+        &src,
+        &outer,
+        &vec![u64::MAX; shape.len()]
+    )));
+    assert!(mismatch(codec.encode_shard_from(
+        &src,
+        &outer[1..],
+        &vec![0; shape.len() - 1]
+    )));
+    assert!(
+        codec
+            .encode_shard_from(&src, &outer, &vec![1; shape.len()])
+            .is_ok()
+    );
+}

@@ -158,6 +158,16 @@ proptest! {
             prop_assert_eq!(codec.decode_shard(bytes.clone()).unwrap(), ArrayBytes::fixed(ne(&model)));
         }
 
+        // The same shard cut out of a larger array, around which other values lie.
+        let origin: Vec<u64> = shape.iter().enumerate().map(|(d, _)| (d as u64 + case.seed) % 3).collect();
+        let outer: Vec<u64> = shape.iter().zip(&origin).map(|(s, o)| s + o + 2).collect();
+        let mut big = data(outer.iter().product::<u64>() as usize, case.seed ^ 0xabc);
+        let inside = Region::try_new(origin.iter().zip(&shape).map(|(o, s)| *o..o + s).collect()).unwrap();
+        for (p, v) in positions(&outer, &inside).into_iter().zip(&model) {
+            big[p] = *v;
+        }
+        prop_assert_eq!(&codec.encode_shard_from(&ne(&big), &outer, &origin).unwrap(), &encoded);
+
         // Merge a region of new values into it.
         let region = case.region();
         let pos = positions(&shape, &region);
