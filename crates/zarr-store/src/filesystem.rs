@@ -284,6 +284,36 @@ fn temp_name() -> String {
 #[cfg(any(target_os = "linux", target_os = "android"))]
 static OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
+/// `openat2` below `root` refusing every link (`RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS`, plus `extra`), while `gate` says the call is worth trying. An
+/// error in `unavailable` means the kernel (or a seccomp filter) lacks the call or the flags:
+/// `gate` is cleared for good, with `note` in the debug log, and the answer is `None`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn openat2_gated(
+    root: BorrowedFd<'_>,
+    path: &str,
+    flags: OFlags,
+    extra: rustix::fs::ResolveFlags,
+    gate: &std::sync::atomic::AtomicBool,
+    unavailable: &[Errno],
+    note: &'static str,
+) -> Option<std::result::Result<OwnedFd, Errno>> {
+    use rustix::fs::ResolveFlags;
+    if !gate.load(Ordering::Relaxed) {
+        return None;
+    }
+    let resolve =
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | extra;
+    match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
+        Err(err) if unavailable.contains(&err) => {
+            tracing::debug!(error = %std::io::Error::from(err), "{note}");
+            gate.store(false, Ordering::Relaxed);
+            None
+        }
+        result => Some(result),
+    }
+}
+
 /// Open `path` (relative, `/`-separated) below `root` in one system call that refuses every
 /// symbolic link and any escape from `root`: `openat2` with `RESOLVE_BENEATH |
 /// RESOLVE_NO_SYMLINKS`. `None` where that call is not available; callers then walk the path
@@ -294,22 +324,15 @@ fn open_beneath(
     path: &str,
     flags: OFlags,
 ) -> Option<std::result::Result<OwnedFd, Errno>> {
-    use rustix::fs::ResolveFlags;
-    if !OPENAT2.load(Ordering::Relaxed) {
-        return None;
-    }
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
-        Err(err @ (Errno::NOSYS | Errno::PERM)) => {
-            tracing::debug!(
-                error = %std::io::Error::from(err),
-                "openat2 is not available: resolving paths one component at a time"
-            );
-            OPENAT2.store(false, Ordering::Relaxed);
-            None
-        }
-        result => Some(result),
-    }
+    openat2_gated(
+        root,
+        path,
+        flags,
+        rustix::fs::ResolveFlags::empty(),
+        &OPENAT2,
+        &[Errno::NOSYS, Errno::PERM],
+        "openat2 is not available: resolving paths one component at a time",
+    )
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
@@ -337,24 +360,20 @@ fn open_beneath_cached(
     path: &str,
     flags: OFlags,
 ) -> Option<std::result::Result<OwnedFd, Errno>> {
-    use rustix::fs::ResolveFlags;
-    if !OPENAT2.load(Ordering::Relaxed) || !OPENAT2_CACHED.load(Ordering::Relaxed) {
+    if !OPENAT2.load(Ordering::Relaxed) {
         return None;
     }
-    let resolve = ResolveFlags::BENEATH
-        | ResolveFlags::NO_SYMLINKS
-        | ResolveFlags::NO_MAGICLINKS
-        | ResolveFlags::CACHED;
-    match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
+    match openat2_gated(
+        root,
+        path,
+        flags,
+        rustix::fs::ResolveFlags::CACHED,
+        &OPENAT2_CACHED,
+        &[Errno::NOSYS, Errno::PERM, Errno::INVAL],
+        "openat2 with RESOLVE_CACHED is not available: reads open files on blocking threads",
+    )? {
+        // Resolving would need the disk.
         Err(Errno::AGAIN) => None,
-        Err(err @ (Errno::NOSYS | Errno::PERM | Errno::INVAL)) => {
-            tracing::debug!(
-                error = %std::io::Error::from(err),
-                "openat2 with RESOLVE_CACHED is not available: reads open files on blocking threads"
-            );
-            OPENAT2_CACHED.store(false, Ordering::Relaxed);
-            None
-        }
         result => Some(result),
     }
 }
