@@ -32,7 +32,9 @@ pub const DEFAULT_DECODE_BUDGET: usize = 4 << 20;
 /// multi-threaded Tokio runtime (and in the blocking API), a read of several chunks fetches
 /// while it decodes: memory held by such a read is the output plus at most
 /// [`decode_budget`](Self::decode_budget) bytes of encoded chunks waiting for or in decoding
-/// (or one chunk, if larger), plus those of at most `io_concurrency` requests in flight.
+/// (or one chunk, if larger), plus those of at most `io_concurrency` requests in flight. A
+/// shard larger than the budget is not held whole: it is read as its index and parts of at
+/// most half the budget (see `docs/sharding.md`).
 #[derive(Debug, Clone)]
 pub struct ArrayOptions {
     io_concurrency: usize,
@@ -64,7 +66,9 @@ impl ArrayOptions {
     /// The most bytes of encoded chunks a read holds fetched but not yet decoded, while it
     /// fetches further chunks (at least 1; a chunk larger than this is decoded alone).
     /// Default [`DEFAULT_DECODE_BUDGET`]. Larger keeps more fetches ahead of the decoders
-    /// (which helps stores with uneven latency); smaller lowers a read's peak memory.
+    /// (which helps stores with uneven latency) and reads large shards in fewer, larger
+    /// requests (a shard that decodes to more than the budget is read in parts of at most
+    /// half of it); smaller lowers a read's peak memory.
     #[must_use]
     pub fn with_decode_budget(mut self, bytes: usize) -> Self {
         self.decode_budget = bytes.max(1);

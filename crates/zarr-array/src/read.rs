@@ -2,21 +2,22 @@
 //! output buffer.
 
 use bytes::Bytes;
-use futures::{StreamExt, stream};
+use futures::{FutureExt, StreamExt, stream};
 use rayon::prelude::*;
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, ArrayViewMut, VlenBytes};
 use zarr_core::{ChunkSelection, Region};
-use zarr_sharding::ShardFetch;
+use zarr_sharding::{ShardFetch, ShardIndex, ShardingCodec};
 use zarr_store::{ReadableStore, StoreKey};
 
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::vlen_partial::{self, RangedVlen};
 
-/// How many fetched chunks are decoded in one parallel batch, per decoding thread. Small
-/// batches bound the encoded bytes a read holds (a batch is fetched before it is decoded):
-/// with 256-chunk batches, a whole read of a sharded array held all its shards at once.
+/// At most how many fetched chunks are decoded in one parallel batch, per decoding thread, on
+/// the batched schedule (a batch also stops at the decode budget of encoded bytes). Small
+/// batches bound what a read holds (a batch is fetched before it is decoded): with 256-chunk
+/// batches, a whole read of a sharded array held all its shards at once.
 const BATCH_PER_THREAD: usize = 4;
 
 /// What was fetched for one chunk.
@@ -69,7 +70,8 @@ struct Fetched {
 /// thread fetches (`block_in_place`, then `Handle::block_on`) while rayon's pool decodes what
 /// was fetched, with at most [`ArrayOptions::decode_budget`](crate::ArrayOptions) encoded
 /// bytes waiting or being decoded. Elsewhere (a current-thread runtime, or one chunk), fetches
-/// and decodes alternate in batches of [`BATCH_PER_THREAD`] chunks per rayon thread.
+/// and decodes alternate in batches of what has arrived, up to [`BATCH_PER_THREAD`] chunks per
+/// rayon thread and the decode budget.
 async fn fetch_and_decode<S, I, D>(
     array: &Array<S>,
     selections: I,
@@ -87,11 +89,25 @@ where
         let budget = array.options.decode_budget();
         return tokio::task::block_in_place(|| pipeline(&handle, fetches, budget, &decode));
     }
-    let batches =
-        fetch_stream(array, selections, partial).ready_chunks(BATCH_PER_THREAD * decoders());
-    futures::pin_mut!(batches);
-    while let Some(batch) = batches.next().await {
-        let batch = batch.into_iter().collect::<Result<Vec<_>>>()?;
+    // Batches of what has arrived, up to the decode budget of encoded bytes (or one chunk).
+    let budget = array.options.decode_budget();
+    let most = BATCH_PER_THREAD * decoders();
+    let fetches = fetch_stream(array, selections, partial);
+    futures::pin_mut!(fetches);
+    while let Some(first) = fetches.next().await {
+        let first = first?;
+        let mut held = first.payload.encoded_bytes();
+        let mut batch = vec![first];
+        while held < budget && batch.len() < most {
+            match fetches.next().now_or_never() {
+                Some(Some(fetched)) => {
+                    let fetched = fetched?;
+                    held = held.saturating_add(fetched.payload.encoded_bytes());
+                    batch.push(fetched);
+                }
+                Some(None) | None => break,
+            }
+        }
         if batch.len() == 1 {
             batch.into_iter().try_for_each(&decode)?;
         } else {
@@ -180,7 +196,39 @@ where
     }
 }
 
+/// One fetch of a read, planned before its bytes are read.
+enum Job<'a> {
+    /// Known without reading more (a shard found missing while planning).
+    Ready(Fetched),
+    /// The whole stored chunk or shard: one request.
+    Whole {
+        selection: ChunkSelection,
+        key: StoreKey,
+    },
+    /// The selected elements of a variable-length chunk, read in part where the codecs allow.
+    Elements {
+        selection: ChunkSelection,
+        key: StoreKey,
+        ranged: &'a RangedVlen,
+    },
+    /// `selection.within_chunk` of a shard whose index has been read: one request for its
+    /// inner chunks.
+    ShardPart {
+        selection: ChunkSelection,
+        key: StoreKey,
+        codec: std::sync::Arc<ShardingCodec>,
+        index: std::sync::Arc<ShardIndex>,
+    },
+}
+
 /// The chunks of `selections`, fetched with at most `io_concurrency` requests in flight.
+///
+/// Each selection is first planned, then fetched. A shard the region needs only part of, or
+/// a whole shard that decodes to more than the decode budget, has its index read while
+/// planning and is then fetched in parts of at most half the budget of encoded bytes
+/// ([`ShardingCodec::split_region`]): a large shard is never held whole, and its first inner
+/// chunks are decoded while the rest are read. A region within half the budget costs the two
+/// requests of a partial shard read (index, inner chunks); a smaller whole shard is one `get`.
 fn fetch_stream<'a, S, I>(
     array: &'a Array<S>,
     selections: I,
@@ -191,53 +239,143 @@ where
     I: Iterator<Item = ChunkSelection> + Send + 'a,
 {
     let store = array.read_store();
+    let concurrency = array.options.io_concurrency();
     stream::iter(selections)
-        .map(move |selection| async move {
-            let key = array.chunk_key_unchecked(&selection.chunk)?;
-            let whole = selection.within_chunk.shape() == selection.chunk_shape;
-            if let (Partial::Vlen(ranged), false) = (partial, whole) {
-                match vlen_partial::fetch(array, store, ranged, &key, &selection).await? {
-                    Some(vlen_partial::Fetched::Missing) => {
-                        return Ok(Fetched {
-                            selection,
-                            key,
-                            payload: Payload::Missing,
-                        });
-                    }
-                    Some(vlen_partial::Fetched::Elements(elements)) => {
-                        return Ok(Fetched {
-                            selection,
-                            key,
-                            payload: Payload::Elements(elements),
-                        });
-                    }
-                    None => {}
-                }
-            }
-            let payload = match array.sharding(&selection.chunk_shape)? {
-                // Part of a shard: its index, then only the inner chunks needed.
-                Some(codec) if matches!(partial, Partial::Shards) && !whole => {
-                    match codec
-                        .fetch(store, &key, &selection.within_chunk)
-                        .await
-                        .map_err(|e| array.shard_error(&key, e))?
-                    {
-                        Some(fetch) => Payload::Shard(fetch),
-                        None => Payload::Missing,
-                    }
-                }
-                _ => match store.get(&key).await? {
+        .map(move |selection| plan(array, store, partial, selection))
+        .buffer_unordered(concurrency)
+        .flat_map(|planned| {
+            let jobs: Vec<Result<Job<'a>>> = match planned {
+                Ok(jobs) => jobs.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            };
+            stream::iter(jobs)
+        })
+        .map(move |job| async move { run(array, store, job?).await })
+        .buffer_unordered(concurrency)
+}
+
+/// Decide how to fetch `selection`; reads a shard's index when the shard is to be read in
+/// part.
+async fn plan<'a, S: ReadableStore + ?Sized>(
+    array: &'a Array<S>,
+    store: &'a dyn ReadableStore,
+    partial: Partial<'a>,
+    selection: ChunkSelection,
+) -> Result<Vec<Job<'a>>> {
+    let key = array.chunk_key_unchecked(&selection.chunk)?;
+    let whole = selection.within_chunk.shape() == selection.chunk_shape;
+    match partial {
+        Partial::Vlen(ranged) if !whole => {
+            return Ok(vec![Job::Elements {
+                selection,
+                key,
+                ranged,
+            }]);
+        }
+        Partial::Shards => {}
+        Partial::Vlen(_) | Partial::Whole => return Ok(vec![Job::Whole { selection, key }]),
+    }
+    let Some(codec) = array.sharding(&selection.chunk_shape)? else {
+        return Ok(vec![Job::Whole { selection, key }]);
+    };
+    let budget = array.options.decode_budget();
+    let decoded = codec
+        .shard_representation()
+        .fixed_size_usize()
+        .unwrap_or(usize::MAX);
+    if whole && decoded <= budget {
+        return Ok(vec![Job::Whole { selection, key }]);
+    }
+    let Some(index) = codec
+        .fetch_index(store, &key)
+        .await
+        .map_err(|e| array.shard_error(&key, e))?
+    else {
+        return Ok(vec![Job::Ready(Fetched {
+            selection,
+            key,
+            payload: Payload::Missing,
+        })]);
+    };
+    let index = std::sync::Arc::new(index);
+    let parts = codec
+        .split_region(&index, &selection.within_chunk, (budget / 2).max(1) as u64)
+        .map_err(|e| array.shard_error(&key, e))?;
+    let origin = selection.within_chunk.starts();
+    let output = selection.within_output.starts();
+    parts
+        .into_iter()
+        .map(|part| {
+            let within_output = Region::try_new(
+                part.ranges()
+                    .iter()
+                    .zip(origin.iter().zip(&output))
+                    .map(|(r, (&o, &out))| r.start - o + out..r.end - o + out)
+                    .collect(),
+            )?;
+            Ok(Job::ShardPart {
+                selection: ChunkSelection {
+                    chunk: selection.chunk.clone(),
+                    chunk_shape: selection.chunk_shape.clone(),
+                    within_chunk: part,
+                    within_output,
+                },
+                key: key.clone(),
+                codec: std::sync::Arc::clone(&codec),
+                index: std::sync::Arc::clone(&index),
+            })
+        })
+        .collect()
+}
+
+/// Fetch what `job` needs.
+async fn run<S: ReadableStore + ?Sized>(
+    array: &Array<S>,
+    store: &dyn ReadableStore,
+    job: Job<'_>,
+) -> Result<Fetched> {
+    let (selection, key, payload) = match job {
+        Job::Ready(fetched) => return Ok(fetched),
+        Job::Whole { selection, key } => {
+            let payload = match store.get(&key).await? {
+                Some(bytes) => Payload::Whole(bytes),
+                None => Payload::Missing,
+            };
+            (selection, key, payload)
+        }
+        Job::Elements {
+            selection,
+            key,
+            ranged,
+        } => {
+            let payload = match vlen_partial::fetch(array, store, ranged, &key, &selection).await? {
+                Some(vlen_partial::Fetched::Missing) => Payload::Missing,
+                Some(vlen_partial::Fetched::Elements(elements)) => Payload::Elements(elements),
+                None => match store.get(&key).await? {
                     Some(bytes) => Payload::Whole(bytes),
                     None => Payload::Missing,
                 },
             };
-            Ok::<_, Error>(Fetched {
-                selection,
-                key,
-                payload,
-            })
-        })
-        .buffer_unordered(array.options.io_concurrency())
+            (selection, key, payload)
+        }
+        Job::ShardPart {
+            selection,
+            key,
+            codec,
+            index,
+        } => {
+            let fetch = codec
+                .fetch_chunks(store, &key, index, &selection.within_chunk)
+                .await
+                .map_err(|e| array.shard_error(&key, e))?;
+            (selection, key, Payload::Shard(fetch))
+        }
+    };
+    Ok(Fetched {
+        selection,
+        key,
+        payload,
+    })
 }
 
 /// Read `region` of a fixed-size array into `out`.

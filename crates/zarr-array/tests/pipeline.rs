@@ -239,6 +239,40 @@ fn the_pipeline_holds_at_most_its_decode_budget() {
     }
 }
 
+/// A shard that decodes to more than the budget is read in parts (index first, then groups
+/// of inner chunks of at most half the budget): a whole read never holds a whole shard.
+#[test]
+fn shards_larger_than_the_budget_are_read_in_parts() {
+    let (store, all) = stores();
+    let shard = current_thread().block_on(async {
+        let key = StoreKey::new("sharded/c/0/0/0");
+        store.get(&key).await.unwrap().unwrap().len()
+    });
+    let budget = shard / 2;
+    for rt in [multi_thread(), current_thread()] {
+        let wrapped = Arc::new(LiveBytes::new(Arc::clone(&store)));
+        let options = ArrayOptions::default()
+            .with_decode_budget(budget)
+            .with_io_concurrency(1);
+        rt.block_on(async {
+            let array = Array::open_with(Arc::clone(&wrapped), "/sharded", options)
+                .await
+                .unwrap();
+            for region in &REGIONS {
+                wrapped.peak.store(0, Ordering::SeqCst);
+                let got: Vec<u16> = array.read(region.clone()).await.unwrap();
+                assert_eq!(got, expected(&all, region), "{region:?}");
+                let peak = wrapped.peak.load(Ordering::SeqCst);
+                assert!(
+                    peak < shard,
+                    "{region:?}: {peak} bytes alive at once, a shard is {shard}"
+                );
+            }
+        });
+        assert_eq!(wrapped.live.load(Ordering::SeqCst), 0, "all released");
+    }
+}
+
 /// A corrupt chunk among many fails the whole read with an error naming it, on either
 /// schedule, and the pipeline neither hangs nor leaves decodes running.
 #[test]

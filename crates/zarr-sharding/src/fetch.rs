@@ -216,6 +216,77 @@ impl ShardingCodec {
         Ok(fetch)
     }
 
+    /// Split `region` (shard coordinates) into parts whose stored inner chunks, by `index`,
+    /// hold at most `max_bytes` encoded bytes each (a part of one inner chunk may hold more),
+    /// so that a large read can be fetched and decoded piece by piece with bounded memory.
+    ///
+    /// The parts are boxes that tile `region`, in C order, cut along inner chunk boundaries:
+    /// whole slabs along the first dimension where they fit, otherwise slabs of those along the
+    /// next dimension, and so on. A region within `max_bytes` is returned whole. Fetch each
+    /// part with [`fetch_chunks`](Self::fetch_chunks) (sharing the index).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_codecs::{BytesCodec, ChunkRepresentation, Codec};
+    /// use zarr_core::{DataType, FillValue, Region};
+    /// use zarr_sharding::{IndexLocation, ShardIndex, ShardingCodec};
+    ///
+    /// let shard = ChunkRepresentation::try_new(vec![4, 4], DataType::UInt8, FillValue::new([0]))?;
+    /// let codec = ShardingCodec::try_new(
+    ///     shard,
+    ///     vec![2, 2],
+    ///     vec![Codec::ArrayToBytes(Arc::new(BytesCodec::little()))],
+    ///     ShardingCodec::default_index_codecs(),
+    ///     IndexLocation::End,
+    /// )?;
+    /// // Four inner chunks of 100 bytes each.
+    /// let mut index = ShardIndex::new_empty(&[2, 2])?;
+    /// for i in 0..4 {
+    ///     index.set(i, Some(100 * i as u64..100 * (i as u64 + 1)));
+    /// }
+    /// let parts = codec.split_region(&index, &Region::full(&[4, 4]), 200)?;
+    /// assert_eq!(parts, [Region::try_new(vec![0..2, 0..4])?, Region::try_new(vec![2..4, 0..4])?]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if the region does not lie in the shard; an index of another
+    /// shape.
+    pub fn split_region(
+        &self,
+        index: &ShardIndex,
+        region: &Region,
+        max_bytes: u64,
+    ) -> Result<Vec<Region>> {
+        self.check_region(region)?;
+        self.check_index(index)?;
+        if region.is_empty() {
+            return Ok(vec![region.clone()]);
+        }
+        let inner = self.inner_chunk_shape();
+        // The touched inner chunks, as ranges of inner chunk indices per dimension.
+        let block: Vec<Range<u64>> = region
+            .ranges()
+            .iter()
+            .zip(inner)
+            .map(|(r, &c)| r.start / c..r.end.div_ceil(c))
+            .collect();
+        let mut blocks = Vec::new();
+        split_block(index, block, 0, max_bytes, &mut blocks);
+        blocks
+            .into_iter()
+            .map(|block| {
+                let ranges = block
+                    .iter()
+                    .zip(inner)
+                    .zip(region.ranges())
+                    .map(|((b, &c), r)| (b.start * c).max(r.start)..(b.end * c).min(r.end))
+                    .collect();
+                Ok(Region::try_new(ranges)?)
+            })
+            .collect()
+    }
+
     /// Read what `region` (shard coordinates) of the shard at `key` needs: at most two store
     /// requests, one for the index (a suffix range for an index at the end, a prefix range for
     /// one at the start) and one for all the needed inner chunks. `None` if the shard is not
@@ -345,5 +416,89 @@ impl ShardingCodec {
                 ),
             })
         }
+    }
+}
+
+/// The encoded bytes the stored inner chunks of `block` (ranges of inner chunk indices) hold.
+fn block_bytes(index: &ShardIndex, block: &[Range<u64>]) -> u64 {
+    let mut total = 0u64;
+    let mut at: Vec<u64> = block.iter().map(|r| r.start).collect();
+    if block.iter().any(|r| r.is_empty()) {
+        return 0;
+    }
+    loop {
+        if let Some(range) = index
+            .linear_index(&at)
+            .and_then(|linear| index.chunk_range(linear))
+        {
+            total = total.saturating_add(range.end - range.start);
+        }
+        // Next inner chunk in C order.
+        let mut d = block.len();
+        loop {
+            if d == 0 {
+                return total;
+            }
+            d -= 1;
+            at[d] += 1;
+            if at[d] < block[d].end {
+                break;
+            }
+            at[d] = block[d].start;
+        }
+    }
+}
+
+/// Append to `out`, in C order, boxes tiling `block` (from dimension `from` on, the earlier
+/// dimensions are one index wide) that hold at most `max_bytes` each, or are one inner chunk.
+fn split_block(
+    index: &ShardIndex,
+    block: Vec<Range<u64>>,
+    from: usize,
+    max_bytes: u64,
+    out: &mut Vec<Vec<Range<u64>>>,
+) {
+    let Some(dim) = (from..block.len()).find(|&d| block[d].end - block[d].start > 1) else {
+        out.push(block);
+        return;
+    };
+    if block_bytes(index, &block) <= max_bytes {
+        out.push(block);
+        return;
+    }
+    let slice = |i: u64| {
+        let mut s = block.clone();
+        s[dim] = i..i + 1;
+        s
+    };
+    // Consecutive slices along `dim` grouped while they fit; a slice that alone does not fit
+    // is split along the next dimensions.
+    let mut group_start = block[dim].start;
+    let mut group_bytes = 0u64;
+    for i in block[dim].clone() {
+        let bytes = block_bytes(index, &slice(i));
+        if bytes > max_bytes {
+            if group_start < i {
+                let mut group = block.clone();
+                group[dim] = group_start..i;
+                out.push(group);
+            }
+            split_block(index, slice(i), dim + 1, max_bytes, out);
+            group_start = i + 1;
+            group_bytes = 0;
+        } else if group_bytes + bytes > max_bytes && group_start < i {
+            let mut group = block.clone();
+            group[dim] = group_start..i;
+            out.push(group);
+            group_start = i;
+            group_bytes = bytes;
+        } else {
+            group_bytes += bytes;
+        }
+    }
+    if group_start < block[dim].end {
+        let mut group = block.clone();
+        group[dim] = group_start..block[dim].end;
+        out.push(group);
     }
 }

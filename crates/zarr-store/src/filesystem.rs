@@ -755,8 +755,7 @@ impl Inner {
             key: Some(key.clone()),
         };
         let capacity = usize::try_from(size).map_err(|_| too_large())?;
-        let mut buf = self.pool.take(capacity).unwrap_or_default();
-        buf.try_reserve_exact(capacity).map_err(|_| too_large())?;
+        let mut buf = self.pool.take(capacity).map_err(|_| too_large())?;
         file.read_to_end(&mut buf).map_err(|e| Error::Io {
             operation: "read",
             path: self.root.join(key.as_str()),
@@ -901,8 +900,7 @@ impl Inner {
             value: len,
             key: Some(key.clone()),
         })?;
-        let mut buf = self.pool.take(len).unwrap_or_default();
-        buf.try_reserve_exact(len).map_err(|_| Error::TooLarge {
+        let mut buf = self.pool.take(len).map_err(|_| Error::TooLarge {
             what: "byte range",
             value: len as u64,
             key: Some(key.clone()),

@@ -6,6 +6,7 @@
 //! Buffers handed out as [`Bytes`] come back here when the last `Bytes` pointing into them
 //! is dropped, and the next read of a similar size reuses them, already mapped.
 
+use std::collections::TryReserveError;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
@@ -16,6 +17,13 @@ use bytes::Bytes;
 const MAX_BUFFER: usize = 4 << 20;
 /// Buffers smaller than this are not worth pooling (the allocator serves them well).
 const MIN_BUFFER: usize = 64 << 10;
+
+/// `capacity` rounded up to a multiple of an eighth of the power of two at or above it (so
+/// at most 12.5% more), for capacities the pool keeps.
+fn size_class(capacity: usize) -> usize {
+    let step = (capacity.next_power_of_two() / 8).max(1);
+    capacity.div_ceil(step).saturating_mul(step).min(MAX_BUFFER)
+}
 
 #[derive(Debug)]
 pub(crate) struct BufferPool {
@@ -34,19 +42,33 @@ impl BufferPool {
     }
 
     /// An empty buffer with room for `capacity` bytes: an idle one of at least that capacity
-    /// (and not more than twice it) if there is one, else `None` (the caller allocates).
-    pub(crate) fn take(&self, capacity: usize) -> Option<Vec<u8>> {
+    /// (and not more than twice it) if there is one, else a new one. A new buffer of a size the
+    /// pool keeps gets the capacity of its size class (`capacity` rounded up by at most an
+    /// eighth), so that reads of similar sizes reuse each other's buffers instead of each
+    /// leaving one more idle buffer behind.
+    ///
+    /// # Errors
+    /// When the allocation fails.
+    pub(crate) fn take(&self, capacity: usize) -> Result<Vec<u8>, TryReserveError> {
+        let mut buffer = Vec::new();
         if !(MIN_BUFFER..=MAX_BUFFER).contains(&capacity) {
-            return None;
+            buffer.try_reserve_exact(capacity)?;
+            return Ok(buffer);
         }
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        let (buffers, held) = &mut *idle;
-        let i = buffers
-            .iter()
-            .position(|b| b.capacity() >= capacity && b.capacity() / 2 <= capacity)?;
-        let buffer = buffers.swap_remove(i);
-        *held -= buffer.capacity();
-        Some(buffer)
+        {
+            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            let (buffers, held) = &mut *idle;
+            if let Some(i) = buffers
+                .iter()
+                .position(|b| b.capacity() >= capacity && b.capacity() / 2 <= capacity)
+            {
+                let buffer = buffers.swap_remove(i);
+                *held -= buffer.capacity();
+                return Ok(buffer);
+            }
+        }
+        buffer.try_reserve_exact(size_class(capacity))?;
+        Ok(buffer)
     }
 
     pub(crate) fn give(&self, mut buffer: Vec<u8>) {
@@ -100,6 +122,11 @@ impl Drop for Pooled {
 mod tests {
     use super::*;
 
+    /// Idle bytes held by `pool`.
+    fn held(pool: &BufferPool) -> usize {
+        pool.idle.lock().unwrap().1
+    }
+
     #[test]
     fn buffers_come_back_when_their_bytes_are_dropped() {
         let pool = BufferPool::new(1 << 20);
@@ -109,16 +136,43 @@ mod tests {
         let bytes = BufferPool::bytes(&pool, buffer);
         let slice = bytes.slice(10..20);
         drop(bytes);
-        assert!(pool.take(100_000).is_none(), "a slice still uses it");
+        assert_eq!(held(&pool), 0, "a slice still uses it");
         assert_eq!(&slice[..], &[7u8; 10]);
         drop(slice);
-        let again = pool.take(90_000).expect("returned to the pool");
+        assert_eq!(held(&pool), 100_000, "returned to the pool");
+        let again = pool.take(90_000).unwrap();
         assert_eq!(again.as_ptr(), ptr);
         assert!(again.is_empty());
+        assert_eq!(held(&pool), 0);
         // Too small a request for that buffer (it would waste more than half), too large.
         pool.give(again);
-        assert!(pool.take(40_000).is_none());
-        assert!(pool.take(200_000).is_none());
+        let small = pool.take(40_000).unwrap();
+        let large = pool.take(200_000).unwrap();
+        assert_eq!(held(&pool), 100_000, "neither came from the pool");
+        assert!(small.capacity() >= 40_000 && large.capacity() >= 200_000);
+        let fits = pool.take(90_000).unwrap();
+        assert_eq!(fits.as_ptr(), ptr);
+    }
+
+    #[test]
+    fn new_buffers_get_the_capacity_of_their_size_class() {
+        let pool = BufferPool::new(8 << 20);
+        // Reads of slightly different sizes share one buffer: 1.20 to 1.25 MiB are one class.
+        let first = pool.take(1_260_000).unwrap();
+        assert_eq!(first.capacity(), 1_310_720);
+        let ptr = first.as_ptr();
+        pool.give(first);
+        let second = pool.take(1_300_000).unwrap();
+        assert_eq!(second.as_ptr(), ptr);
+        assert_eq!(size_class(MIN_BUFFER), MIN_BUFFER);
+        assert_eq!(size_class(MAX_BUFFER - 1), MAX_BUFFER);
+        assert_eq!(size_class(100_000), 114_688);
+        // Sizes the pool does not keep are allocated exactly.
+        assert_eq!(pool.take(100).unwrap().capacity(), 100);
+        assert_eq!(
+            pool.take(MAX_BUFFER + 1).unwrap().capacity(),
+            MAX_BUFFER + 1
+        );
     }
 
     #[test]
@@ -127,10 +181,9 @@ mod tests {
         for _ in 0..3 {
             pool.give(Vec::with_capacity(100_000));
         }
-        let held = pool.idle.lock().unwrap().1;
-        assert_eq!(held, 200_000);
+        assert_eq!(held(&pool), 200_000);
         // Tiny and huge buffers are never kept.
         pool.give(Vec::with_capacity(10));
-        assert_eq!(pool.idle.lock().unwrap().1, 200_000);
+        assert_eq!(held(&pool), 200_000);
     }
 }

@@ -201,6 +201,38 @@ proptest! {
                 let mut view = ArrayViewMut::new(&mut out, &region.shape(), 2).unwrap();
                 codec.decode_fetched_into_view(&fetch, &region, &mut view).unwrap();
                 prop_assert_eq!(out, ne(&want));
+                // The region split into parts of at most `max` encoded bytes (or one inner
+                // chunk): the parts tile it in C order along inner chunk boundaries, and
+                // fetching and decoding them one by one gives the same values.
+                let index = std::sync::Arc::clone(fetch.index());
+                let max = case.seed % 97;
+                let parts = codec.split_region(&index, &region, max).unwrap();
+                let mut seen = vec![false; pos.len()];
+                let mut previous: Option<Vec<u64>> = None;
+                for part in &parts {
+                    for ((p, r), c) in part.ranges().iter().zip(region.ranges()).zip(&case.chunk) {
+                        prop_assert!(r.start <= p.start && p.end <= r.end, "{part} outside {region}");
+                        prop_assert!(p.start == r.start || p.start % c == 0, "{part} not aligned");
+                        prop_assert!(p.end == r.end || p.end % c == 0, "{part} not aligned");
+                    }
+                    if let Some(previous) = &previous {
+                        prop_assert!(previous < &part.starts(), "{parts:?} not in C order");
+                    }
+                    previous = Some(part.starts());
+                    let piece = rt.block_on(codec.fetch_chunks(&store, &key, std::sync::Arc::clone(&index), part)).unwrap();
+                    let one_chunk = part.ranges().iter().zip(&case.chunk).all(|(r, c)| r.is_empty() || r.start / c == (r.end - 1) / c);
+                    prop_assert!(piece.encoded_bytes() <= max || one_chunk, "{part}: {} bytes", piece.encoded_bytes());
+                    let want_part: Vec<u16> = positions(&shape, part).iter().map(|&p| merged_model[p]).collect();
+                    prop_assert_eq!(codec.decode_fetched(&piece, part).unwrap(), ArrayBytes::fixed(ne(&want_part)));
+                    let relative = Region::try_new(
+                        part.ranges().iter().zip(region.ranges()).map(|(p, r)| p.start - r.start..p.end - r.start).collect(),
+                    ).unwrap();
+                    for p in positions(&region.shape(), &relative) {
+                        prop_assert!(!seen[p], "parts {parts:?} overlap");
+                        seen[p] = true;
+                    }
+                }
+                prop_assert!(seen.iter().all(|&s| s), "parts {parts:?} leave gaps in {region}");
                 // The whole shard needs inner chunks this fetch may not have read.
                 if region != whole && codec.decode_fetched(&fetch, &whole).is_ok() {
                     // Only possible when every inner chunk outside the region is empty.
