@@ -58,6 +58,13 @@ pub(crate) struct BenchArgs {
     /// With --compare: repetitions per measurement.
     #[arg(long, value_name = "N", requires = "compare")]
     reps: Option<usize>,
+    /// With --compare: run only these workloads (comma-separated, such as W1,W2; W4 needs
+    /// W2, W5 needs W1 and W2).
+    #[arg(long, value_name = "LIST", requires = "compare")]
+    only: Option<String>,
+    /// With --compare: the number of strings of W6.
+    #[arg(long, value_name = "N", requires = "compare")]
+    strings: Option<u64>,
 }
 
 /// The comparison harness's program name.
@@ -102,6 +109,12 @@ fn compare(args: &BenchArgs) -> Result<()> {
     }
     if let Some(reps) = args.reps {
         command.arg("--reps").arg(reps.to_string());
+    }
+    if let Some(only) = &args.only {
+        command.arg("--only").arg(only);
+    }
+    if let Some(strings) = args.strings {
+        command.arg("--strings").arg(strings.to_string());
     }
     let status = command
         .status()
