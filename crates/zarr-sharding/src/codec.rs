@@ -481,15 +481,7 @@ impl ShardingCodec {
             let chunk = nd::extract(&array, shard_shape, &start, &self.chunk_shape, elem);
             self.encode_inner(chunk, &indices)
         };
-        let parts: Vec<Option<Bytes>> = if self.num_chunks == 1 {
-            vec![encode_one(0)?]
-        } else {
-            (0..self.num_chunks)
-                .into_par_iter()
-                .map(encode_one)
-                .collect::<Result<_>>()?
-        };
-        self.assemble(&parts)
+        self.encode_each(encode_one)
     }
 
     /// Encode a whole shard of a fixed-size data type whose elements lie in `src`, a C-order
@@ -564,6 +556,15 @@ impl ShardingCodec {
             );
             self.encode_inner(ArrayBytes::fixed(chunk), &indices)
         };
+        self.encode_each(encode_one)
+    }
+
+    /// Encode every inner chunk with `encode_one(linear)` (in parallel when there are
+    /// several) and assemble the shard.
+    fn encode_each(
+        &self,
+        encode_one: impl Fn(usize) -> Result<Option<Bytes>> + Sync + Send,
+    ) -> Result<Option<Bytes>> {
         let parts: Vec<Option<Bytes>> = if self.num_chunks == 1 {
             vec![encode_one(0)?]
         } else {

@@ -179,6 +179,37 @@ pub(crate) fn expected_box(
     out
 }
 
+/// W4 for any implementation: check every block `read_blocks` returns against the input,
+/// then time `job.reps` calls of it.
+pub(crate) fn measure_blocks(
+    job: &Job,
+    blocks: &[[std::ops::Range<u64>; 3]],
+    threads: usize,
+    read_blocks: impl Fn() -> Result<Vec<Vec<u16>>>,
+) -> Result<Outcome> {
+    let g = job.geometry;
+    let input = load_input(&job.data, g)?;
+    for (got, block) in read_blocks()?.iter().zip(blocks) {
+        check_equal(
+            "W4 block",
+            got,
+            &expected_box(&input, g.side, block.clone()),
+        )?;
+    }
+    let timing = crate::stats::time_reps(job.reps, || {
+        drop(std::hint::black_box(read_blocks()?));
+        Ok(())
+    })?;
+    Ok(Outcome {
+        bytes: blocks.len() as u64 * g.inner().pow(3) * 2,
+        elements: None,
+        timing,
+        threads,
+        verified: true,
+        rss: None,
+    })
+}
+
 /// Fail with the first difference when `got` is not `expected`.
 pub(crate) fn check_equal(what: &str, got: &[u16], expected: &[u16]) -> Result<()> {
     if got.len() != expected.len() {

@@ -288,33 +288,13 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
         "serial" | "concurrent" => {
             let array = open(&job::store_dir(&job.data, &job.implementation, "w2"))?;
             let blocks = w4_blocks(job)?;
-            let input = job::load_input(&job.data, g)?;
-            let read_blocks = || -> Result<Vec<Vec<u16>>> {
+            job::measure_blocks(job, &blocks, threads, || {
                 if job.op == "serial" {
                     blocks.iter().map(|b| read(&array, b)).collect()
                 } else {
                     blocks.par_iter().map(|b| read(&array, b)).collect()
                 }
-            };
-            for (got, block) in read_blocks()?.iter().zip(&blocks) {
-                job::check_equal(
-                    "W4 block",
-                    got,
-                    &job::expected_box(&input, g.side, block.clone()),
-                )?;
-            }
-            let timing = time_reps(job.reps, || {
-                drop(std::hint::black_box(read_blocks()?));
-                Ok(())
-            })?;
-            Outcome {
-                bytes: blocks.len() as u64 * g.inner().pow(3) * 2,
-                elements: None,
-                timing,
-                threads,
-                verified: true,
-                rss: None,
-            }
+            })?
         }
         "slab_w1" | "slab_w2" => {
             let array = open(&job::store_dir(
