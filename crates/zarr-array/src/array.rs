@@ -153,6 +153,8 @@ pub struct Array<S: ?Sized> {
     pub(crate) options: ArrayOptions,
     /// The sharding storage transformer the metadata names, wrapping `store`.
     pub(crate) transformer: Option<Arc<ShardingTransformer<S>>>,
+    /// Shard index fetches in flight, shared by concurrent reads (and by clones).
+    pub(crate) index_flights: Arc<crate::index_flights::IndexFlights>,
 }
 
 impl<S: ?Sized> Clone for Array<S> {
@@ -164,6 +166,7 @@ impl<S: ?Sized> Clone for Array<S> {
             codecs: Arc::clone(&self.codecs),
             options: self.options.clone(),
             transformer: self.transformer.clone(),
+            index_flights: Arc::clone(&self.index_flights),
         }
     }
 }
@@ -220,6 +223,7 @@ impl<S: ?Sized> Array<S> {
             codecs: Arc::new(codecs),
             options,
             transformer,
+            index_flights: Arc::default(),
         })
     }
 

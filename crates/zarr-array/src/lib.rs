@@ -65,6 +65,7 @@ mod codecs;
 mod element;
 mod error;
 mod group;
+mod index_flights;
 mod read;
 mod region;
 mod vlen_partial;

@@ -286,8 +286,9 @@ async fn plan<'a, S: ReadableStore + ?Sized>(
     if whole && decoded <= budget {
         return Ok(vec![Job::Whole { selection, key }]);
     }
-    let Some(index) = codec
-        .fetch_index(store, &key)
+    let Some(index) = array
+        .index_flights
+        .fetch(&key, || codec.fetch_index(store, &key))
         .await
         .map_err(|e| array.shard_error(&key, e))?
     else {
@@ -297,7 +298,6 @@ async fn plan<'a, S: ReadableStore + ?Sized>(
             payload: Payload::Missing,
         })]);
     };
-    let index = std::sync::Arc::new(index);
     let parts = codec
         .split_region(&index, &selection.within_chunk, (budget / 2).max(1) as u64)
         .map_err(|e| array.shard_error(&key, e))?;

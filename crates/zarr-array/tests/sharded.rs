@@ -422,3 +422,155 @@ async fn transformer_of_the_wrong_rank_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("at least 1"), "{err}");
 }
+
+/// Hands out a store's answers late: while `hold` is set, each `get_partial_values` reads its
+/// answer at once, then waits (yielding first) for a permit of `gate` before returning it,
+/// like a slow network. Counts the requests for shard indexes (suffix ranges).
+#[derive(Debug)]
+struct Late {
+    inner: MemoryStore,
+    hold: std::sync::atomic::AtomicBool,
+    gate: tokio::sync::Semaphore,
+    index_requests: std::sync::atomic::AtomicUsize,
+}
+
+impl Late {
+    fn new() -> Self {
+        Self {
+            inner: MemoryStore::new(),
+            hold: false.into(),
+            gate: tokio::sync::Semaphore::new(0),
+            index_requests: 0.into(),
+        }
+    }
+
+    fn release(&self) {
+        self.gate
+            .add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
+    }
+}
+
+#[async_trait::async_trait]
+impl zarr_store::ReadableStore for Late {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<bytes::Bytes>> {
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, zarr_store::ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<bytes::Bytes>>> {
+        use std::sync::atomic::Ordering;
+        let suffixes = key_ranges
+            .iter()
+            .filter(|(_, r)| matches!(r.form(), zarr_store::ByteRangeForm::Suffix { .. }))
+            .count();
+        self.index_requests.fetch_add(suffixes, Ordering::SeqCst);
+        let answer = self.inner.get_partial_values(key_ranges).await;
+        if self.hold.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+            self.gate.acquire().await.unwrap().forget();
+        }
+        answer
+    }
+}
+
+/// An array of one shard of 64 inner chunks on a [`Late`] store, and its values.
+async fn late_shard() -> (Arc<Late>, Array<Late>, Vec<u32>) {
+    let late = Arc::new(Late::new());
+    let writer = ArrayBuilder::new(vec![64, 64], DataType::UInt32, vec![64, 64])
+        .sharding(vec![8, 8])
+        .zstd(1)
+        .create(Arc::new(late.inner.clone()), "/l")
+        .await
+        .unwrap();
+    let all = values(64 * 64);
+    writer.write([0..64, 0..64], &all).await.unwrap();
+    let array = Array::open(Arc::clone(&late), "/l").await.unwrap();
+    (late, array, all)
+}
+
+fn inner_chunk(all: &[u32], y: u64, x: u64) -> Vec<u32> {
+    (y * 8..y * 8 + 8)
+        .flat_map(|r| (x * 8..x * 8 + 8).map(move |c| all[(r * 64 + c) as usize]))
+        .collect()
+}
+
+/// Concurrent reads of one shard share its index fetches: the reads that arrive while one is
+/// in flight share one fresh fetch, so 64 reads cost two index requests, not 64.
+#[test]
+fn concurrent_reads_of_one_shard_share_index_fetches() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (late, array, all) = late_shard().await;
+        late.hold.store(true, std::sync::atomic::Ordering::SeqCst);
+        let reads = futures::future::join_all((0..64u64).map(|i| {
+            let (y, x) = (i / 8, i % 8);
+            array.read::<u32>([y * 8..y * 8 + 8, x * 8..x * 8 + 8])
+        }));
+        let release = async {
+            // Every read has asked for the index by the time this runs again.
+            tokio::task::yield_now().await;
+            late.release();
+        };
+        let (reads, ()) = tokio::join!(reads, release);
+        for (i, read) in reads.into_iter().enumerate() {
+            let (y, x) = (i as u64 / 8, i as u64 % 8);
+            assert_eq!(read.unwrap(), inner_chunk(&all, y, x), "inner chunk {i}");
+        }
+        let requests = late
+            .index_requests
+            .load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(requests, 2, "index requests for 64 concurrent reads");
+    });
+}
+
+/// A read never uses an index fetch that started before it: a read that begins after a write
+/// completed sees the write, even while an older read of the shard waits for its index.
+#[test]
+fn a_read_after_a_write_never_gets_an_older_index_in_flight() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (late, array, _) = late_shard().await;
+        late.hold.store(true, std::sync::atomic::Ordering::SeqCst);
+        // The first read's index is read now, and answered late.
+        let older = array.read::<u32>([0..8, 0..8]);
+        let later = async {
+            tokio::task::yield_now().await;
+            // Rewrite the shard (whole: no reads) through another handle, then read.
+            // The first inner chunk becomes constant, so every later one moves in the shard.
+            let rewritten: Vec<u32> = (0..64 * 64)
+                .zip(values(64 * 64))
+                .map(|(i, v)| {
+                    if i / 64 < 8 && i % 64 < 8 {
+                        7
+                    } else {
+                        v ^ 0x5a5a_5a5a
+                    }
+                })
+                .collect();
+            let writer = Array::open(Arc::new(late.inner.clone()), "/l")
+                .await
+                .unwrap();
+            writer.write([0..64, 0..64], &rewritten).await.unwrap();
+            let read = array.read::<u32>([8..16, 0..8]);
+            let release = async {
+                tokio::task::yield_now().await;
+                late.release();
+            };
+            let (read, ()) = tokio::join!(read, release);
+            (read.unwrap(), inner_chunk(&rewritten, 1, 0))
+        };
+        // The older read raced the write; only the later one has a defined answer.
+        let (_older, (read, expected)) = tokio::join!(older, later);
+        assert_eq!(read, expected);
+    });
+}
