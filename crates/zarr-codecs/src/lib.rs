@@ -160,4 +160,4 @@ pub use codecs::zstd::ZstdCodec;
 pub use error::{Error, Result};
 pub use registry::{CodecConstructor, CodecRegistry};
 pub use representation::ChunkRepresentation;
-pub use view::{ArrayViewMut, for_each_block_run};
+pub use view::{ArrayViewMut, copy_block, for_each_block_run};

@@ -370,6 +370,48 @@ unsafe fn copy_run(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
+/// Copy the block of `extent` at `src_start` of a C-order `src_shape` array of `elem`-byte
+/// elements to `dst_start` of a `dst_shape` array, run by run (see [`for_each_block_run`]);
+/// short runs (a 32^3 chunk's 64-byte rows) are copied inline.
+///
+/// # Panics
+/// If a run falls outside `src` or `dst`: the caller checks that both blocks lie in their
+/// arrays and that the slices hold the whole arrays.
+///
+/// ```
+/// // Rows 1..3, columns 1..3 of a 3x4 array of u8, to the corner of a 2x2 array.
+/// let src: Vec<u8> = (0..12).collect();
+/// let mut dst = [0u8; 4];
+/// zarr_codecs::copy_block(&src, &[3, 4], &[1, 1], &mut dst, &[2, 2], &[0, 0], &[2, 2], 1);
+/// assert_eq!(dst, [5, 6, 9, 10]);
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn copy_block(
+    src: &[u8],
+    src_shape: &[u64],
+    src_start: &[u64],
+    dst: &mut [u8],
+    dst_shape: &[u64],
+    dst_start: &[u64],
+    extent: &[u64],
+    elem: usize,
+) {
+    for_each_block_run(
+        src_shape,
+        src_start,
+        dst_shape,
+        dst_start,
+        extent,
+        elem,
+        |s, d, n| {
+            let (from, to) = (&src[s..s + n], &mut dst[d..d + n]);
+            // SAFETY: both slices hold exactly `n` bytes (checked by the indexing above), and
+            // a shared and a mutable borrow cannot overlap.
+            unsafe { copy_run(from.as_ptr(), to.as_mut_ptr(), n) }
+        },
+    );
+}
+
 /// The runs of a block copy between two C-order arrays: call `f(src_offset, dst_offset,
 /// len)` (in bytes) for every run that is contiguous in both arrays when the block of
 /// `extent` at `src_start` of a `src_shape` array goes to `dst_start` of a `dst_shape` array,

@@ -19,44 +19,7 @@ pub(crate) fn for_each_run(
     zarr_codecs::for_each_block_run(src_shape, src_start, dst_shape, dst_start, extent, elem, f);
 }
 
-/// Copy a block between fixed-size arrays (see [`for_each_run`]).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn copy_block(
-    src: &[u8],
-    src_shape: &[u64],
-    src_start: &[u64],
-    dst: &mut [u8],
-    dst_shape: &[u64],
-    dst_start: &[u64],
-    extent: &[u64],
-    elem: usize,
-) {
-    for_each_run(
-        src_shape,
-        src_start,
-        dst_shape,
-        dst_start,
-        extent,
-        elem,
-        |s, d, n| copy_run(&mut dst[d..d + n], &src[s..s + n]),
-    );
-}
-
-/// Copy `src` into `dst` (of the same length), inlined for the short runs an inner chunk's
-/// rows make (64 bytes for a 32^3 chunk of `u16`), where a call to `memmove` per row costs
-/// as much as the copy. One block's runs all have the same length, so the branch predicts.
-#[inline(always)]
-fn copy_run(dst: &mut [u8], src: &[u8]) {
-    match src.len() {
-        8 => dst[..8].copy_from_slice(&src[..8]),
-        16 => dst[..16].copy_from_slice(&src[..16]),
-        32 => dst[..32].copy_from_slice(&src[..32]),
-        64 => dst[..64].copy_from_slice(&src[..64]),
-        128 => dst[..128].copy_from_slice(&src[..128]),
-        256 => dst[..256].copy_from_slice(&src[..256]),
-        _ => dst.copy_from_slice(src),
-    }
-}
+pub(crate) use zarr_codecs::copy_block;
 
 /// Call `f(src_element, dst_element)` for every element of the block, in C order.
 fn for_each_element(
