@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, CodecChain, CodecRegistry};
@@ -641,6 +642,92 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     pub async fn chunk_exists(&self, chunk: &[u64]) -> Result<bool> {
         let key = self.chunk_key(chunk)?;
         Ok(self.read_store().size(&key).await?.is_some())
+    }
+}
+
+impl<S: ReadableStore + ?Sized + 'static> Array<S> {
+    /// Read several regions at once, each as a new `Vec<T>`, returned in the order given.
+    ///
+    /// Up to [`ArrayOptions::io_concurrency`] reads are in flight together. On a
+    /// multi-threaded Tokio runtime each read is a task of its own, so small reads (single
+    /// chunks, say) decode in parallel; elsewhere they take turns on this task. Reads of one
+    /// shard in flight together share its index requests (see `docs/sharding.md`). This is
+    /// the way for the [blocking API](crate::blocking::Array::read_many) to keep many reads in
+    /// flight.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), zarr_array::Error> {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let array = ArrayBuilder::new(vec![8, 8], DataType::UInt8, vec![4, 4])
+    ///     .create(Arc::new(MemoryStore::new()), "/a")
+    ///     .await?;
+    /// array.write([0..8, 0..8], &(0..64).collect::<Vec<u8>>()).await?;
+    /// let blocks: Vec<Vec<u8>> = array.read_many([[0..1, 0..2], [7..8, 6..8]]).await?;
+    /// assert_eq!(blocks, [vec![0, 1], vec![62, 63]]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// The first error of any read (as [`Array::read`]); the others are then abandoned.
+    /// [`Error::Task`] if a read's task was cancelled (its runtime shut down).
+    pub async fn read_many<T: Element, R: IntoRegion>(
+        &self,
+        regions: impl IntoIterator<Item = R>,
+    ) -> Result<Vec<Vec<T>>> {
+        self.check_element::<T>()?;
+        let regions = regions
+            .into_iter()
+            .map(|region| {
+                let region = region.into_region()?;
+                region.check_within(&self.metadata.shape)?;
+                Ok(region)
+            })
+            .collect::<Result<Vec<Region>>>()?;
+        let in_flight = self.options.io_concurrency().max(1);
+        let Some(handle) = crate::read::pipeline_handle(regions.len()) else {
+            return futures::stream::iter(regions)
+                .map(|region| self.read::<T>(region))
+                .buffered(in_flight)
+                .try_collect()
+                .await;
+        };
+        let permits = Arc::new(tokio::sync::Semaphore::new(in_flight));
+        let tasks: Vec<AbortOnDrop<Result<Vec<T>>>> = regions
+            .into_iter()
+            .map(|region| {
+                let array = self.clone();
+                let permits = Arc::clone(&permits);
+                AbortOnDrop(handle.spawn(async move {
+                    let _permit = permits.acquire_owned().await;
+                    array.read::<T>(region).await
+                }))
+            })
+            .collect();
+        let mut out = Vec::with_capacity(tasks.len());
+        for mut task in tasks {
+            match (&mut task.0).await {
+                Ok(read) => out.push(read?),
+                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                Err(error) => return Err(Error::Task(error.to_string())),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A spawned task, aborted if dropped before it finishes (when another read fails first, or
+/// the caller stops waiting).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -175,6 +175,34 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     }
 }
 
+impl<S: ReadableStore + ?Sized + 'static> Array<S> {
+    /// [`crate::Array::read_many`]: several regions at once, each read a task of its own on
+    /// this API's runtime (up to `io_concurrency` in flight), returned in the order given.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, blocking};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let builder = ArrayBuilder::new(vec![6], DataType::Int16, vec![2]);
+    /// let array = blocking::Array::create(&builder, Arc::new(MemoryStore::new()), "/a")?;
+    /// array.write(0..6, &[1i16, 2, 3, 4, 5, 6])?;
+    /// let parts: Vec<Vec<i16>> = array.read_many([0..2, 4..6, 1..4])?;
+    /// assert_eq!(parts, [vec![1, 2], vec![5, 6], vec![2, 3, 4]]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_many`], and [`Error::BlockingInAsync`].
+    pub fn read_many<T: Element, R: IntoRegion>(
+        &self,
+        regions: impl IntoIterator<Item = R>,
+    ) -> Result<Vec<Vec<T>>> {
+        block_on(self.0.read_many(regions))?
+    }
+}
+
 impl<S: WritableStore + ?Sized> Array<S> {
     /// [`ArrayBuilder::create`].
     ///

@@ -256,7 +256,7 @@ const IMPLEMENTATIONS: &[Implementation] = &[
         name: "ours-blocking",
         python: false,
         reads: &["read", "read_into"],
-        w4: &["serial"],
+        w4: &["serial", "concurrent"],
         cross: false,
         w6: &[],
     },
