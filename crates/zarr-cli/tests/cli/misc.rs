@@ -138,17 +138,19 @@ fn lone_zarr(args: &[&str], path: &std::path::Path) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("zarr");
     std::fs::copy(env!("CARGO_BIN_EXE_zarr"), &exe).unwrap();
-    // A test thread that forks while this one still has the copy open for writing makes the
-    // child hold that descriptor until it execs: running the copy then fails with "text file
-    // busy" for a moment. Retry until the other child has exec'd.
+    let mut command = std::process::Command::new(&exe);
+    command.args(args).env("PATH", path).env_remove("RUST_LOG");
+    output_once_not_busy(&mut command)
+}
+
+/// Run `command`, retrying while its program is "text file busy": a test thread that forks
+/// while this one still has a freshly written executable open for writing makes the child
+/// hold that descriptor until it execs, and running the file fails for that moment.
+#[cfg(unix)]
+fn output_once_not_busy(command: &mut std::process::Command) -> std::process::Output {
     let mut tries = 0;
     loop {
-        let run = std::process::Command::new(&exe)
-            .args(args)
-            .env("PATH", path)
-            .env_remove("RUST_LOG")
-            .output();
-        match run {
+        match command.output() {
             Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(10));
@@ -175,6 +177,10 @@ fn stub_harness(code: i32) -> tempfile::TempDir {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Run it once here, past any "text file busy" moment, so that `zarr` (which would report
+    // the failure) never meets one: once it has run, no writer can hold it open. The run
+    // records no arguments; the test's own run overwrites the record.
+    output_once_not_busy(&mut std::process::Command::new(&script));
     dir
 }
 
