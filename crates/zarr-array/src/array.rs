@@ -42,6 +42,7 @@ pub struct ArrayOptions {
     decode_budget: usize,
     write_empty_chunks: bool,
     registry: Arc<CodecRegistry>,
+    shard_index_cache: usize,
 }
 
 impl Default for ArrayOptions {
@@ -51,6 +52,7 @@ impl Default for ArrayOptions {
             decode_budget: DEFAULT_DECODE_BUDGET,
             write_empty_chunks: false,
             registry: shared_default_registry(),
+            shard_index_cache: 0,
         }
     }
 }
@@ -91,6 +93,27 @@ impl ArrayOptions {
     pub fn with_registry(mut self, registry: Arc<CodecRegistry>) -> Self {
         self.registry = registry;
         self
+    }
+
+    /// Keep the indexes of the shards read (and which shards are missing), up to `bytes` in
+    /// all (16 bytes per inner chunk and ~100 per shard), least recently used out first. Off
+    /// (0) by default.
+    ///
+    /// Reading part of a shard then costs one request instead of two once its index is
+    /// known: for random access to a dataset nobody rewrites, on object stores above all.
+    /// The cache sees writes through this array and its clones (each write empties it), not
+    /// writes by other handles or processes: after those, a cached index points into a
+    /// replaced shard, and reads return wrong values or decoding errors until
+    /// [`Array::clear_shard_index_cache`] (or a fresh `Array`). See `docs/sharding.md`.
+    #[must_use]
+    pub fn with_shard_index_cache(mut self, bytes: usize) -> Self {
+        self.shard_index_cache = bytes;
+        self
+    }
+
+    /// The most bytes of shard indexes kept (0: none).
+    pub fn shard_index_cache(&self) -> usize {
+        self.shard_index_cache
     }
 
     /// Requests kept in flight.
@@ -156,6 +179,8 @@ pub struct Array<S: ?Sized> {
     pub(crate) transformer: Option<Arc<ShardingTransformer<S>>>,
     /// Shard index fetches in flight, shared by concurrent reads (and by clones).
     pub(crate) index_flights: Arc<crate::index_flights::IndexFlights>,
+    /// Shard indexes kept between reads, when the options ask for it (shared by clones).
+    pub(crate) index_cache: Option<Arc<crate::index_cache::IndexCache>>,
 }
 
 impl<S: ?Sized> Clone for Array<S> {
@@ -168,6 +193,7 @@ impl<S: ?Sized> Clone for Array<S> {
             options: self.options.clone(),
             transformer: self.transformer.clone(),
             index_flights: Arc::clone(&self.index_flights),
+            index_cache: self.index_cache.clone(),
         }
     }
 }
@@ -217,6 +243,11 @@ impl<S: ?Sized> Array<S> {
             }
         };
         let codecs = ArrayCodecs::new(path.as_str(), &metadata, &options.registry)?;
+        let index_cache = (options.shard_index_cache > 0).then(|| {
+            Arc::new(crate::index_cache::IndexCache::new(
+                options.shard_index_cache,
+            ))
+        });
         Ok(Self {
             store,
             path,
@@ -225,7 +256,23 @@ impl<S: ?Sized> Array<S> {
             options,
             transformer,
             index_flights: Arc::default(),
+            index_cache,
         })
+    }
+
+    /// Forget the shard indexes kept by [`ArrayOptions::with_shard_index_cache`] (for this
+    /// array and its clones): call it after another handle or process rewrote shards. Does
+    /// nothing without the cache.
+    pub fn clear_shard_index_cache(&self) {
+        if let Some(cache) = &self.index_cache {
+            cache.invalidate();
+        }
+    }
+
+    /// Empties the shard index cache now and when dropped: held by every operation that
+    /// writes.
+    pub(crate) fn index_cache_write_guard(&self) -> crate::index_cache::WriteGuard<'_> {
+        crate::index_cache::WriteGuard::new(self.index_cache.as_deref())
     }
 
     /// The array's path.
@@ -286,7 +333,9 @@ impl<S: ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::from_metadata`].
     pub fn with_options(self, options: ArrayOptions) -> Result<Self> {
-        if Arc::ptr_eq(&options.registry, &self.options.registry) {
+        if Arc::ptr_eq(&options.registry, &self.options.registry)
+            && options.shard_index_cache == self.options.shard_index_cache
+        {
             return Ok(Self { options, ..self });
         }
         Self::from_metadata(

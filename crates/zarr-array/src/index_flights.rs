@@ -81,7 +81,7 @@ impl IndexFlights {
     pub(crate) async fn fetch<F, Fut, E>(&self, key: &StoreKey, fetch: F) -> Result<Index, E>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Option<ShardIndex>, E>>,
+        Fut: Future<Output = Result<Index, E>>,
     {
         let mut arrival = None;
         loop {
@@ -115,7 +115,7 @@ impl IndexFlights {
                     // An older fetch ended: start or join a fresh one.
                     Ok(_) | Err(_) if !joined => {}
                     // The fetch this read joined failed or was dropped.
-                    Ok(_) | Err(_) => return Ok(fetch().await?.map(Arc::new)),
+                    Ok(_) | Err(_) => return fetch().await,
                 },
             }
         }
@@ -125,7 +125,7 @@ impl IndexFlights {
     async fn lead<F, Fut, E>(&self, key: &StoreKey, started: u64, fetch: F) -> Result<Index, E>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Option<ShardIndex>, E>>,
+        Fut: Future<Output = Result<Index, E>>,
     {
         let mut landing = Landing {
             flights: self,
@@ -133,7 +133,7 @@ impl IndexFlights {
             started,
             outcome: None,
         };
-        let result = fetch().await.map(|index| index.map(Arc::new));
+        let result = fetch().await;
         landing.outcome = Some(result.as_ref().ok().cloned());
         drop(landing);
         result
@@ -191,10 +191,10 @@ mod tests {
         gate: &tokio::sync::Semaphore,
         runs: &AtomicUsize,
         value: Result<Option<ShardIndex>, T>,
-    ) -> Result<Option<ShardIndex>, T> {
+    ) -> Result<Index, T> {
         runs.fetch_add(1, Ordering::SeqCst);
         gate.acquire().await.unwrap().forget();
-        value
+        value.map(|index| index.map(Arc::new))
     }
 
     #[tokio::test]
@@ -286,7 +286,7 @@ mod tests {
         }
         assert!(flights.lock().flights.is_empty());
         let index = flights
-            .fetch(&key, || async { Ok::<_, ()>(Some(index())) })
+            .fetch(&key, || async { Ok::<_, ()>(Some(Arc::new(index()))) })
             .await
             .unwrap();
         assert!(index.is_some());

@@ -65,6 +65,7 @@ mod codecs;
 mod element;
 mod error;
 mod group;
+mod index_cache;
 mod index_flights;
 mod read;
 mod region;

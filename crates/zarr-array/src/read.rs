@@ -286,12 +286,26 @@ async fn plan<'a, S: ReadableStore + ?Sized>(
     if whole && decoded <= budget {
         return Ok(vec![Job::Whole { selection, key }]);
     }
-    let Some(index) = array
-        .index_flights
-        .fetch(&key, || codec.fetch_index(store, &key))
-        .await
-        .map_err(|e| array.shard_error(&key, e))?
-    else {
+    let cache = array.index_cache.as_deref();
+    let index = match cache.and_then(|cache| cache.get(&key)) {
+        Some(index) => index,
+        None => array
+            .index_flights
+            .fetch(&key, || async {
+                let epoch = cache.map(crate::index_cache::IndexCache::epoch);
+                let index = codec
+                    .fetch_index(store, &key)
+                    .await?
+                    .map(std::sync::Arc::new);
+                if let (Some(cache), Some(epoch)) = (cache, epoch) {
+                    cache.insert(epoch, &key, index.clone());
+                }
+                Ok(index)
+            })
+            .await
+            .map_err(|e| array.shard_error(&key, e))?,
+    };
+    let Some(index) = index else {
         return Ok(vec![Job::Ready(Fetched {
             selection,
             key,

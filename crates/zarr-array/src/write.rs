@@ -157,12 +157,14 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
         key: StoreKey,
         value: Option<Bytes>,
     ) -> Result<()> {
+        let _cache = array.index_cache_write_guard();
         let _guards = lock_shards_of(array, std::slice::from_ref(&key)).await;
         self.put_many(array, vec![(key, value)], 1).await
     }
 
     /// Erase many values (taking the shards' locks, as [`Sink::put`]).
     pub(crate) async fn erase_many(&self, array: &Array<S>, keys: &[StoreKey]) -> Result<()> {
+        let _cache = array.index_cache_write_guard();
         match self {
             Sink::Store(store) => Ok(store.erase_values(keys).await?),
             Sink::Transformer(_) => {
@@ -336,6 +338,7 @@ where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
 {
+    let _cache = array.index_cache_write_guard();
     let sink = array.sink();
     let io = array.options.io_concurrency();
     let batch_size = io.max(4 * rayon::current_num_threads());

@@ -574,3 +574,154 @@ fn a_read_after_a_write_never_gets_an_older_index_in_flight() {
         assert_eq!(read, expected);
     });
 }
+
+/// The index requests (suffix ranges) a [`RecordingStore`] saw, then forget them.
+fn index_requests(store: &RecordingStore<MemoryStore>) -> usize {
+    let n = store
+        .operations()
+        .iter()
+        .map(|op| match op {
+            zarr_store::Operation::GetPartialValues { requests, .. } => requests
+                .iter()
+                .filter(|(_, r)| matches!(r.form(), zarr_store::ByteRangeForm::Suffix { .. }))
+                .count(),
+            _ => 0,
+        })
+        .sum();
+    store.clear();
+    n
+}
+
+/// Two 64x64 shards of 8x8 inner chunks side by side (the second not stored until written),
+/// read through a recording store with a shard index cache of `cache` bytes.
+async fn cached_shards(
+    cache: usize,
+) -> (
+    Arc<RecordingStore<MemoryStore>>,
+    Array<RecordingStore<MemoryStore>>,
+    Vec<u32>,
+) {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let writer = ArrayBuilder::new(vec![64, 128], DataType::UInt32, vec![64, 64])
+        .sharding(vec![8, 8])
+        .zstd(1)
+        .create(Arc::clone(&store), "/k")
+        .await
+        .unwrap();
+    let all = values(64 * 64);
+    writer.write([0..64, 0..64], &all).await.unwrap();
+    let options = zarr_array::ArrayOptions::default().with_shard_index_cache(cache);
+    let array = Array::open_with(Arc::clone(&store), "/k", options)
+        .await
+        .unwrap();
+    store.clear();
+    (store, array, all)
+}
+
+/// Inner chunk (y, x) of the first shard, read through `array`.
+async fn read_inner<S: zarr_store::ReadableStore + 'static>(
+    array: &Array<S>,
+    y: u64,
+    x: u64,
+) -> Vec<u32> {
+    array
+        .read([y * 8..y * 8 + 8, x * 8..x * 8 + 8])
+        .await
+        .unwrap()
+}
+
+/// With the cache, a shard's index (or its absence) is read once across reads and clones;
+/// without it, once per read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shard_index_cache_reads_each_index_once() {
+    let (store, array, all) = cached_shards(1 << 20).await;
+    for i in 0..10 {
+        let (y, x) = (i % 8, (i * 3) % 8);
+        assert_eq!(read_inner(&array, y, x).await, inner_chunk(&all, y, x));
+    }
+    assert_eq!(index_requests(&store), 1);
+    let clone = array.clone();
+    assert_eq!(read_inner(&clone, 7, 7).await, inner_chunk(&all, 7, 7));
+    assert_eq!(index_requests(&store), 0, "clones share the cache");
+    // A missing shard: read as the fill value, and its absence kept.
+    for _ in 0..3 {
+        let fill: Vec<u32> = array.read([0..8, 64..72]).await.unwrap();
+        assert_eq!(fill, vec![0; 64]);
+    }
+    assert_eq!(index_requests(&store), 1);
+
+    let (store, uncached, _) = cached_shards(0).await;
+    for i in 0..10 {
+        read_inner(&uncached, i % 8, 0).await;
+    }
+    assert_eq!(index_requests(&store), 10);
+}
+
+/// Writes through the array (or a clone) empty the cache: later reads see them, even when
+/// the shard's layout changed. Writes by another handle are not seen until the cache is
+/// cleared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_through_the_array_empty_the_shard_index_cache() {
+    let (store, array, all) = cached_shards(1 << 20).await;
+    assert_eq!(read_inner(&array, 1, 0).await, inner_chunk(&all, 1, 0));
+    // Rewrite the shard so that every inner chunk moves (the first becomes constant).
+    let moved = |xor: u32| -> Vec<u32> {
+        (0..64 * 64)
+            .zip(values(64 * 64))
+            .map(|(i, v)| if i / 64 < 8 && i % 64 < 8 { 7 } else { v ^ xor })
+            .collect()
+    };
+    let rewritten = moved(0x5a5a_5a5a);
+    array
+        .clone()
+        .write([0..64, 0..64], &rewritten)
+        .await
+        .unwrap();
+    assert_eq!(
+        read_inner(&array, 1, 0).await,
+        inner_chunk(&rewritten, 1, 0)
+    );
+    // The missing shard, once kept as missing, is read after a write into it.
+    let fill: Vec<u32> = array.read([0..8, 64..72]).await.unwrap();
+    assert_eq!(fill, vec![0; 64]);
+    array.write([0..8, 64..72], &[9u32; 64]).await.unwrap();
+    let written: Vec<u32> = array.read([0..8, 64..72]).await.unwrap();
+    assert_eq!(written, vec![9; 64]);
+    // Erasing a chunk empties it too.
+    array.erase_chunk(&[0, 1]).await.unwrap();
+    let erased: Vec<u32> = array.read([0..8, 64..72]).await.unwrap();
+    assert_eq!(erased, vec![0; 64]);
+
+    // Another handle's write: the cached index is used as is (no index request) ...
+    read_inner(&array, 1, 0).await;
+    store.clear();
+    let other = Array::open(Arc::clone(&store), "/k").await.unwrap();
+    let again = moved(0x0f0f_0f0f);
+    other.write([0..64, 0..64], &again).await.unwrap();
+    store.clear();
+    let _stale = array.read::<u32>([8..16, 0..8]).await;
+    assert_eq!(index_requests(&store), 0);
+    // ... until the cache is cleared.
+    array.clear_shard_index_cache();
+    assert_eq!(read_inner(&array, 1, 0).await, inner_chunk(&again, 1, 0));
+    assert_eq!(index_requests(&store), 1);
+}
+
+/// The cache holds at most its limit: with room for one index, two shards read in turn are
+/// each read again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shard_index_cache_stays_within_its_limit() {
+    let (store, array, all) = cached_shards(64 * 16 + 200).await;
+    array.write([0..8, 64..72], &[3u32; 64]).await.unwrap();
+    store.clear();
+    for _ in 0..2 {
+        assert_eq!(read_inner(&array, 0, 0).await, inner_chunk(&all, 0, 0));
+        let second: Vec<u32> = array.read([0..8, 64..72]).await.unwrap();
+        assert_eq!(second, vec![3; 64]);
+    }
+    assert_eq!(index_requests(&store), 4);
+    for _ in 0..3 {
+        read_inner(&array, 2, 2).await;
+    }
+    assert_eq!(index_requests(&store), 1);
+}

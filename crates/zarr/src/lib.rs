@@ -12,7 +12,8 @@
 //! | [`vlen`](mod@vlen) | `zarr-vlen` | variable-length strings and binary |
 //! | [`array`](mod@array) | `zarr-array` | arrays, groups and region I/O |
 //!
-//! Start with the [user guide](guide): create, write, read, groups, async and blocking.
+//! Start with the [user guide](guide): create, write, read, groups, async and blocking; then
+//! the [sharding guide](sharding_guide): when to shard, shapes, the codec and the transformer.
 //!
 //! ```
 //! use zarr::metadata::NodeMetadata;
@@ -25,6 +26,9 @@
 
 #[doc = include_str!("../../../docs/arrays.md")]
 pub mod guide {}
+
+#[doc = include_str!("../../../docs/sharding.md")]
+pub mod sharding_guide {}
 
 pub use zarr_array as array;
 pub use zarr_codecs as codecs;
