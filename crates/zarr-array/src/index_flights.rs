@@ -5,8 +5,10 @@
 //! that is in flight, but only one that *started after the read asked*: a read never gets an
 //! index fetched before it began, so it sees every write that completed before it, exactly
 //! as if it had fetched alone. A read that finds an older fetch in flight waits for it to end
-//! and then starts (or joins) a fresh one, so a burst of reads of one shard costs about two
-//! index requests instead of one per read.
+//! and then starts (or joins) a fresh one, so on a store whose reads wait (an object store) a
+//! burst of reads of one shard costs about two index requests instead of one per read. (A
+//! `FilesystemStore` read from the page cache completes without yielding: there only reads on
+//! different threads at the same moment meet.)
 //!
 //! Nothing outlives its fetch: an entry is removed when the fetch ends, so this is not a
 //! cache and holds no memory between reads. If the fetching read fails or is dropped, the
@@ -88,7 +90,6 @@ impl IndexFlights {
             let step = {
                 let mut state = self.lock();
                 let arrival = *arrival.get_or_insert_with(|| state.ticket());
-                let started = state.ticket();
                 match state.flights.get_mut(key) {
                     Some(flight) => {
                         let (tx, rx) = oneshot::channel();
@@ -99,6 +100,7 @@ impl IndexFlights {
                         }
                     }
                     None => {
+                        let started = state.ticket();
                         let flight = Flight {
                             started,
                             waiters: Vec::new(),
