@@ -518,6 +518,16 @@ impl CodecChain {
         if whole && let Some(out) = view.as_contiguous_mut() {
             return self.decode_into(encoded, out);
         }
+        // A chain that stores elements as they are (`bytes` in the machine's byte order and
+        // nothing else) copies the region straight out of the encoded chunk.
+        if self.array_to_array.is_empty()
+            && self.bytes_to_bytes.is_empty()
+            && let Some(stored) = self
+                .array_to_bytes
+                .decode_unchanged(&encoded, &self.bytes_repr)?
+        {
+            return view.copy_from(stored, self.decoded.shape(), region);
+        }
         with_scratch(|scratch| {
             if whole || !self.can_partially_decode() {
                 let size = self.decoded.fixed_size_usize()?;

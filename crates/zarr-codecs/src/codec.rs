@@ -212,6 +212,22 @@ pub trait ArrayToBytesCodec: Debug + Send + Sync {
         ))
     }
 
+    /// When decoding `bytes` would give them back unchanged (the `bytes` codec in the
+    /// machine's byte order, or on one-byte elements), check them as decoding would and return
+    /// them, so a caller can copy elements straight out of the encoded chunk instead of
+    /// decoding it into a buffer first. `None` (the default) when decoding changes them.
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode), for encoded data decoding would reject.
+    fn decode_unchanged<'a>(
+        &self,
+        bytes: &'a [u8],
+        decoded: &ChunkRepresentation,
+    ) -> Result<Option<&'a [u8]>> {
+        let _ = (bytes, decoded);
+        Ok(None)
+    }
+
     /// Whether [`partial_decode_into`](Self::partial_decode_into) decodes a region without
     /// decoding the whole chunk.
     fn can_partially_decode(&self) -> bool {

@@ -900,12 +900,12 @@ impl Inner {
             value: len,
             key: Some(key.clone()),
         })?;
-        let mut buf = self.pool.take(len).map_err(|_| Error::TooLarge {
+        // Every byte is read into before the buffer is handed out.
+        let mut buf = self.pool.take_filled(len).map_err(|_| Error::TooLarge {
             what: "byte range",
             value: len as u64,
             key: Some(key.clone()),
         })?;
-        buf.resize(len, 0);
         if cached {
             match pread_cached(file, &mut buf, range.start) {
                 CachedRead::Filled => Counters::add(&self.counters.positional_reads, 1),

@@ -251,6 +251,19 @@ impl ArrayToBytesCodec for BytesCodec {
         check_elements(out, decoded)
     }
 
+    fn decode_unchanged<'a>(
+        &self,
+        bytes: &'a [u8],
+        decoded: &ChunkRepresentation,
+    ) -> Result<Option<&'a [u8]>> {
+        if self.width(decoded)? != 1 {
+            return Ok(None);
+        }
+        Self::check_len(bytes, decoded)?;
+        check_elements(bytes, decoded)?;
+        Ok(Some(bytes))
+    }
+
     fn supports_in_place(&self, decoded: &ChunkRepresentation) -> bool {
         self.width(decoded).is_ok()
     }

@@ -757,3 +757,51 @@ fn decode_into_view_places_chunks_in_a_larger_output() {
         );
     }
 }
+
+/// A chain of `bytes` alone in the machine's byte order copies elements straight out of the
+/// stored chunk into a view, and still refuses what decoding refuses: a chunk of the wrong
+/// size, and a `bool` byte other than 0 or 1.
+#[test]
+fn bytes_only_views_check_the_stored_chunk() {
+    use zarr_codecs::ArrayViewMut;
+    let native = if cfg!(target_endian = "little") {
+        "little"
+    } else {
+        "big"
+    };
+    let c = chain(
+        json!([{"name": "bytes", "configuration": {"endian": native}}]),
+        repr(&[2, 3], DataType::Int16),
+    )
+    .unwrap();
+    let stored = Bytes::from(ne_i16(&[1, 2, 3, 4, 5, 6]));
+    let mut out = vec![0u8; 2 * 2 * 2];
+    let view = ArrayViewMut::new(&mut out, &[2, 2], 2).unwrap();
+    let mut all = unsafe { view.subview(Region::full(&[2, 2])) }.unwrap();
+    let region = Region::try_new(vec![0..2, 1..3]).unwrap();
+    c.decode_into_view(stored.clone(), &region, &mut all)
+        .unwrap();
+    assert_eq!(out, ne_i16(&[2, 3, 5, 6]));
+    let view = ArrayViewMut::new(&mut out, &[2, 2], 2).unwrap();
+    let mut all = unsafe { view.subview(Region::full(&[2, 2])) }.unwrap();
+    let short = stored.slice(..10);
+    assert!(matches!(
+        c.decode_into_view(short, &region, &mut all),
+        Err(Error::UnexpectedArray { .. })
+    ));
+
+    let b = chain(json!([{"name": "bytes"}]), repr(&[4], DataType::Bool)).unwrap();
+    let mut out = vec![0u8; 2];
+    let view = ArrayViewMut::new(&mut out, &[2], 1).unwrap();
+    let mut all = unsafe { view.subview(Region::full(&[2])) }.unwrap();
+    let part = Region::try_new(vec![0..2]).unwrap();
+    b.decode_into_view(Bytes::from_static(&[1, 0, 1, 1]), &part, &mut all)
+        .unwrap();
+    assert_eq!(out, [1, 0]);
+    let view = ArrayViewMut::new(&mut out, &[2], 1).unwrap();
+    let mut all = unsafe { view.subview(Region::full(&[2])) }.unwrap();
+    assert!(matches!(
+        b.decode_into_view(Bytes::from_static(&[1, 7, 1, 1]), &part, &mut all),
+        Err(Error::InvalidElement { index: 1, .. })
+    ));
+}
