@@ -501,9 +501,12 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
             .map_err(|e| array.chunk_error(&t.key, e))?;
         let mut chunk = vec![0u8; size];
         match (&t.existing, t.whole) {
-            (Some(bytes), false) => chain
-                .decode_into(bytes.clone(), &mut chunk)
-                .map_err(|e| array.chunk_error(&t.key, e))?,
+            (Some(bytes), false) => {
+                chain
+                    .decode_into(bytes.clone(), &mut chunk)
+                    .map_err(|e| array.chunk_error(&t.key, e))?;
+                reset_padding(array, &t.selection, &mut chunk, elem)?;
+            }
             // Every element is written below: filling first (or even checking that the
             // fresh buffer is zero) would touch each page once more.
             _ if t.selection.within_chunk.shape() == t.selection.chunk_shape => {}
@@ -527,6 +530,39 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
         )
     };
     write_chunks(array, region, merge).instrument(span).await
+}
+
+/// Set the elements of an edge chunk that lie outside the array to the fill value, whatever
+/// the stored chunk held there (SPEC-NOTES 1.9: padding should be the fill value, and readers
+/// ignore it; another writer may have left anything).
+fn reset_padding<S: ?Sized>(
+    array: &Array<S>,
+    selection: &ChunkSelection,
+    chunk: &mut [u8],
+    elem: usize,
+) -> Result<()> {
+    let metadata = &array.metadata;
+    let clipped = metadata
+        .chunk_grid
+        .chunk_region_clipped(&metadata.shape, &selection.chunk)?;
+    let inside = Region::full(&clipped.shape());
+    if inside.shape() == selection.chunk_shape {
+        return Ok(());
+    }
+    let mut padded = vec![0u8; chunk.len()];
+    fill_bytes(&mut padded, metadata.fill_value.as_bytes());
+    {
+        let view = ArrayViewMut::new(&mut padded, &selection.chunk_shape, elem)
+            .map_err(|e| codecs_error(array, e))?;
+        // SAFETY: the only view of `padded` in use.
+        let mut target =
+            unsafe { view.subview(inside.clone()) }.map_err(|e| codecs_error(array, e))?;
+        target
+            .copy_from(chunk, &selection.chunk_shape, &inside)
+            .map_err(|e| codecs_error(array, e))?;
+    }
+    chunk.copy_from_slice(&padded);
+    Ok(())
 }
 
 /// Merge `values` into a shard: a shard written whole is encoded (inner chunks in parallel)

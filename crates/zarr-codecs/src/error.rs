@@ -156,8 +156,8 @@ pub enum Error {
         computed: u32,
     },
 
-    /// A decoded element is not a valid value of its data type (a `bool` byte other than 0
-    /// or 1).
+    /// A decoded element is not a valid value of its data type (a string that is not
+    /// UTF-8).
     #[error("codec `{codec}`: element {index} is not a valid {data_type} ({reason})")]
     InvalidElement {
         /// The codec.

@@ -46,8 +46,10 @@ impl Endian {
 /// swapped on its own; `r<N>`, `raw_bytes` and `null_terminated_bytes` are opaque bytes and
 /// never swapped; `fixed_length_utf32` swaps each 4-byte code unit.
 ///
-/// `bool` elements must be 0 or 1: decoding any other byte is an
-/// [`Error::InvalidElement`] error rather than a silently reinterpreted value.
+/// `bool` elements are written as 0 or 1. On decoding, any byte other than 0 reads as `true`
+/// (stored as 1), as numpy and zarr-python read it: a chunk is never refused for its bool bytes,
+/// so the padding of an edge chunk, which readers must ignore, cannot fail a read, and no other
+/// byte ever reaches a Rust `bool`.
 ///
 /// Decoding can write straight into a caller's buffer ([`ArrayToBytesCodec::decode_into`]),
 /// convert in place, and decode any region without touching the rest of the chunk.
@@ -228,8 +230,7 @@ impl ArrayToBytesCodec for BytesCodec {
     fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
         Self::check_len(&bytes, decoded)?;
         let out = self.convert(bytes, decoded)?;
-        check_elements(&out, decoded)?;
-        Ok(ArrayBytes::Fixed(out))
+        Ok(ArrayBytes::Fixed(normalize_bytes(out, decoded)))
     }
 
     fn decode_into(
@@ -248,7 +249,8 @@ impl ArrayToBytesCodec for BytesCodec {
             }
             swap_copy(&bytes, out, width);
         }
-        check_elements(out, decoded)
+        normalize(out, decoded);
+        Ok(())
     }
 
     fn decode_unchanged<'a>(
@@ -260,7 +262,9 @@ impl ArrayToBytesCodec for BytesCodec {
             return Ok(None);
         }
         Self::check_len(bytes, decoded)?;
-        check_elements(bytes, decoded)?;
+        if *decoded.data_type() == DataType::Bool && bytes.iter().any(|&b| b > 1) {
+            return Ok(None);
+        }
         Ok(Some(bytes))
     }
 
@@ -274,7 +278,8 @@ impl ArrayToBytesCodec for BytesCodec {
         if width > 1 {
             swap_in_place(data, width);
         }
-        check_elements(data, decoded)
+        normalize(data, decoded);
+        Ok(())
     }
 
     fn can_partially_decode(&self) -> bool {
@@ -308,23 +313,28 @@ impl ArrayToBytesCodec for BytesCodec {
             written += len;
             Ok(())
         })?;
-        check_elements(out, decoded)
+        normalize(out, decoded);
+        Ok(())
     }
 }
 
-/// Refuse decoded values that are not valid elements (`bool` bytes other than 0 and 1).
-fn check_elements(data: &[u8], repr: &ChunkRepresentation) -> Result<()> {
-    if *repr.data_type() == DataType::Bool
-        && let Some(index) = data.iter().position(|&b| b > 1)
-    {
-        return Err(Error::InvalidElement {
-            codec: BytesCodec::NAME.into(),
-            index: index as u64,
-            data_type: "bool".into(),
-            reason: format!("byte {:#04x} is neither 0 nor 1", data[index]),
-        });
+/// Turn every `bool` byte other than 0 into 1 (other data types are left alone).
+fn normalize(data: &mut [u8], repr: &ChunkRepresentation) {
+    if *repr.data_type() == DataType::Bool {
+        for b in data.iter_mut().filter(|b| **b > 1) {
+            *b = 1;
+        }
     }
-    Ok(())
+}
+
+/// [`normalize`] for shared bytes: copied only when some byte changes.
+fn normalize_bytes(bytes: Bytes, repr: &ChunkRepresentation) -> Bytes {
+    if *repr.data_type() != DataType::Bool || bytes.iter().all(|&b| b <= 1) {
+        return bytes;
+    }
+    let mut owned = bytes.to_vec();
+    normalize(&mut owned, repr);
+    Bytes::from(owned)
 }
 
 macro_rules! swap_fns {
@@ -425,13 +435,32 @@ mod tests {
         assert!(matches!(e, Error::IncompatibleRepresentation { .. }));
     }
 
+    /// SPEC-NOTES checklist 53: a bool byte other than 0 reads as true, on every decode path.
     #[test]
-    fn bad_bool_is_refused() {
-        let r = repr(vec![3], DataType::Bool);
-        let e = BytesCodec::new(None)
-            .decode(Bytes::from_static(&[0, 1, 2]), &r)
-            .unwrap_err();
-        assert!(matches!(e, Error::InvalidElement { index: 2, .. }), "{e:?}");
+    fn nonzero_bool_bytes_read_as_true() {
+        let r = repr(vec![4], DataType::Bool);
+        let codec = BytesCodec::new(None);
+        let stored = Bytes::from_static(&[0, 1, 2, 0xff]);
+        let expected = [0u8, 1, 1, 1];
+        let decoded = codec.decode(stored.clone(), &r).unwrap();
+        assert_eq!(decoded.into_fixed("test").unwrap(), &expected[..]);
+        let mut out = [9u8; 4];
+        codec.decode_into(stored.clone(), &r, &mut out).unwrap();
+        assert_eq!(out, expected);
+        let mut data = stored.to_vec();
+        codec.decode_in_place(&mut data, &r).unwrap();
+        assert_eq!(data, expected);
+        let mut part = [9u8; 2];
+        let region = zarr_core::Region::try_new(vec![2..4]).unwrap();
+        codec
+            .partial_decode_into(stored.clone(), &r, &region, &mut part)
+            .unwrap();
+        assert_eq!(part, [1, 1]);
+        assert_eq!(codec.decode_unchanged(&stored, &r).unwrap(), None);
+        assert_eq!(
+            codec.decode_unchanged(&expected, &r).unwrap(),
+            Some(&expected[..])
+        );
     }
 
     #[test]
