@@ -467,7 +467,8 @@ fn byte_list(ctx: &Ctx<'_>, items: &[Value]) -> Result<Vec<u8>> {
 }
 
 /// An integer fill value. Integral numbers written with a fraction or an exponent (`1.0`,
-/// `1e2`) are accepted, as zarr-python accepts them, when they are exact.
+/// `1e2`) are accepted, as zarr-python accepts them, below 2^53 in magnitude, where they are
+/// certainly exact; larger ones must be plain JSON integers.
 fn int<T: TryFrom<i64> + TryFrom<u64>>(ctx: &Ctx<'_>) -> Result<T> {
     let Value::Number(n) = ctx.value else {
         return Err(ctx.err("expected an integer"));
@@ -483,15 +484,16 @@ fn int<T: TryFrom<i64> + TryFrom<u64>>(ctx: &Ctx<'_>) -> Result<T> {
     if f.fract() != 0.0 || !f.is_finite() {
         return Err(ctx.err("expected an integer"));
     }
-    // |f| < 2^63 converts exactly to i64; 2^63 <= f < 2^64 exactly to u64.
-    let two_63 = 2f64.powi(63);
-    if (-two_63..two_63).contains(&f) {
-        T::try_from(f as i64).map_err(|_| out_of_range())
-    } else if (0.0..2f64.powi(64)).contains(&f) {
-        T::try_from(f as u64).map_err(|_| out_of_range())
-    } else {
-        Err(out_of_range())
+    // Beyond 2^53 a number with a fraction or exponent may have been rounded on parsing
+    // (9007199254740993.0 parses as ...992): refuse it rather than guess.
+    if f.abs() >= 2f64.powi(53) {
+        return Err(ctx.err(format!(
+            "{n}: an integer of 2^53 or more must be written without a fraction or exponent \
+             to be exact"
+        )));
     }
+    // |f| < 2^53 converts exactly to i64.
+    T::try_from(f as i64).map_err(|_| out_of_range())
 }
 
 fn float(ctx: &Ctx<'_>, value: &Value, text: Option<&str>, kind: Float) -> Result<Vec<u8>> {
@@ -658,6 +660,24 @@ mod tests {
         // Lenient, like zarr-python: exact integral numbers with a fraction or exponent.
         assert_eq!(text("1.0", DataType::Int32), 1i32.to_ne_bytes());
         assert_eq!(text("1e2", DataType::Int32), 100i32.to_ne_bytes());
+        assert_eq!(
+            text("9007199254740991.0", DataType::Int64),
+            ((1i64 << 53) - 1).to_ne_bytes()
+        );
+        assert_eq!(
+            text("18446744073709551615", DataType::UInt64),
+            u64::MAX.to_ne_bytes()
+        );
+        // Past 2^53 a fraction or exponent may hide rounding: refused, not guessed.
+        for rounded in ["9007199254740993.0", "1e19", "-9.3e18"] {
+            let value: Value = serde_json::from_str(rounded).unwrap();
+            let dt = if rounded.starts_with('-') {
+                DataType::Int64
+            } else {
+                DataType::UInt64
+            };
+            assert!(FillValue::from_json(&value, &dt).is_err(), "{rounded}");
+        }
         assert!(err(json!(1.5), DataType::Int32).contains("expected an integer"));
         assert!(err(json!("1"), DataType::Int32).contains("expected an integer"));
         assert!(err(json!(null), DataType::Int32).contains("expected an integer"));
