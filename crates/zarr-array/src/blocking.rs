@@ -356,4 +356,12 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
     pub fn tree(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
         block_on(self.0.tree())?
     }
+
+    /// [`crate::Group::tree_listed`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::tree_listed`], and [`Error::BlockingInAsync`].
+    pub fn tree_listed(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
+        block_on(self.0.tree_listed())?
+    }
 }

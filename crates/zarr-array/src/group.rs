@@ -324,14 +324,22 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
         Ok(out)
     }
 
-    /// Every node below the group, depth first in name order, with its metadata. Uses the
-    /// group's consolidated metadata when it has some (no listing at all), otherwise one
-    /// listing per group.
+    /// Every node below the group, in path order, with its metadata. Uses the group's
+    /// consolidated metadata when it has some of the `"inline"` kind (no listing at all),
+    /// otherwise one listing per group, like [`tree_listed`](Self::tree_listed).
+    ///
+    /// Consolidated metadata is not refreshed when the hierarchy changes: use
+    /// [`tree_listed`](Self::tree_listed) when it may be stale.
     ///
     /// # Errors
     /// Store and metadata errors.
     pub async fn tree(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
-        if let Some(consolidated) = &self.metadata.consolidated_metadata {
+        if let Some(consolidated) = self
+            .metadata
+            .consolidated_metadata
+            .as_ref()
+            .filter(|c| c.is_inline())
+        {
             let mut nodes = Vec::new();
             for (relative, metadata) in consolidated.nodes()? {
                 let mut path = self.path.clone();
@@ -343,6 +351,15 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
             nodes.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
             return Ok(nodes);
         }
+        self.tree_listed().await
+    }
+
+    /// Every node below the group, in path order, with its metadata, from one listing per
+    /// group and each node's own `zarr.json`, ignoring any consolidated metadata.
+    ///
+    /// # Errors
+    /// Store and metadata errors.
+    pub async fn tree_listed(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
         let mut out = Vec::new();
         let mut stack = vec![self.clone()];
         while let Some(group) = stack.pop() {

@@ -560,6 +560,80 @@ async fn groups_attributes_and_hierarchy() {
     ));
 }
 
+/// What is not a node is not listed (SPEC-NOTES checklist 18, 20): a directory without
+/// `zarr.json` and one whose name starts with `__` are skipped by `children` and the tree, and
+/// opening the former is `NodeNotFound`. Consolidated metadata (checklist 116): `tree` uses
+/// it when it is `inline` (so it can be stale), `tree_listed` never does, and another kind
+/// is ignored. An unknown storage transformer refuses the open (checklist 8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_nodes_consolidated_metadata_and_unknown_transformers() {
+    let store = memory();
+    ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    let root = Group::open(Arc::clone(&store), "/").await.unwrap();
+    root.create_group("g").await.unwrap();
+    // Not nodes: a bare chunk directory, and a `__`-prefixed one holding a zarr.json.
+    store
+        .set(&StoreKey::new("y/c/0"), Bytes::from_static(&[1]))
+        .await
+        .unwrap();
+    store
+        .set(
+            &StoreKey::new("__meta/zarr.json"),
+            Bytes::from_static(br#"{"zarr_format":3,"node_type":"group"}"#),
+        )
+        .await
+        .unwrap();
+    let names = |nodes: Vec<Node<MemoryStore>>| -> Vec<String> {
+        nodes.iter().map(|n| n.path().as_str().to_owned()).collect()
+    };
+    assert_eq!(names(root.children().await.unwrap()), ["/a", "/g"]);
+    let paths = |tree: Vec<(zarr_core::NodePath, zarr_core::NodeMetadata)>| -> Vec<String> {
+        tree.iter().map(|(p, _)| p.as_str().to_owned()).collect()
+    };
+    assert_eq!(paths(root.tree_listed().await.unwrap()), ["/a", "/g"]);
+    let err = Group::open(Arc::clone(&store), "/y").await.unwrap_err();
+    assert!(matches!(err, Error::NodeNotFound { .. }), "{err}");
+
+    // Consolidated metadata naming only /a (stale: /g exists too).
+    let array_doc: serde_json::Value = serde_json::from_slice(
+        &store
+            .get(&StoreKey::new("a/zarr.json"))
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    let with_kind = |kind: &str| {
+        json!({"zarr_format": 3, "node_type": "group", "consolidated_metadata":
+            {"kind": kind, "must_understand": false, "metadata": {"a": array_doc.clone()}}})
+    };
+    for (kind, expected) in [("inline", vec!["/a"]), ("other", vec!["/a", "/g"])] {
+        store
+            .set(
+                &StoreKey::new("zarr.json"),
+                Bytes::from(with_kind(kind).to_string()),
+            )
+            .await
+            .unwrap();
+        let root = Group::open(Arc::clone(&store), "/").await.unwrap();
+        assert_eq!(paths(root.tree().await.unwrap()), expected, "{kind}");
+        assert_eq!(paths(root.tree_listed().await.unwrap()), ["/a", "/g"]);
+    }
+
+    // An array naming a storage transformer we do not know.
+    let mut doc = array_doc.clone();
+    doc["storage_transformers"] = json!([{"name": "no-such-transformer", "configuration": {}}]);
+    store
+        .set(&StoreKey::new("t/zarr.json"), Bytes::from(doc.to_string()))
+        .await
+        .unwrap();
+    let err = Array::open(Arc::clone(&store), "/t").await.unwrap_err();
+    assert!(err.to_string().contains("no-such-transformer"), "{err}");
+}
+
 /// Rectilinear grids, the v2 chunk key encoding, 0-d and zero-length arrays, big-endian,
 /// transpose.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

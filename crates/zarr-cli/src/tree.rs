@@ -52,7 +52,12 @@ pub(crate) async fn run(args: TreeArgs) -> Result<()> {
         .tree()
         .await
         .with_context(|| format!("walking {}", target.describe()))?;
-    let consolidated = if group.metadata().consolidated_metadata.is_some() {
+    let consolidated = if group
+        .metadata()
+        .consolidated_metadata
+        .as_ref()
+        .is_some_and(|c| c.is_inline())
+    {
         "  (from consolidated metadata)"
     } else {
         ""

@@ -596,16 +596,24 @@ impl GroupMetadata {
     }
 
     fn parse_map(map: &Map) -> Result<Self> {
-        let extra_fields = ignorable_extras(map, &GROUP_FIELDS)?;
+        let mut extra_fields = ignorable_extras(map, &GROUP_FIELDS)?;
         let attributes = match map.get("attributes") {
             Some(v) => json::as_object(v, "attributes")?.clone(),
             None => Map::new(),
         };
-        let consolidated_metadata = map
-            .get("consolidated_metadata")
-            .filter(|v| !v.is_null())
-            .map(ConsolidatedMetadata::from_json)
-            .transpose()?;
+        let consolidated_metadata = match map.get("consolidated_metadata") {
+            None | Some(Value::Null) => None,
+            Some(value) => match ConsolidatedMetadata::from_json(value) {
+                Ok(consolidated) => Some(consolidated),
+                // Marked ignorable: a form we cannot read is kept as it is and not used,
+                // instead of making the group unreadable.
+                Err(_) if value.get("must_understand") == Some(&Value::Bool(false)) => {
+                    extra_fields.insert("consolidated_metadata".into(), value.clone());
+                    None
+                }
+                Err(e) => return Err(e),
+            },
+        };
         Ok(Self {
             attributes,
             consolidated_metadata,
@@ -693,11 +701,20 @@ impl ConsolidatedMetadata {
         if let Some(must_understand) = self.must_understand {
             map.insert("must_understand".into(), Value::Bool(must_understand));
         }
-        map.insert("metadata".into(), Value::Object(self.metadata.clone()));
+        // Another kind may have no `metadata` member; do not add one.
+        if self.is_inline() || !self.metadata.is_empty() {
+            map.insert("metadata".into(), Value::Object(self.metadata.clone()));
+        }
         for (key, value) in &self.extra {
             map.insert(key.clone(), value.clone());
         }
         Value::Object(map)
+    }
+
+    /// Whether this is the one kind defined, `"inline"` (the documents are in `metadata`).
+    /// Readers should list the hierarchy instead when it is not.
+    pub fn is_inline(&self) -> bool {
+        self.kind == "inline"
     }
 
     /// Parse every entry into a node path (relative to the consolidating group) and its

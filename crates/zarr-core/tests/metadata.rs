@@ -460,6 +460,42 @@ fn consolidated_metadata_is_kept_and_readable() {
     assert!(matches!(nodes[1].1, NodeMetadata::Array(_)));
 }
 
+/// SPEC-NOTES checklist 16: consolidated metadata marked `must_understand: false` never makes
+/// a group unreadable. A form we cannot read is kept as it is (and written back), unused; a
+/// kind other than `inline` is read but not inline.
+#[test]
+fn unreadable_ignorable_consolidated_metadata_is_kept_unused() {
+    let doc = json!({
+        "zarr_format": 3, "node_type": "group",
+        "consolidated_metadata": {"kind": "inline", "must_understand": false, "metadata": 7}
+    });
+    let NodeMetadata::Group(group) = parse(&doc).unwrap() else {
+        panic!()
+    };
+    assert!(group.consolidated_metadata.is_none());
+    assert_eq!(round_trip(&doc), doc);
+    // Without the flag it is an error naming the field.
+    let strict = json!({
+        "zarr_format": 3, "node_type": "group",
+        "consolidated_metadata": {"kind": "inline", "metadata": 7}
+    });
+    assert!(
+        parse(&strict)
+            .unwrap_err()
+            .to_string()
+            .contains("consolidated_metadata")
+    );
+    let other = json!({
+        "zarr_format": 3, "node_type": "group",
+        "consolidated_metadata": {"kind": "external", "must_understand": false, "url": "x"}
+    });
+    let NodeMetadata::Group(group) = parse(&other).unwrap() else {
+        panic!()
+    };
+    assert!(!group.consolidated_metadata.as_ref().unwrap().is_inline());
+    assert_eq!(round_trip(&other), other);
+}
+
 #[test]
 fn type_specific_parsers_refuse_the_other_node_type() {
     let group = r#"{"zarr_format":3,"node_type":"group"}"#;
