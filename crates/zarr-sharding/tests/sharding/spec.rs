@@ -179,3 +179,42 @@ fn metadata_round_trips() {
     assert_eq!(again.chunks_per_shard(), &[2]);
     assert_eq!(again.inner_chunk_shape(), &[2]);
 }
+
+/// SPEC-NOTES checklist 74: inner chunks may be stored in any order, with unused bytes
+/// between and around them; a reader follows the index alone (whole, in part, one chunk).
+#[test]
+fn inner_chunks_in_any_order_with_gaps() {
+    let meta = sharding(json!({
+        "chunk_shape": [2],
+        "codecs": [{"name": "bytes"}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_location": "end"
+    }));
+    let shard = repr(&[6], DataType::UInt8, FillValue::new([0]));
+    let codec = ShardingCodec::from_metadata(&meta, &shard, &registry()).unwrap();
+    // Chunk 2 first after three junk bytes, then junk, then chunk 0; chunk 1 is empty.
+    let mut bytes = hex("ee ee ee 05 06 ee ee 01 02 ee");
+    for (offset, nbytes) in [(7u64, 2u64), (u64::MAX, u64::MAX), (3, 2)] {
+        bytes.extend(offset.to_le_bytes());
+        bytes.extend(nbytes.to_le_bytes());
+    }
+    let bytes = Bytes::from(bytes);
+    assert_eq!(
+        codec.decode_shard(bytes.clone()).unwrap(),
+        ArrayBytes::fixed(vec![1, 2, 0, 0, 5, 6])
+    );
+    let chain = CodecChain::from_metadata(&[meta], shard, &registry()).unwrap();
+    let mut part = vec![9u8; 3];
+    chain
+        .decode_region_into(
+            bytes.clone(),
+            &Region::try_new(vec![1..4]).unwrap(),
+            &mut part,
+        )
+        .unwrap();
+    assert_eq!(part, [2, 0, 0]);
+    assert_eq!(
+        codec.inner_chunk_bytes(&bytes, &[2]).unwrap().as_deref(),
+        Some(&[5u8, 6][..])
+    );
+}
