@@ -437,6 +437,7 @@ mod tests {
 
     /// SPEC-NOTES checklist 53: a bool byte other than 0 reads as true, on every decode path.
     #[test]
+    #[allow(clippy::single_range_in_vec_init)]
     fn nonzero_bool_bytes_read_as_true() {
         let r = repr(vec![4], DataType::Bool);
         let codec = BytesCodec::new(None);

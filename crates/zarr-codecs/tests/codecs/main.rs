@@ -1,5 +1,7 @@
 //! Integration tests of `zarr-codecs`, in one test binary.
 
+#![allow(clippy::single_range_in_vec_init)]
+
 mod bad_input;
 mod chain;
 mod fixtures;
