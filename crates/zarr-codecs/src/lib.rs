@@ -18,7 +18,8 @@
 //!   caller's buffer), `decode_region_into` (part of a chunk) and `decode_into_view` (into a
 //!   chunk's place in a larger output, see [`ArrayViewMut`]).
 //!
-//! The codecs: [`BytesCodec`], [`TransposeCodec`], [`GzipCodec`], [`ZstdCodec`],
+//! The codecs: [`BytesCodec`], [`TransposeCodec`], [`GzipCodec`], [`ZlibCodec`]
+//! (`numcodecs.zlib`, also what Zarr v2's `zlib` compressor is read as), [`ZstdCodec`],
 //! [`BloscCodec`] and [`Crc32cCodec`].
 //!
 //! # Build a chain from metadata and decode a chunk
@@ -156,6 +157,7 @@ pub use codecs::bytes::{BytesCodec, Endian};
 pub use codecs::crc32c::Crc32cCodec;
 pub use codecs::gzip::GzipCodec;
 pub use codecs::transpose::TransposeCodec;
+pub use codecs::zlib::ZlibCodec;
 pub use codecs::zstd::ZstdCodec;
 pub use error::{Error, Result};
 pub use registry::{CodecConstructor, CodecRegistry};

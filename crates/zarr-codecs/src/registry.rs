@@ -12,6 +12,7 @@ use crate::codecs::bytes::BytesCodec;
 use crate::codecs::crc32c::Crc32cCodec;
 use crate::codecs::gzip::GzipCodec;
 use crate::codecs::transpose::TransposeCodec;
+use crate::codecs::zlib::ZlibCodec;
 use crate::codecs::zstd::ZstdCodec;
 use crate::error::Result;
 use crate::representation::ChunkRepresentation;
@@ -30,7 +31,7 @@ pub type CodecConstructor = Arc<
 /// Codec names mapped to constructors.
 ///
 /// [`CodecRegistry::with_defaults`] knows every codec of this crate: `bytes`, `transpose`,
-/// `gzip`, `zstd`, `blosc` and `crc32c`. Other crates add theirs the same way a user does:
+/// `gzip`, `numcodecs.zlib`, `zstd`, `blosc` and `crc32c`. Other crates add theirs the same way a user does:
 ///
 /// ```
 /// use std::sync::Arc;
@@ -95,6 +96,11 @@ impl CodecRegistry {
             })
             .register(GzipCodec::NAME, |meta, _, _| {
                 Ok(Codec::BytesToBytes(Arc::new(GzipCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(ZlibCodec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(ZlibCodec::from_metadata(
                     meta,
                 )?)))
             })

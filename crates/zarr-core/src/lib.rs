@@ -46,6 +46,7 @@ mod metadata;
 mod minifloat;
 mod node;
 mod region;
+pub mod v2;
 
 pub use chunk_grid::*;
 pub use chunk_key_encoding::*;

@@ -5,6 +5,7 @@ pub(crate) mod bytes;
 pub(crate) mod crc32c;
 pub(crate) mod gzip;
 pub(crate) mod transpose;
+pub(crate) mod zlib;
 pub(crate) mod zstd;
 
 use std::io::{ErrorKind, Read};

@@ -1,0 +1,816 @@
+//! Reading Zarr v2 metadata (`.zarray`, `.zgroup`, `.zattrs`) as its Zarr v3 equivalent.
+//!
+//! A v2 array is read through the same chunk pipeline as a v3 one: [`ArrayMetadataV2::to_v3`]
+//! turns its `dtype`, `order`, `filters`, `compressor`, `fill_value` and
+//! `dimension_separator` into a v3 data type, codec chain, fill value and the `v2` chunk key
+//! encoding, so the chunks are found and decoded exactly as v2 stored them:
+//!
+//! | v2 | v3 equivalent |
+//! |---|---|
+//! | `dtype` `"<u2"`, `">f8"`, `"\|b1"`, `"<M8[ns]"`, `"\|S12"`, `"<U5"`, `"\|V8"` | the data type, and `bytes` with the byte order |
+//! | `dtype` `"\|O"` with the `vlen-utf8` or `vlen-bytes` filter | `string` or `bytes` with that codec |
+//! | `order: "F"` | `transpose` with the axes reversed, before `bytes` |
+//! | `compressor` `blosc`, `zstd`, `gzip`, `zlib` | `blosc` (shuffle 0/1/2 as its names, -1 as numcodecs resolves it), `zstd`, `gzip`, `numcodecs.zlib` |
+//! | `dimension_separator` (default `.`) | the `v2` chunk key encoding (`0` for a 0-d array) |
+//! | `fill_value: null` | the data type's default (zero, `false`, empty) |
+//!
+//! Structured data types, object arrays without a string or bytes filter, and the other
+//! numcodecs filters and compressors (`delta`, `lz4`, `bz2`, ...) are refused with an error
+//! naming them.
+//!
+//! ```
+//! use zarr_core::v2::ArrayMetadataV2;
+//! use zarr_core::{ChunkKeyEncoding, ChunkKeySeparator, DataType};
+//!
+//! let zarray = br#"{"zarr_format": 2, "shape": [100, 80], "chunks": [10, 10],
+//!     "dtype": ">i4", "order": "F", "fill_value": -1, "filters": null,
+//!     "compressor": {"id": "zstd", "level": 3, "checksum": false}}"#;
+//! let v2 = ArrayMetadataV2::from_slice(zarray)?;
+//! let v3 = v2.to_v3(serde_json::Map::new())?;
+//! assert_eq!(v3.data_type, DataType::Int32);
+//! assert_eq!(
+//!     v3.chunk_key_encoding,
+//!     ChunkKeyEncoding::V2 { separator: ChunkKeySeparator::Dot }
+//! );
+//! let names: Vec<&str> = v3.codecs.iter().map(|c| c.name.as_str()).collect();
+//! assert_eq!(names, ["transpose", "bytes", "zstd"]);
+//! # Ok::<(), zarr_core::Error>(())
+//! ```
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, ExtensionKind, Result};
+use crate::extension::ExtensionObject;
+use crate::json;
+use crate::{
+    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue,
+    GroupMetadata, RegularChunkGrid, TimeUnit,
+};
+
+/// The store key (relative to a node) of a v2 array's metadata.
+pub const ZARRAY: &str = ".zarray";
+/// The store key (relative to a node) of a v2 group's metadata.
+pub const ZGROUP: &str = ".zgroup";
+/// The store key (relative to a node) of a v2 node's attributes.
+pub const ZATTRS: &str = ".zattrs";
+/// The store key (relative to a group) of v2 consolidated metadata.
+pub const ZMETADATA: &str = ".zmetadata";
+
+/// The version of the Zarr format a node's metadata was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ZarrFormat {
+    /// Zarr v2 (`.zarray` / `.zgroup`): read through its v3 equivalent.
+    V2,
+    /// Zarr v3 (`zarr.json`).
+    #[default]
+    V3,
+}
+
+impl std::fmt::Display for ZarrFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::V2 => "2",
+            Self::V3 => "3",
+        })
+    }
+}
+
+/// Byte order of a v2 `dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ByteOrder {
+    /// `<`
+    Little,
+    /// `>`
+    Big,
+    /// `|`: not applicable (one-byte elements, byte strings, raw bytes).
+    NotApplicable,
+}
+
+/// A parsed v2 `dtype` (numpy typestr).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DtypeV2 {
+    /// A fixed-size type and its byte order.
+    Fixed(DataType, ByteOrder),
+    /// `|O`: Python objects, given meaning by an object codec among the filters.
+    Object,
+}
+
+impl DtypeV2 {
+    /// Parse a numpy typestr (`"<u2"`, `"|b1"`, `"<M8[10ms]"`, `"|S12"`, `"|O"`, ...).
+    ///
+    /// # Errors
+    /// [`Error::InvalidField`] for a malformed typestr or one without a byte order where it
+    /// matters; [`Error::UnknownExtension`] for a structured (list) dtype.
+    pub fn from_json(value: &Value, field: &str) -> Result<Self> {
+        let text = match value {
+            Value::String(s) => s.as_str(),
+            Value::Array(_) => {
+                return Err(Error::UnknownExtension {
+                    kind: ExtensionKind::DataType,
+                    name: "structured (a list of fields)".into(),
+                    field: field.into(),
+                });
+            }
+            other => {
+                return Err(Error::invalid(
+                    field,
+                    format!("expected a numpy typestr, found {}", json::type_name(other)),
+                ));
+            }
+        };
+        let bad = |reason: &str| Error::invalid(field, format!("{text:?}: {reason}"));
+        let mut chars = text.chars();
+        let order = match chars.next() {
+            Some('<') => ByteOrder::Little,
+            Some('>') => ByteOrder::Big,
+            Some('|') => ByteOrder::NotApplicable,
+            _ => return Err(bad("a typestr starts with its byte order, `<`, `>` or `|`")),
+        };
+        let rest = chars.as_str();
+        let kind = rest.chars().next().ok_or_else(|| bad("no type"))?;
+        let tail = &rest[kind.len_utf8()..];
+        if kind == 'O' {
+            return if tail.is_empty() {
+                Ok(Self::Object)
+            } else {
+                Err(bad("`O` takes no size"))
+            };
+        }
+        if kind == 'M' || kind == 'm' {
+            let unit = tail
+                .strip_prefix('8')
+                .and_then(|t| t.strip_prefix('['))
+                .and_then(|t| t.strip_suffix(']'))
+                .ok_or_else(|| bad("a datetime or timedelta is `M8[unit]` or `m8[unit]`"))?;
+            let digits = unit.bytes().take_while(u8::is_ascii_digit).count();
+            let scale_factor = if digits == 0 {
+                1
+            } else {
+                unit[..digits]
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|s| (1..=i32::MAX as u32).contains(s))
+                    .ok_or_else(|| bad("the unit's multiple must be 1 to 2^31 - 1"))?
+            };
+            let unit = TimeUnit::parse(&unit[digits..]).ok_or_else(|| bad("unknown time unit"))?;
+            let data_type = if kind == 'M' {
+                DataType::DateTime64 { unit, scale_factor }
+            } else {
+                DataType::TimeDelta64 { unit, scale_factor }
+            };
+            return Self::fixed(data_type, order, text, field);
+        }
+        let size: usize = tail
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| bad("expected a positive size after the type character"))?;
+        let data_type = match (kind, size) {
+            ('b', 1) => DataType::Bool,
+            ('i', 1) => DataType::Int8,
+            ('i', 2) => DataType::Int16,
+            ('i', 4) => DataType::Int32,
+            ('i', 8) => DataType::Int64,
+            ('u', 1) => DataType::UInt8,
+            ('u', 2) => DataType::UInt16,
+            ('u', 4) => DataType::UInt32,
+            ('u', 8) => DataType::UInt64,
+            ('f', 2) => DataType::Float16,
+            ('f', 4) => DataType::Float32,
+            ('f', 8) => DataType::Float64,
+            ('c', 8) => DataType::Complex64,
+            ('c', 16) => DataType::Complex128,
+            ('S', n) => DataType::NullTerminatedBytes { length_bytes: n },
+            ('V', n) => DataType::RawBytes { length_bytes: n },
+            ('U', n) => DataType::FixedLengthUtf32 {
+                length_bytes: n
+                    .checked_mul(4)
+                    .ok_or_else(|| Error::overflow(format!("the size of {text:?}")))?,
+            },
+            _ => return Err(bad("not a data type this crate reads")),
+        };
+        Self::fixed(data_type, order, text, field)
+    }
+
+    fn fixed(data_type: DataType, order: ByteOrder, text: &str, field: &str) -> Result<Self> {
+        // Types whose bytes are swapped by the byte order need one.
+        let swapped = !matches!(
+            data_type,
+            DataType::Bool
+                | DataType::Int8
+                | DataType::UInt8
+                | DataType::NullTerminatedBytes { .. }
+                | DataType::RawBytes { .. }
+        );
+        if swapped && order == ByteOrder::NotApplicable {
+            return Err(Error::invalid(
+                field,
+                format!("{text:?}: a multi-byte type needs the byte order `<` or `>`"),
+            ));
+        }
+        Ok(Self::Fixed(data_type, order))
+    }
+}
+
+/// The `order` of a v2 array: how elements are laid out inside each chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// `"C"`: row-major.
+    C,
+    /// `"F"`: column-major.
+    F,
+}
+
+/// A v2 array's `.zarray`, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayMetadataV2 {
+    /// The shape.
+    pub shape: Vec<u64>,
+    /// The chunk shape (one chunk shape for the whole array).
+    pub chunks: Vec<u64>,
+    /// The element type.
+    pub dtype: DtypeV2,
+    /// The compressor (`{"id": ..., ...}`), if any.
+    pub compressor: Option<Map<String, Value>>,
+    /// The filters, in the order they are applied when writing.
+    pub filters: Vec<Map<String, Value>>,
+    /// The fill value as written (`null` for undefined).
+    pub fill_value: Value,
+    /// The element order inside chunks.
+    pub order: Order,
+    /// The separator of chunk keys (`.` when absent).
+    pub dimension_separator: ChunkKeySeparator,
+}
+
+impl ArrayMetadataV2 {
+    /// Parse a `.zarray` document. Unknown keys are ignored, as v2 asks.
+    ///
+    /// # Errors
+    /// [`Error::Json`] / [`Error::NotAnObject`] for a document that is not a JSON object;
+    /// [`Error::MissingField`] / [`Error::InvalidField`] naming the field that breaks the v2
+    /// specification.
+    pub fn from_slice(bytes: &[u8]) -> Result<Self> {
+        let doc = json_object(bytes)?;
+        let field = |name: &str| format!("{ZARRAY}: {name}");
+        let get = |name: &str| doc.get(name).ok_or_else(|| Error::missing(field(name)));
+        match get("zarr_format")? {
+            Value::Number(n) if n.as_u64() == Some(2) => {}
+            other => {
+                return Err(Error::invalid(
+                    field("zarr_format"),
+                    format!("expected 2, found {other}"),
+                ));
+            }
+        }
+        let shape = u64_list(get("shape")?, &field("shape"), false)?;
+        let chunks = u64_list(get("chunks")?, &field("chunks"), true)?;
+        if chunks.len() != shape.len() {
+            return Err(Error::RankMismatch {
+                what: field("chunks"),
+                expected: shape.len(),
+                found: chunks.len(),
+            });
+        }
+        let dtype = DtypeV2::from_json(get("dtype")?, &field("dtype"))?;
+        let compressor = match get("compressor")? {
+            Value::Null => None,
+            Value::Object(c) => Some(codec_object(c, &field("compressor"))?.clone()),
+            other => {
+                return Err(Error::invalid(
+                    field("compressor"),
+                    format!(
+                        "expected an object or null, found {}",
+                        json::type_name(other)
+                    ),
+                ));
+            }
+        };
+        let filters = match get("filters")? {
+            Value::Null => Vec::new(),
+            Value::Array(list) => list
+                .iter()
+                .enumerate()
+                .map(|(i, f)| match f {
+                    Value::Object(f) => {
+                        Ok(codec_object(f, &format!("{}[{i}]", field("filters")))?.clone())
+                    }
+                    other => Err(Error::invalid(
+                        format!("{}[{i}]", field("filters")),
+                        format!("expected an object, found {}", json::type_name(other)),
+                    )),
+                })
+                .collect::<Result<_>>()?,
+            other => {
+                return Err(Error::invalid(
+                    field("filters"),
+                    format!("expected a list or null, found {}", json::type_name(other)),
+                ));
+            }
+        };
+        let fill_value = get("fill_value")?.clone();
+        let order = match get("order")? {
+            Value::String(s) if s == "C" => Order::C,
+            Value::String(s) if s == "F" => Order::F,
+            other => {
+                return Err(Error::invalid(
+                    field("order"),
+                    format!("expected \"C\" or \"F\", found {other}"),
+                ));
+            }
+        };
+        let dimension_separator = match doc.get("dimension_separator") {
+            None | Some(Value::Null) => ChunkKeySeparator::Dot,
+            Some(Value::String(s)) if s == "." => ChunkKeySeparator::Dot,
+            Some(Value::String(s)) if s == "/" => ChunkKeySeparator::Slash,
+            Some(other) => {
+                return Err(Error::invalid(
+                    field("dimension_separator"),
+                    format!("expected \".\" or \"/\", found {other}"),
+                ));
+            }
+        };
+        Ok(Self {
+            shape,
+            chunks,
+            dtype,
+            compressor,
+            filters,
+            fill_value,
+            order,
+            dimension_separator,
+        })
+    }
+
+    /// The v3 data type: the dtype's, or for `|O` the one its object codec gives.
+    ///
+    /// # Errors
+    /// [`Error::InvalidField`] for an object dtype without a `vlen-utf8` or `vlen-bytes`
+    /// filter; [`Error::UnknownExtension`] for another object codec.
+    pub fn data_type(&self) -> Result<DataType> {
+        match &self.dtype {
+            DtypeV2::Fixed(data_type, _) => Ok(data_type.clone()),
+            DtypeV2::Object => match self.filters.first().map(codec_id) {
+                Some("vlen-utf8") => Ok(DataType::String),
+                Some("vlen-bytes") => Ok(DataType::Bytes),
+                Some(other) => Err(Error::UnknownExtension {
+                    kind: ExtensionKind::Codec,
+                    name: other.to_owned(),
+                    field: format!("{ZARRAY}: filters[0] (the object codec of dtype \"|O\")"),
+                }),
+                None => Err(Error::invalid(
+                    format!("{ZARRAY}: filters"),
+                    "dtype \"|O\" needs an object codec (vlen-utf8 or vlen-bytes) as its first filter",
+                )),
+            },
+        }
+    }
+
+    /// The v3 equivalent, with `attributes` (from `.zattrs`).
+    ///
+    /// # Errors
+    /// As [`data_type`](Self::data_type); [`Error::UnknownExtension`] for a filter or
+    /// compressor with no v3 equivalent here; [`Error::InvalidFillValue`] for a fill value
+    /// that does not suit the data type; the checks of [`ArrayMetadata::new`].
+    pub fn to_v3(&self, attributes: Map<String, Value>) -> Result<ArrayMetadata> {
+        let data_type = self.data_type()?;
+        let element_size = data_type.fixed_size();
+        let mut codecs = Vec::new();
+        if self.order == Order::F && self.shape.len() > 1 {
+            let reversed: Vec<usize> = (0..self.shape.len()).rev().collect();
+            codecs.push(ExtensionObject::with_configuration(
+                "transpose",
+                object(json!({ "order": reversed })),
+            ));
+        }
+        let mut filters = self.filters.iter().enumerate();
+        match &self.dtype {
+            DtypeV2::Object => {
+                filters.next();
+                codecs.push(ExtensionObject::new(match data_type {
+                    DataType::String => "vlen-utf8",
+                    _ => "vlen-bytes",
+                }));
+            }
+            DtypeV2::Fixed(_, order) => {
+                let bytes = match (order, element_size) {
+                    (ByteOrder::Big, Some(size)) if size > 1 => {
+                        ExtensionObject::with_configuration(
+                            "bytes",
+                            object(json!({ "endian": "big" })),
+                        )
+                    }
+                    (_, Some(size)) if size > 1 => ExtensionObject::with_configuration(
+                        "bytes",
+                        object(json!({ "endian": "little" })),
+                    ),
+                    _ => ExtensionObject::new("bytes"),
+                };
+                codecs.push(bytes);
+            }
+        }
+        if let Some((i, filter)) = filters.next() {
+            return Err(Error::UnknownExtension {
+                kind: ExtensionKind::Codec,
+                name: codec_id(filter).to_owned(),
+                field: format!(
+                    "{ZARRAY}: filters[{i}] (this crate reads no v2 filters but the object codecs vlen-utf8 and vlen-bytes)"
+                ),
+            });
+        }
+        if let Some(compressor) = &self.compressor {
+            codecs.push(compressor_to_v3(compressor, element_size.unwrap_or(1))?);
+        }
+        let fill_value = self.fill_value_v3(&data_type)?;
+        let grid = ChunkGrid::Regular(RegularChunkGrid::try_new(self.chunks.clone())?);
+        Ok(
+            ArrayMetadata::new(self.shape.clone(), data_type, grid, fill_value, codecs)?
+                .with_chunk_key_encoding(ChunkKeyEncoding::V2 {
+                    separator: self.dimension_separator,
+                })
+                .with_attributes(attributes),
+        )
+    }
+
+    fn fill_value_v3(&self, data_type: &DataType) -> Result<FillValue> {
+        match (&self.fill_value, data_type) {
+            (Value::Null, dt) => Ok(FillValue::default_for(dt)),
+            // zarr-python 2 wrote `0` (or other non-strings) as the fill of object arrays.
+            (Value::String(_), DataType::String) => {
+                FillValue::from_json(&self.fill_value, data_type)
+            }
+            (_, DataType::String | DataType::Bytes) if !self.fill_value.is_string() => {
+                Ok(FillValue::default_for(data_type))
+            }
+            (value, dt) => FillValue::from_json(value, dt),
+        }
+    }
+}
+
+/// A v2 group from its `.zgroup` document and attributes (from `.zattrs`).
+///
+/// # Errors
+/// [`Error::Json`] / [`Error::NotAnObject`] for a document that is not a JSON object;
+/// [`Error::InvalidField`] unless `zarr_format` is 2.
+pub fn group_from_v2(zgroup: &[u8], attributes: Map<String, Value>) -> Result<GroupMetadata> {
+    let doc = json_object(zgroup)?;
+    match doc.get("zarr_format") {
+        Some(Value::Number(n)) if n.as_u64() == Some(2) => {}
+        Some(other) => {
+            return Err(Error::invalid(
+                format!("{ZGROUP}: zarr_format"),
+                format!("expected 2, found {other}"),
+            ));
+        }
+        None => return Err(Error::missing(format!("{ZGROUP}: zarr_format"))),
+    }
+    Ok(GroupMetadata::new().with_attributes(attributes))
+}
+
+/// Parse a `.zattrs` document (a JSON object).
+///
+/// # Errors
+/// [`Error::Json`] / [`Error::NotAnObject`].
+pub fn attributes_from_v2(zattrs: &[u8]) -> Result<Map<String, Value>> {
+    json_object(zattrs)
+}
+
+fn json_object(bytes: &[u8]) -> Result<Map<String, Value>> {
+    match serde_json::from_slice::<Value>(bytes).map_err(Error::Json)? {
+        Value::Object(map) => Ok(map),
+        other => Err(Error::NotAnObject {
+            found: json::type_name(&other),
+        }),
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn u64_list(value: &Value, field: &str, positive: bool) -> Result<Vec<u64>> {
+    let list = value
+        .as_array()
+        .ok_or_else(|| Error::invalid(field, "expected a list of integers"))?;
+    list.iter()
+        .map(|n| {
+            n.as_u64().filter(|n| !positive || *n > 0).ok_or_else(|| {
+                Error::invalid(
+                    field,
+                    format!(
+                        "expected {} integers, found {n}",
+                        if positive { "positive" } else { "non-negative" }
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+fn codec_object<'a>(codec: &'a Map<String, Value>, field: &str) -> Result<&'a Map<String, Value>> {
+    match codec.get("id") {
+        Some(Value::String(_)) => Ok(codec),
+        _ => Err(Error::invalid(
+            field,
+            "a numcodecs codec needs a string `id`",
+        )),
+    }
+}
+
+fn codec_id(codec: &Map<String, Value>) -> &str {
+    codec.get("id").and_then(Value::as_str).unwrap_or("")
+}
+
+/// A numcodecs compressor's v3 equivalent.
+fn compressor_to_v3(c: &Map<String, Value>, element_size: usize) -> Result<ExtensionObject> {
+    let field = format!("{ZARRAY}: compressor");
+    let int = |key: &str, default: Option<i64>| -> Result<i64> {
+        match c.get(key) {
+            None | Some(Value::Null) => {
+                default.ok_or_else(|| Error::missing(format!("{field}.{key}")))
+            }
+            Some(v) => v.as_i64().ok_or_else(|| {
+                Error::invalid(
+                    format!("{field}.{key}"),
+                    format!("expected an integer, found {v}"),
+                )
+            }),
+        }
+    };
+    let id = codec_id(c);
+    Ok(match id {
+        "blosc" => {
+            let typesize = match c.get("typesize") {
+                Some(v) if !v.is_null() => int("typesize", None)?,
+                _ => element_size as i64,
+            };
+            let shuffle = match int("shuffle", Some(1))? {
+                0 => "noshuffle",
+                1 => "shuffle",
+                2 => "bitshuffle",
+                // numcodecs' AUTOSHUFFLE: bit shuffle for one-byte elements, byte shuffle
+                // otherwise. (Decoding reads the shuffle from each chunk's header anyway.)
+                -1 if typesize == 1 => "bitshuffle",
+                -1 => "shuffle",
+                other => {
+                    return Err(Error::invalid(
+                        format!("{field}.shuffle"),
+                        format!("expected -1, 0, 1 or 2, found {other}"),
+                    ));
+                }
+            };
+            let cname = c
+                .get("cname")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Error::missing(format!("{field}.cname")))?;
+            ExtensionObject::with_configuration(
+                "blosc",
+                object(json!({
+                    "cname": cname,
+                    "clevel": int("clevel", Some(5))?,
+                    "shuffle": shuffle,
+                    "typesize": typesize.clamp(1, 255),
+                    "blocksize": int("blocksize", Some(0))?,
+                })),
+            )
+        }
+        "zstd" => {
+            let checksum = match c.get("checksum") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(Error::invalid(
+                        format!("{field}.checksum"),
+                        format!("expected true or false, found {other}"),
+                    ));
+                }
+            };
+            ExtensionObject::with_configuration(
+                "zstd",
+                object(json!({ "level": int("level", Some(1))?, "checksum": checksum })),
+            )
+        }
+        "gzip" => ExtensionObject::with_configuration(
+            "gzip",
+            object(json!({ "level": int("level", Some(1))? })),
+        ),
+        "zlib" => ExtensionObject::with_configuration(
+            "numcodecs.zlib",
+            object(json!({ "level": int("level", Some(1))? })),
+        ),
+        other => {
+            return Err(Error::UnknownExtension {
+                kind: ExtensionKind::Codec,
+                name: other.to_owned(),
+                field: format!("{field} (v2 compressors read here: blosc, zstd, gzip, zlib)"),
+            });
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dtype(s: &str) -> Result<DtypeV2> {
+        DtypeV2::from_json(&Value::from(s), "dtype")
+    }
+
+    #[test]
+    fn typestrs_parse_with_their_byte_order() {
+        use ByteOrder::*;
+        assert_eq!(
+            dtype("<u2").unwrap(),
+            DtypeV2::Fixed(DataType::UInt16, Little)
+        );
+        assert_eq!(
+            dtype(">f8").unwrap(),
+            DtypeV2::Fixed(DataType::Float64, Big)
+        );
+        assert_eq!(
+            dtype("|b1").unwrap(),
+            DtypeV2::Fixed(DataType::Bool, NotApplicable)
+        );
+        assert_eq!(
+            dtype("|i1").unwrap(),
+            DtypeV2::Fixed(DataType::Int8, NotApplicable)
+        );
+        assert_eq!(
+            dtype("<c16").unwrap(),
+            DtypeV2::Fixed(DataType::Complex128, Little)
+        );
+        assert_eq!(
+            dtype("|S12").unwrap(),
+            DtypeV2::Fixed(
+                DataType::NullTerminatedBytes { length_bytes: 12 },
+                NotApplicable
+            )
+        );
+        assert_eq!(
+            dtype(">U5").unwrap(),
+            DtypeV2::Fixed(DataType::FixedLengthUtf32 { length_bytes: 20 }, Big)
+        );
+        assert_eq!(
+            dtype("|V8").unwrap(),
+            DtypeV2::Fixed(DataType::RawBytes { length_bytes: 8 }, NotApplicable)
+        );
+        assert_eq!(
+            dtype("<M8[ns]").unwrap(),
+            DtypeV2::Fixed(
+                DataType::DateTime64 {
+                    unit: TimeUnit::Nanosecond,
+                    scale_factor: 1
+                },
+                Little
+            )
+        );
+        assert_eq!(
+            dtype("<m8[10ms]").unwrap(),
+            DtypeV2::Fixed(
+                DataType::TimeDelta64 {
+                    unit: TimeUnit::Millisecond,
+                    scale_factor: 10
+                },
+                Little
+            )
+        );
+        assert_eq!(dtype("|O").unwrap(), DtypeV2::Object);
+    }
+
+    #[test]
+    fn malformed_typestrs_are_refused_with_the_field() {
+        for bad in [
+            "u2",
+            "|u2",
+            "<u3",
+            "<x4",
+            "<M8",
+            "<M8[lightyear]",
+            "<S0",
+            "=i4",
+            "",
+            "|O4",
+        ] {
+            let e = dtype(bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidField { .. }), "{bad}: {e}");
+            assert!(e.to_string().contains("dtype"), "{bad}: {e}");
+        }
+        let structured = DtypeV2::from_json(&json!([["r", "|u1"]]), "dtype").unwrap_err();
+        assert!(
+            matches!(structured, Error::UnknownExtension { .. }),
+            "{structured}"
+        );
+    }
+
+    fn zarray(extra: Value) -> Vec<u8> {
+        let mut doc = object(json!({
+            "zarr_format": 2, "shape": [10, 6], "chunks": [4, 4], "dtype": "<i2",
+            "compressor": null, "fill_value": 0, "order": "C", "filters": null
+        }));
+        doc.extend(object(extra));
+        serde_json::to_vec(&doc).unwrap()
+    }
+
+    fn v3(extra: Value) -> Result<ArrayMetadata> {
+        ArrayMetadataV2::from_slice(&zarray(extra))?.to_v3(Map::new())
+    }
+
+    fn names(meta: &ArrayMetadata) -> Vec<String> {
+        meta.codecs
+            .iter()
+            .map(|c| serde_json::to_string(&c.to_json()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn the_v3_equivalent_has_the_same_chunks_keys_and_codecs() {
+        let meta = v3(json!({"unknown_key": 1})).unwrap();
+        assert_eq!(meta.shape, [10, 6]);
+        assert_eq!(meta.chunk_key(&[2, 1]), "2.1");
+        assert_eq!(
+            names(&meta),
+            [r#"{"name":"bytes","configuration":{"endian":"little"}}"#]
+        );
+
+        let meta = v3(json!({"dimension_separator": "/", "order": "F", "dtype": ">i2",
+            "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": -1, "blocksize": 0}}))
+        .unwrap();
+        assert_eq!(meta.chunk_key(&[2, 1]), "2/1");
+        assert_eq!(
+            names(&meta),
+            [
+                r#"{"name":"transpose","configuration":{"order":[1,0]}}"#,
+                r#"{"name":"bytes","configuration":{"endian":"big"}}"#,
+                r#"{"name":"blosc","configuration":{"cname":"lz4","clevel":5,"shuffle":"shuffle","typesize":2,"blocksize":0}}"#,
+            ]
+        );
+
+        let meta = v3(
+            json!({"dtype": "|O", "filters": [{"id": "vlen-utf8"}], "fill_value": 0,
+            "compressor": {"id": "zlib", "level": 1}}),
+        )
+        .unwrap();
+        assert_eq!(meta.data_type, DataType::String);
+        assert_eq!(meta.fill_value, FillValue::from(""));
+        assert_eq!(
+            names(&meta),
+            [
+                r#"{"name":"vlen-utf8"}"#,
+                r#"{"name":"numcodecs.zlib","configuration":{"level":1}}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn fill_values_follow_the_v2_encodings() {
+        let f = |dtype: &str, fill: Value| {
+            v3(json!({"dtype": dtype, "fill_value": fill})).map(|m| m.fill_value)
+        };
+        assert_eq!(f("<f8", json!("NaN")).unwrap(), FillValue::from(f64::NAN));
+        assert_eq!(
+            f("<f4", json!("-Infinity")).unwrap(),
+            FillValue::from(f32::NEG_INFINITY)
+        );
+        assert_eq!(f("<i4", Value::Null).unwrap(), FillValue::from(0i32));
+        assert_eq!(f("|b1", json!(true)).unwrap(), FillValue::from(true));
+        assert_eq!(f("|S3", json!("YWI=")).unwrap().as_bytes(), b"ab\0");
+        assert_eq!(f("<c8", json!([1.0, "NaN"])).unwrap().as_bytes().len(), 8);
+        assert!(matches!(
+            f("<u1", json!(300)).unwrap_err(),
+            Error::InvalidFillValue { .. }
+        ));
+    }
+
+    #[test]
+    fn what_has_no_equivalent_is_named() {
+        let e = v3(json!({"compressor": {"id": "lz4", "acceleration": 1}})).unwrap_err();
+        assert!(e.to_string().contains("lz4"), "{e}");
+        let e = v3(json!({"filters": [{"id": "delta", "dtype": "<i2"}]})).unwrap_err();
+        assert!(e.to_string().contains("delta"), "{e}");
+        let e = v3(json!({"dtype": "|O"})).unwrap_err();
+        assert!(e.to_string().contains("object codec"), "{e}");
+        let e = v3(json!({"zarr_format": 3})).unwrap_err();
+        assert!(e.to_string().contains("zarr_format"), "{e}");
+        let e = v3(json!({"chunks": [4]})).unwrap_err();
+        assert!(matches!(e, Error::RankMismatch { .. }), "{e}");
+        let e = v3(json!({"chunks": [4, 0]})).unwrap_err();
+        assert!(e.to_string().contains("chunks"), "{e}");
+        assert!(matches!(
+            ArrayMetadataV2::from_slice(b"[1]"),
+            Err(Error::NotAnObject { .. })
+        ));
+    }
+
+    #[test]
+    fn groups_and_attributes() {
+        let mut attributes = Map::new();
+        attributes.insert("a".into(), json!(1));
+        let group = group_from_v2(br#"{"zarr_format": 2}"#, attributes.clone()).unwrap();
+        assert_eq!(group.attributes, attributes);
+        assert!(group_from_v2(br#"{"zarr_format": 3}"#, Map::new()).is_err());
+        assert!(group_from_v2(br#"{}"#, Map::new()).is_err());
+        assert!(attributes_from_v2(b"\"x\"").is_err());
+    }
+}
