@@ -7,6 +7,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, CodecChain, CodecRegistry};
+use zarr_core::v2::ZarrFormat;
 use zarr_core::{ArrayMetadata, DataType, FillValue, NodeMetadata, NodePath, Region};
 use zarr_sharding::{ShardingTransformer, ShardingTransformerConfig};
 use zarr_store::{ReadableStore, StoreKey, StorePrefix, WritableStore};
@@ -15,7 +16,7 @@ use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 use crate::codecs::{ArrayCodecs, shared_default_registry};
 use crate::element::{Element, as_bytes, as_bytes_mut};
 use crate::error::{Error, Result};
-use crate::group::{require_metadata, write_metadata};
+use crate::group::{require_node, write_metadata};
 use crate::region::IntoRegion;
 
 /// The default number of store requests an operation keeps in flight.
@@ -181,6 +182,8 @@ pub struct Array<S: ?Sized> {
     pub(crate) index_flights: Arc<crate::index_flights::IndexFlights>,
     /// Shard indexes kept between reads, when the options ask for it (shared by clones).
     pub(crate) index_cache: Option<Arc<crate::index_cache::IndexCache>>,
+    /// The format the metadata was read from (v2 arrays are read-only).
+    pub(crate) format: ZarrFormat,
 }
 
 impl<S: ?Sized> Clone for Array<S> {
@@ -194,6 +197,7 @@ impl<S: ?Sized> Clone for Array<S> {
             transformer: self.transformer.clone(),
             index_flights: Arc::clone(&self.index_flights),
             index_cache: self.index_cache.clone(),
+            format: self.format,
         }
     }
 }
@@ -257,7 +261,31 @@ impl<S: ?Sized> Array<S> {
             transformer,
             index_flights: Arc::default(),
             index_cache,
+            format: ZarrFormat::V3,
         })
+    }
+
+    /// The array as read from metadata of `format`.
+    pub(crate) fn with_format(mut self, format: ZarrFormat) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// The version of the format the array's metadata was read from. A Zarr v2 array
+    /// (`.zarray`) reads like any other, through its v3 equivalent ([`metadata`](Self::metadata));
+    /// writing to it is [`Error::V2ReadOnly`].
+    pub fn zarr_format(&self) -> ZarrFormat {
+        self.format
+    }
+
+    /// [`Error::V2ReadOnly`] for an array read from Zarr v2 metadata: held by every write.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        match self.format {
+            ZarrFormat::V3 => Ok(()),
+            ZarrFormat::V2 => Err(Error::V2ReadOnly {
+                path: self.path.as_str().to_owned(),
+            }),
+        }
     }
 
     /// Forget the shard indexes kept by [`ArrayOptions::with_shard_index_cache`] (for this
@@ -338,12 +366,14 @@ impl<S: ?Sized> Array<S> {
         {
             return Ok(Self { options, ..self });
         }
-        Self::from_metadata(
+        let format = self.format;
+        Ok(Self::from_metadata(
             self.store,
             self.path,
             Arc::unwrap_or_clone(self.metadata),
             options,
-        )
+        )?
+        .with_format(format))
     }
 
     /// The region covering the whole array.
@@ -479,9 +509,11 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     pub async fn open_with(store: Arc<S>, path: &str, options: ArrayOptions) -> Result<Self> {
         let path = NodePath::new(path)?;
         let span = tracing::debug_span!("zarr.open", array = %path);
-        let metadata = require_metadata(&*store, &path).instrument(span).await?;
+        let (metadata, format) = require_node(&*store, &path).instrument(span).await?;
         match metadata {
-            NodeMetadata::Array(metadata) => Self::from_metadata(store, path, *metadata, options),
+            NodeMetadata::Array(metadata) => {
+                Ok(Self::from_metadata(store, path, *metadata, options)?.with_format(format))
+            }
             NodeMetadata::Group(_) => Err(Error::WrongNodeType {
                 path: path.as_str().to_owned(),
                 expected: "an array",
@@ -962,6 +994,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     }
 
     async fn store_metadata(&mut self, metadata: ArrayMetadata) -> Result<()> {
+        self.check_writable()?;
         write_metadata(
             &*self.store,
             &self.path,

@@ -115,6 +115,11 @@ impl<S: ?Sized> Array<S> {
     pub fn attributes(&self) -> &Map<String, Value> {
         self.0.attributes()
     }
+
+    /// [`crate::Array::zarr_format`].
+    pub fn zarr_format(&self) -> zarr_core::v2::ZarrFormat {
+        self.0.zarr_format()
+    }
 }
 
 impl<S: ReadableStore + ?Sized> Array<S> {
@@ -293,6 +298,11 @@ impl<S: ?Sized> Group<S> {
     /// The attributes.
     pub fn attributes(&self) -> &Map<String, Value> {
         self.0.attributes()
+    }
+
+    /// [`crate::Group::zarr_format`].
+    pub fn zarr_format(&self) -> zarr_core::v2::ZarrFormat {
+        self.0.zarr_format()
     }
 }
 

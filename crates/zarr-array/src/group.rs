@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
+use zarr_core::v2::{self, ZarrFormat};
 use zarr_core::{GroupMetadata, NodeMetadata, NodePath};
 use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableStore};
 
@@ -20,24 +21,61 @@ pub(crate) fn node_prefix(path: &NodePath) -> Result<StorePrefix> {
     Ok(StorePrefix::try_new(path.prefix())?)
 }
 
-/// Read a node's metadata, `None` if there is no `zarr.json`.
+/// Read a node's metadata, `None` if there is none: `zarr.json`, or else a Zarr v2 `.zarray`
+/// or `.zgroup` (with its `.zattrs`), read as its v3 equivalent.
+pub(crate) async fn read_node<S: ReadableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+) -> Result<Option<(NodeMetadata, ZarrFormat)>> {
+    let key = metadata_key(path)?;
+    if let Some(bytes) = store.get(&key).await? {
+        return Ok(Some((NodeMetadata::from_slice(&bytes)?, ZarrFormat::V3)));
+    }
+    let v2_key = |name: &str| StoreKey::try_new(format!("{}{name}", path.prefix()));
+    let in_v2 = |source: zarr_core::Error| Error::V2Metadata {
+        path: path.as_str().to_owned(),
+        source: Box::new(source),
+    };
+    let zarray = store.get(&v2_key(v2::ZARRAY)?).await?;
+    let zgroup = match zarray {
+        Some(_) => None,
+        None => store.get(&v2_key(v2::ZGROUP)?).await?,
+    };
+    if zarray.is_none() && zgroup.is_none() {
+        return Ok(None);
+    }
+    let attributes = match store.get(&v2_key(v2::ZATTRS)?).await? {
+        Some(bytes) => v2::attributes_from_v2(&bytes).map_err(in_v2)?,
+        None => Map::new(),
+    };
+    let metadata = match (zarray, zgroup) {
+        (Some(zarray), _) => NodeMetadata::Array(Box::new(
+            v2::ArrayMetadataV2::from_slice(&zarray)
+                .and_then(|v2| v2.to_v3(attributes))
+                .map_err(in_v2)?,
+        )),
+        (None, Some(zgroup)) => NodeMetadata::Group(Box::new(
+            v2::group_from_v2(&zgroup, attributes).map_err(in_v2)?,
+        )),
+        (None, None) => unreachable!("checked above"),
+    };
+    Ok(Some((metadata, ZarrFormat::V2)))
+}
+
+/// Read a node's metadata (v3, or v2 as its v3 equivalent), `None` if there is none.
 pub(crate) async fn read_metadata<S: ReadableStore + ?Sized>(
     store: &S,
     path: &NodePath,
 ) -> Result<Option<NodeMetadata>> {
-    let key = metadata_key(path)?;
-    match store.get(&key).await? {
-        None => Ok(None),
-        Some(bytes) => Ok(Some(NodeMetadata::from_slice(&bytes)?)),
-    }
+    Ok(read_node(store, path).await?.map(|(metadata, _)| metadata))
 }
 
 /// Read a node's metadata; a missing node is [`Error::NodeNotFound`].
-pub(crate) async fn require_metadata<S: ReadableStore + ?Sized>(
+pub(crate) async fn require_node<S: ReadableStore + ?Sized>(
     store: &S,
     path: &NodePath,
-) -> Result<NodeMetadata> {
-    read_metadata(store, path)
+) -> Result<(NodeMetadata, ZarrFormat)> {
+    read_node(store, path)
         .await?
         .ok_or_else(|| Error::NodeNotFound {
             path: path.as_str().to_owned(),
@@ -65,9 +103,14 @@ pub(crate) async fn ensure_ancestors<S: WritableStore + ?Sized>(
     path: &NodePath,
 ) -> Result<()> {
     for ancestor in path.ancestors() {
-        match read_metadata(store, &ancestor).await? {
-            Some(NodeMetadata::Group(_)) => {}
-            Some(NodeMetadata::Array(_)) => {
+        match read_node(store, &ancestor).await? {
+            Some((_, ZarrFormat::V2)) => {
+                return Err(Error::V2ReadOnly {
+                    path: ancestor.as_str().to_owned(),
+                });
+            }
+            Some((NodeMetadata::Group(_), _)) => {}
+            Some((NodeMetadata::Array(_), _)) => {
                 return Err(Error::NodeExists {
                     path: path.as_str().to_owned(),
                     reason: format!("{} is an array, and arrays have no children", ancestor),
@@ -116,6 +159,8 @@ pub struct Group<S: ?Sized> {
     path: NodePath,
     /// Shared, so that cloning a group does not copy its attributes.
     metadata: Arc<GroupMetadata>,
+    /// The format its metadata was read from (v2 groups are read-only).
+    format: ZarrFormat,
 }
 
 impl<S: ?Sized> Clone for Group<S> {
@@ -124,6 +169,7 @@ impl<S: ?Sized> Clone for Group<S> {
             store: Arc::clone(&self.store),
             path: self.path.clone(),
             metadata: Arc::clone(&self.metadata),
+            format: self.format,
         }
     }
 }
@@ -134,9 +180,16 @@ impl<S: ?Sized> Group<S> {
         &self.path
     }
 
-    /// The group's metadata.
+    /// The group's metadata (for a Zarr v2 group, its v3 equivalent).
     pub fn metadata(&self) -> &GroupMetadata {
         &self.metadata
+    }
+
+    /// The version of the format the group's metadata was read from. Zarr v2 groups
+    /// (`.zgroup`) are read-only: changing their attributes or creating nodes under them is
+    /// [`Error::V2ReadOnly`].
+    pub fn zarr_format(&self) -> ZarrFormat {
+        self.format
     }
 
     /// The group's attributes.
@@ -158,13 +211,14 @@ impl<S: ReadableStore + ?Sized> Group<S> {
     /// store errors.
     pub async fn open(store: Arc<S>, path: &str) -> Result<Self> {
         let path = NodePath::new(path)?;
-        match require_metadata(&*store, &path).await? {
-            NodeMetadata::Group(metadata) => Ok(Self {
+        match require_node(&*store, &path).await? {
+            (NodeMetadata::Group(metadata), format) => Ok(Self {
                 store,
                 path,
                 metadata: Arc::new(*metadata),
+                format,
             }),
-            other => Err(Error::WrongNodeType {
+            (other, _) => Err(Error::WrongNodeType {
                 path: path.as_str().to_owned(),
                 expected: "a group",
                 found: kind(&other),
@@ -214,15 +268,16 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// [`Error::NodeExists`] if an array is at `path` or at an ancestor; store errors.
     pub async fn create(store: Arc<S>, path: &str) -> Result<Self> {
         let node_path = NodePath::new(path)?;
-        match read_metadata(&*store, &node_path).await? {
-            Some(NodeMetadata::Group(metadata)) => {
+        match read_node(&*store, &node_path).await? {
+            Some((NodeMetadata::Group(metadata), format)) => {
                 return Ok(Self {
                     store,
                     path: node_path,
                     metadata: Arc::new(*metadata),
+                    format,
                 });
             }
-            Some(NodeMetadata::Array(_)) => {
+            Some((NodeMetadata::Array(_), _)) => {
                 return Err(Error::NodeExists {
                     path: node_path.as_str().to_owned(),
                     reason: "an array is there".into(),
@@ -240,6 +295,11 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// [`Error::NodeExists`] if an ancestor is an array; store errors.
     pub async fn create_with(store: Arc<S>, path: &str, metadata: GroupMetadata) -> Result<Self> {
         let path = NodePath::new(path)?;
+        if let Some((_, ZarrFormat::V2)) = read_node(&*store, &path).await? {
+            return Err(Error::V2ReadOnly {
+                path: path.as_str().to_owned(),
+            });
+        }
         ensure_ancestors(&*store, &path).await?;
         write_metadata(
             &*store,
@@ -252,6 +312,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
             store,
             path,
             metadata: Arc::new(metadata),
+            format: ZarrFormat::V3,
         })
     }
 
@@ -268,6 +329,11 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// # Errors
     /// Store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        if self.format == ZarrFormat::V2 {
+            return Err(Error::V2ReadOnly {
+                path: self.path.as_str().to_owned(),
+            });
+        }
         let mut metadata = GroupMetadata::clone(&self.metadata);
         metadata.attributes = attributes;
         write_metadata(
@@ -313,11 +379,12 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
                 // Not a valid node name (e.g. an array's `c/` chunk directory).
                 continue;
             };
-            if let Some(metadata) = read_metadata(&*self.store, &path).await? {
+            if let Some((metadata, format)) = read_node(&*self.store, &path).await? {
                 out.push(Node::from_metadata(
                     Arc::clone(&self.store),
                     path,
                     metadata,
+                    format,
                 )?);
             }
         }
@@ -414,19 +481,23 @@ impl<S: ?Sized> Node<S> {
         }
     }
 
-    fn from_metadata(store: Arc<S>, path: NodePath, metadata: NodeMetadata) -> Result<Self> {
+    fn from_metadata(
+        store: Arc<S>,
+        path: NodePath,
+        metadata: NodeMetadata,
+        format: ZarrFormat,
+    ) -> Result<Self> {
         Ok(match metadata {
             NodeMetadata::Group(metadata) => Self::Group(Group {
                 store,
                 path,
                 metadata: Arc::new(*metadata),
+                format,
             }),
-            NodeMetadata::Array(metadata) => Self::Array(Array::from_metadata(
-                store,
-                path,
-                *metadata,
-                ArrayOptions::default(),
-            )?),
+            NodeMetadata::Array(metadata) => Self::Array(
+                Array::from_metadata(store, path, *metadata, ArrayOptions::default())?
+                    .with_format(format),
+            ),
         })
     }
 }
@@ -438,7 +509,7 @@ impl<S: ReadableStore + ?Sized> Node<S> {
     /// [`Error::NodeNotFound`]; metadata and store errors.
     pub async fn open(store: Arc<S>, path: &str) -> Result<Self> {
         let path = NodePath::new(path)?;
-        let metadata = require_metadata(&*store, &path).await?;
-        Self::from_metadata(store, path, metadata)
+        let (metadata, format) = require_node(&*store, &path).await?;
+        Self::from_metadata(store, path, metadata, format)
     }
 }
