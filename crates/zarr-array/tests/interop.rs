@@ -563,6 +563,165 @@ async fn we_read_what_the_peers_wrote() {
     eprintln!("read {arrays} arrays and {groups} groups written by the peers exactly");
 }
 
+/// Bytes from the manifest's hex.
+fn from_hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// One array of `peer.py write-v2`: opened as v2, its data type, shape, attributes, fill
+/// value and every value as zarr-python wrote them, and a region read consistent with them.
+async fn check_v2_array(store: &Arc<FilesystemStore>, entry: &Value) -> Vec<String> {
+    let what = format!(
+        "{} (Zarr v2, {})",
+        node_path(entry),
+        entry["zarray"]["dtype"]
+    );
+    let array = match Array::open(Arc::clone(store), &node_path(entry)).await {
+        Ok(array) => array,
+        Err(e) => return vec![format!("{what}: cannot open: {e}")],
+    };
+    let mut problems = Vec::new();
+    if array.zarr_format() != zarr_core::v2::ZarrFormat::V2 {
+        problems.push(format!("{what}: not opened as v2"));
+    }
+    let dt = data_type_of(entry);
+    if *array.data_type() != dt || array.shape() != shape_of(&entry["shape"]) {
+        problems.push(format!(
+            "{what}: {} {:?}, expected {dt} {}",
+            array.data_type(),
+            array.shape(),
+            entry["shape"]
+        ));
+        return problems;
+    }
+    if Value::Object(array.attributes().clone()) != entry["attributes"] {
+        problems.push(format!("{what}: attributes {:?}", array.attributes()));
+    }
+    let Some(hex) = entry["hex"].as_str() else {
+        let values = entry["values"].as_array().unwrap();
+        problems.extend(check_peer_vlen_values(&array, values, &what).await);
+        return problems;
+    };
+    let fill = from_hex(entry["fill_hex"].as_str().unwrap());
+    if array.fill_value().as_bytes() != fill {
+        problems.push(format!(
+            "{what}: fill value {:02x?}, expected {fill:02x?}",
+            array.fill_value().as_bytes()
+        ));
+    }
+    let expected = from_hex(hex);
+    let whole = match array.read_bytes(array.full_region()).await {
+        Ok(whole) => whole,
+        Err(e) => return vec![format!("{what}: cannot read: {e}")],
+    };
+    if whole != expected {
+        let size = dt.fixed_size().unwrap();
+        let first = whole
+            .chunks(size)
+            .zip(expected.chunks(size))
+            .position(|(a, b)| a != b);
+        problems.push(format!(
+            "{what}: values differ (first at element {first:?}; {} bytes read, {} expected)",
+            whole.len(),
+            expected.len()
+        ));
+        return problems;
+    }
+    if !array.shape().contains(&0) {
+        let (region, part) = interior(array.shape(), &whole, dt.fixed_size().unwrap());
+        match array.read_bytes(&region).await {
+            Ok(got) if got == part => {}
+            Ok(_) => problems.push(format!("{what}: the interior region differs")),
+            Err(e) => problems.push(format!("{what}: cannot read the interior: {e}")),
+        }
+    }
+    problems
+}
+
+/// (3) zarr-python writes Zarr v2 (`zarr_format=2`): every numpy type it stores, both byte
+/// orders, order F, every blosc/zstd/gzip/zlib variant, both key separators, missing and edge
+/// chunks, 0-d and zero-length arrays, strings and bytes, nested groups; we read every node
+/// exactly, and refuse to write to them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn we_read_zarr_v2_written_by_zarr_python() {
+    let Some(python) = python("we_read_zarr_v2_written_by_zarr_python") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("v2");
+    let root = dir.join("store");
+    eprint!(
+        "{}",
+        run_peer(&python, &["write-v2", root.to_str().unwrap()])
+    );
+    let manifest: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap())
+            .unwrap();
+    let store = Arc::new(FilesystemStore::new(&root).unwrap());
+    let mut problems = Vec::new();
+    let (mut arrays, mut groups) = (0, 0);
+    for entry in &manifest {
+        if entry["node_type"] == "group" {
+            match Group::open(Arc::clone(&store), &node_path(entry)).await {
+                Ok(g)
+                    if g.zarr_format() == zarr_core::v2::ZarrFormat::V2
+                        && Value::Object(g.attributes().clone()) == entry["attributes"] => {}
+                Ok(g) => problems.push(format!(
+                    "{} (v2 group): format {}, attributes {:?}",
+                    node_path(entry),
+                    g.zarr_format(),
+                    g.attributes()
+                )),
+                Err(e) => problems.push(format!("{} (v2 group): {e}", node_path(entry))),
+            }
+            groups += 1;
+        } else {
+            problems.extend(check_v2_array(&store, entry).await);
+            arrays += 1;
+        }
+    }
+    let root_group = Group::open(Arc::clone(&store), "/").await.unwrap();
+    let mut tree: Vec<String> = root_group
+        .tree()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(path, _)| path.as_str().to_owned())
+        .collect();
+    tree.sort();
+    let mut expected: Vec<String> = manifest
+        .iter()
+        .map(node_path)
+        .filter(|p| p != "/")
+        .collect();
+    expected.sort();
+    if tree != expected {
+        problems.push(format!(
+            "the tree lists {tree:?}, zarr-python wrote {expected:?}"
+        ));
+    }
+    let array = Array::open(Arc::clone(&store), "/types/int32")
+        .await
+        .unwrap();
+    match array.write([0..1, 0..1], &[1i32]).await {
+        Err(zarr_array::Error::V2ReadOnly { .. }) => {}
+        other => problems.push(format!("a write to a v2 array gave {other:?}")),
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) reading Zarr v2 written by zarr-python:\n  - {}",
+        problems.len(),
+        problems.join("\n  - ")
+    );
+    assert!(
+        arrays >= 60 && groups >= 10,
+        "{arrays} arrays, {groups} groups"
+    );
+    eprintln!("read {arrays} Zarr v2 arrays and {groups} groups written by zarr-python exactly");
+}
+
 // ---------------------------------------------------------------------------------------
 // (2) We write; the peers read.
 // ---------------------------------------------------------------------------------------

@@ -7,6 +7,12 @@ Usage:
   peer.py write DIR            write the matrix into a fresh store at DIR with zarr-python
                                (and tensorstore for the cases marked so), then DIR/manifest.json
                                with the expected values of every array
+  peer.py write-v2 DIR         write Zarr v2 arrays and groups with zarr-python
+                               (zarr_format=2: every numpy type it stores, both byte orders,
+                               order F, blosc/zstd/gzip/zlib, both key separators, missing and
+                               edge chunks, strings and bytes, consolidated metadata), then
+                               DIR/manifest.json with each array's expected values (fixed-size
+                               types: the little-endian bytes in hex)
   peer.py verify DIR MANIFEST  open every node MANIFEST lists (written by the Rust crate) with
                                zarr-python, and with tensorstore where the entry asks for it,
                                and compare exactly; exit 1 listing every mismatch
@@ -934,6 +940,196 @@ def cmd_write(out: Path) -> None:
 
 
 # ---------------------------------------------------------------------------
+# write-v2
+# ---------------------------------------------------------------------------
+
+
+def v2_cases() -> list[dict[str, Any]]:
+    """Zarr v2 arrays: (path, numpy dtype or "str"/"bytes", our v3 data type, shape, chunks,
+    create_array keywords)."""
+    import numcodecs
+
+    cases: list[dict[str, Any]] = []
+
+    def case(path: str, dtype: str, data_type: Any, shape: tuple, chunks: tuple,
+             **kw: Any) -> None:
+        cases.append(dict(path=path, dtype=dtype, data_type=data_type, shape=list(shape),
+                          chunks=list(chunks), kw=kw))
+
+    numeric = {"|b1": "bool", "|i1": "int8", "<i2": "int16", "<i4": "int32", "<i8": "int64",
+               "|u1": "uint8", "<u2": "uint16", "<u4": "uint32", "<u8": "uint64",
+               "<f2": "float16", "<f4": "float32", "<f8": "float64", "<c8": "complex64",
+               "<c16": "complex128"}
+    for dtype, name in numeric.items():
+        case(f"types/{name}", dtype, name, (7, 5), (3, 2))
+    for dtype, name in {">i2": "int16", ">u4": "uint32", ">i8": "int64", ">f2": "float16",
+                        ">f4": "float32", ">f8": "float64", ">c8": "complex64"}.items():
+        case(f"big/{name}", dtype, name, (7, 5), (3, 2))
+    compressors = {
+        "none": None,
+        "blosc_lz4_shuffle": numcodecs.Blosc("lz4", 5, 1),
+        "blosc_zstd_bitshuffle": numcodecs.Blosc("zstd", 3, 2),
+        "blosc_blosclz_noshuffle": numcodecs.Blosc("blosclz", 9, 0),
+        "blosc_lz4hc_auto": numcodecs.Blosc("lz4hc", 4, -1),
+        "blosc_zlib_shuffle": numcodecs.Blosc("zlib", 1, 1),
+        "blosc_zstd_blocksize": numcodecs.Blosc("zstd", 5, 2, blocksize=256),
+        "blosc_clevel0": numcodecs.Blosc("lz4", 0, 1),
+        "zstd3_checksum": numcodecs.Zstd(3, checksum=True),
+        "zstd_negative": numcodecs.Zstd(-1),
+        "gzip5": numcodecs.GZip(5),
+        "zlib1": numcodecs.Zlib(1),
+        "zlib9": numcodecs.Zlib(9),
+    }
+    for name, compressor in compressors.items():
+        case(f"compressors/{name}", "<u2", "uint16", (7, 5), (3, 2), compressors=compressor)
+        case(f"compressors/{name}_u1", "|u1", "uint8", (9,), (4,), compressors=compressor)
+    case("order_f/int32", "<i4", "int32", (7, 5), (3, 2), order="F")
+    case("order_f/big_float64_3d", ">f8", "float64", (5, 4, 3), (2, 3, 2), order="F",
+         compressors=numcodecs.Blosc("lz4", 5, 1))
+    case("order_f/uint8_3d_zlib", "|u1", "uint8", (5, 4, 3), (2, 3, 2), order="F",
+         compressors=numcodecs.Zlib(3))
+    case("separator/slash", "<i2", "int16", (7, 5), (3, 2),
+         chunk_key_encoding={"name": "v2", "separator": "/"})
+    case("separator/slash_3d_f", "<u4", "uint32", (5, 4, 3), (2, 3, 2), order="F",
+         chunk_key_encoding={"name": "v2", "separator": "/"})
+    case("fill/nan", "<f8", "float64", (7, 5), (3, 2), fill_value=np.nan)
+    case("fill/inf", "<f4", "float32", (7, 5), (3, 2), fill_value=np.inf)
+    case("fill/neg_inf_big", ">f8", "float64", (7, 5), (3, 2), fill_value=-np.inf)
+    case("fill/int", "<i4", "int32", (7, 5), (3, 2), fill_value=-123456)
+    case("fill/bool_true", "|b1", "bool", (7, 5), (3, 2), fill_value=True)
+    case("fill/complex", "<c16", "complex128", (7, 5), (3, 2), fill_value=1.5 - 2j)
+    case("other/S5", "|S5", {"name": "null_terminated_bytes",
+                             "configuration": {"length_bytes": 5}}, (7, 5), (3, 2))
+    case("other/U3", "<U3", {"name": "fixed_length_utf32",
+                             "configuration": {"length_bytes": 12}}, (7, 5), (3, 2))
+    case("other/U3_big", ">U3", {"name": "fixed_length_utf32",
+                                 "configuration": {"length_bytes": 12}}, (7, 5), (3, 2))
+    case("other/datetime_ns", "<M8[ns]", {"name": "numpy.datetime64",
+                                          "configuration": {"unit": "ns", "scale_factor": 1}},
+         (7, 5), (3, 2))
+    case("other/timedelta_s", "<m8[s]", {"name": "numpy.timedelta64",
+                                         "configuration": {"unit": "s", "scale_factor": 1}},
+         (7, 5), (3, 2))
+    case("strings/zstd", "str", "string", (7, 5), (3, 2))
+    case("strings/blosc", "str", "string", (7, 5), (3, 2),
+         compressors=numcodecs.Blosc("lz4", 5, 1))
+    case("strings/none", "str", "string", (9,), (4,), compressors=None)
+    case("bytes/zstd", "bytes", "bytes", (7, 5), (3, 2))
+    case("shapes/zero_d", "<f8", "float64", (), ())
+    case("shapes/zero_length", "<i4", "int32", (0, 3), (2, 2))
+    case("shapes/one_chunk", "<u8", "uint64", (4, 4), (4, 4))
+    return cases
+
+
+def v2_values(c: dict[str, Any]) -> np.ndarray:
+    shape, seed = c["shape"], seed_of(c["path"])
+    n = int(np.prod(shape, dtype=np.int64))
+    rng = np.random.default_rng(seed)
+    dtype = c["dtype"]
+    if dtype in ("str", "bytes"):
+        return make_vlen_values("string" if dtype == "str" else "bytes", shape, seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "S":
+        pool = [b"", b"a", b"abc", b"\x00x", b"12345", b"\xff\xfe"]
+        return np.array([pool[int(i) % len(pool)] for i in rng.integers(0, 99, n)],
+                        dtype=dt).reshape(shape)
+    if dt.kind == "U":
+        pool = ["", "a", "é", "日本", "🦀x", "abc"]
+        return np.array([pool[int(i) % len(pool)] for i in rng.integers(0, 99, n)],
+                        dtype=dt).reshape(shape)
+    if dt.kind in "Mm":
+        values = rng.integers(-(2**62), 2**62, n, dtype=np.int64)
+        values[:1] = np.iinfo(np.int64).min  # NaT
+        return values.view(dt.newbyteorder("=")).astype(dt).reshape(shape)
+    name = {"b": "bool"}.get(dt.kind, None) or {
+        "i": f"int{dt.itemsize * 8}", "u": f"uint{dt.itemsize * 8}",
+        "f": f"float{dt.itemsize * 8}", "c": f"complex{dt.itemsize * 8}"}[dt.kind]
+    return make_values(name, shape, seed, "random").astype(dt).reshape(shape)
+
+
+def v2_writes(shape: list[int], chunks: list[int]) -> list[tuple[slice, ...]]:
+    """Everything but the chunk at grid position (1, 1, ...) when there is one (left
+    missing); whole arrays otherwise."""
+    grid = [-(-s // c) if c else 0 for s, c in zip(shape, chunks)]
+    if len(shape) < 2 or any(g < 2 for g in grid):
+        return [tuple(slice(0, s) for s in shape)]
+    # Rows before the missing chunk, after it, and beside it (in its rows).
+    r0, r1 = chunks[0], min(2 * chunks[0], shape[0])
+    c0, c1 = chunks[1], min(2 * chunks[1], shape[1])
+    rest = tuple(slice(0, s) for s in shape[2:])
+    return [
+        (slice(0, r0), slice(0, shape[1])) + rest,
+        (slice(r1, shape[0]), slice(0, shape[1])) + rest,
+        (slice(r0, r1), slice(0, c0)) + rest,
+        (slice(r0, r1), slice(c1, shape[1])) + rest,
+    ]
+
+
+def le_hex(a: np.ndarray) -> str:
+    """The elements' bytes in C order, multi-byte types little-endian."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    return a.tobytes().hex()
+
+
+def cmd_write_v2(out: Path) -> None:
+    if out.exists() and any(out.iterdir()):
+        sys.exit(f"peer.py write-v2: {out} is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    store = LocalStore(out)
+    manifest: list[dict[str, Any]] = []
+    groups = {"": {"title": "v2 root"}, "types": {"kind": "numeric"}, "big": {},
+              "compressors": {"n": 26}, "order_f": {}, "separator": {}, "fill": {},
+              "other": {}, "strings": {}, "bytes": {}, "shapes": {"nested": {"a": [1, 2]}}}
+    for path, attributes in groups.items():
+        zarr.create_group(store, path=path, attributes=attributes, zarr_format=2,
+                          overwrite=True)
+        manifest.append(dict(path=path, node_type="group", attributes=attributes))
+    for c in v2_cases():
+        vlen = c["dtype"] in ("str", "bytes")
+        dtype: Any = (str if c["dtype"] == "str" else zdtype_of("bytes") if vlen
+                      else np.dtype(c["dtype"]))
+        kw = dict(c["kw"])
+        attributes = {"case": c["path"]}
+        arr = zarr.create_array(store, name=c["path"], shape=tuple(c["shape"]),
+                                chunks=tuple(c["chunks"]), dtype=dtype,
+                                zarr_format=2, attributes=attributes, **kw)
+        data = v2_values(c)
+        expected = np.empty(c["shape"], dtype=object if vlen else data.dtype)
+        fill = arr.fill_value
+        if vlen:
+            expected.reshape(-1)[:] = [fill if fill is not None else
+                                       ("" if c["dtype"] == "str" else b"")] * expected.size
+        else:
+            expected[...] = fill if fill is not None else 0
+        for s in v2_writes(c["shape"], c["chunks"]):
+            arr[s] = data[s]
+            expected[s] = data[s]
+        back = arr[...]
+        same = (list(np.asarray(back).reshape(-1)) == list(expected.reshape(-1)) if vlen
+                else le_hex(np.asarray(back, dtype=expected.dtype)) == le_hex(expected))
+        if not same:
+            sys.exit(f"peer.py write-v2: zarr-python does not read back {c['path']}")
+        zarray = json.loads((out / c["path"] / ".zarray").read_text())
+        entry = dict(path=c["path"], node_type="array", writer=ZP, data_type=c["data_type"],
+                     shape=c["shape"], attributes=attributes, zarray=zarray)
+        if vlen:
+            entry["values"] = [enc_vlen(v) for v in expected.reshape(-1)]
+        else:
+            entry["hex"] = le_hex(expected)
+            entry["fill_hex"] = le_hex(np.array([fill if fill is not None else 0],
+                                                dtype=data.dtype))
+        manifest.append(entry)
+    zarr.consolidate_metadata(store, zarr_format=2)
+    text = "[\n" + ",\n".join(json.dumps(e, allow_nan=False, ensure_ascii=False)
+                              for e in manifest) + "\n]\n"
+    (out / "manifest.json").write_text(text, encoding="utf-8")
+    n_arrays = sum(e["node_type"] == "array" for e in manifest)
+    print(f"peer.py write-v2: wrote {len(manifest)} Zarr v2 nodes ({n_arrays} arrays) with {ZP}")
+
+
+# ---------------------------------------------------------------------------
 # verify
 # ---------------------------------------------------------------------------
 
@@ -1110,6 +1306,8 @@ def main() -> None:
         print(json.dumps(build_matrix(), allow_nan=False, ensure_ascii=False, indent=1))
     elif len(args) == 2 and args[0] == "write":
         cmd_write(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "write-v2":
+        cmd_write_v2(Path(args[1]).resolve())
     elif len(args) == 3 and args[0] == "verify":
         cmd_verify(Path(args[1]).resolve(), Path(args[2]).resolve())
     else:
