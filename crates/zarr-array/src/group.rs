@@ -392,8 +392,9 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
     }
 
     /// Every node below the group, in path order, with its metadata. Uses the group's
-    /// consolidated metadata when it has some of the `"inline"` kind (no listing at all),
-    /// otherwise one listing per group, like [`tree_listed`](Self::tree_listed).
+    /// consolidated metadata when it has some (no listing at all): v3 consolidated metadata
+    /// of the `"inline"` kind in `zarr.json`, or a Zarr v2 group's `.zmetadata`; otherwise one
+    /// listing per group, like [`tree_listed`](Self::tree_listed).
     ///
     /// Consolidated metadata is not refreshed when the hierarchy changes: use
     /// [`tree_listed`](Self::tree_listed) when it may be stale.
@@ -401,6 +402,21 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
     /// # Errors
     /// Store and metadata errors.
     pub async fn tree(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
+        if self.format == ZarrFormat::V2 {
+            let key = StoreKey::try_new(format!("{}{}", self.path.prefix(), v2::ZMETADATA))?;
+            if let Some(bytes) = self.store.get(&key).await? {
+                let nodes = v2::consolidated_nodes(&bytes).map_err(|source| Error::V2Metadata {
+                    path: self.path.as_str().to_owned(),
+                    source: Box::new(source),
+                })?;
+                let mut out = Vec::with_capacity(nodes.len());
+                for (relative, metadata) in nodes {
+                    out.push((self.child_path(&relative)?, metadata));
+                }
+                out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+                return Ok(out);
+            }
+        }
         if let Some(consolidated) = self
             .metadata
             .consolidated_metadata

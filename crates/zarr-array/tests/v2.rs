@@ -181,6 +181,39 @@ async fn v2_hierarchies_list_and_open_and_the_root_may_be_an_array() {
         .map(|(p, _)| p.as_str().to_owned())
         .collect();
     assert_eq!(tree, ["/sub", "/sub/data", "/top"]);
+    // With `.zmetadata`, `tree` reads the hierarchy from it alone (here it lists a group
+    // that is not stored, which shows where the answer came from); `tree_listed` lists.
+    put_json(
+        &store,
+        ".zmetadata",
+        json!({"zarr_consolidated_format": 1, "metadata": {
+            ".zgroup": {"zarr_format": 2},
+            "only_consolidated/.zgroup": {"zarr_format": 2},
+            "only_consolidated/.zattrs": {"k": "v"}
+        }}),
+    )
+    .await;
+    let consolidated = root.tree().await.unwrap();
+    assert_eq!(consolidated.len(), 1);
+    assert_eq!(consolidated[0].0.as_str(), "/only_consolidated");
+    assert_eq!(consolidated[0].1.attributes()["k"], "v");
+    let listed: Vec<String> = root
+        .tree_listed()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p.as_str().to_owned())
+        .collect();
+    assert_eq!(listed, ["/sub", "/sub/data", "/top"]);
+    put(
+        &store,
+        ".zmetadata",
+        Bytes::from_static(b"{\"metadata\": {}}"),
+    )
+    .await;
+    let e = root.tree().await.unwrap_err();
+    assert!(matches!(e, Error::V2Metadata { .. }), "{e}");
+
     let sub = root.open_group("sub").await.unwrap();
     assert!(sub.attributes().is_empty(), "no .zattrs: no attributes");
     match Node::open(Arc::clone(&store), "/sub/data").await.unwrap() {

@@ -474,6 +474,85 @@ pub fn attributes_from_v2(zattrs: &[u8]) -> Result<Map<String, Value>> {
     json_object(zattrs)
 }
 
+/// The nodes below a group listed in its v2 consolidated metadata (`.zmetadata`:
+/// `{"zarr_consolidated_format": 1, "metadata": {"a/b/.zarray": {...}, "a/b/.zattrs": {...},
+/// ...}}`), as (path relative to the group, v3 equivalent), in path order. The group's own
+/// entries (`.zgroup`, `.zattrs`) are left out.
+///
+/// # Errors
+/// [`Error::InvalidField`] unless `zarr_consolidated_format` is 1 and `metadata` an object
+/// of objects; the errors of [`ArrayMetadataV2::from_slice`] and [`group_from_v2`] for an
+/// entry, with its key in the field name.
+pub fn consolidated_nodes(zmetadata: &[u8]) -> Result<Vec<(String, crate::NodeMetadata)>> {
+    let doc = json_object(zmetadata)?;
+    match doc.get("zarr_consolidated_format") {
+        Some(Value::Number(n)) if n.as_u64() == Some(1) => {}
+        other => {
+            return Err(Error::invalid(
+                format!("{ZMETADATA}: zarr_consolidated_format"),
+                format!("expected 1, found {}", other.unwrap_or(&Value::Null)),
+            ));
+        }
+    }
+    let Some(Value::Object(entries)) = doc.get("metadata") else {
+        return Err(Error::invalid(
+            format!("{ZMETADATA}: metadata"),
+            "expected an object of documents",
+        ));
+    };
+    let document = |key: &str| -> Result<Option<Vec<u8>>> {
+        match entries.get(key) {
+            None => Ok(None),
+            Some(value @ Value::Object(_)) => {
+                Ok(Some(serde_json::to_vec(value).map_err(Error::Json)?))
+            }
+            Some(other) => Err(Error::invalid(
+                format!("{ZMETADATA}: metadata.{key}"),
+                format!("expected an object, found {}", json::type_name(other)),
+            )),
+        }
+    };
+    let in_entry = |key: &str, e: Error| match e {
+        Error::InvalidField { field, reason } => Error::InvalidField {
+            field: format!("{ZMETADATA}: metadata.{key}: {field}"),
+            reason,
+        },
+        Error::MissingField { field } => Error::MissingField {
+            field: format!("{ZMETADATA}: metadata.{key}: {field}"),
+        },
+        other => other,
+    };
+    let mut nodes = Vec::new();
+    for key in entries.keys() {
+        let (path, is_array) = if let Some(path) = key.strip_suffix(&format!("/{ZARRAY}")) {
+            (path, true)
+        } else if let Some(path) = key.strip_suffix(&format!("/{ZGROUP}")) {
+            (path, false)
+        } else {
+            continue;
+        };
+        let attributes = match document(&format!("{path}/{ZATTRS}"))? {
+            Some(bytes) => attributes_from_v2(&bytes)?,
+            None => Map::new(),
+        };
+        let bytes = document(key)?.unwrap_or_default();
+        let metadata = if is_array {
+            crate::NodeMetadata::Array(Box::new(
+                ArrayMetadataV2::from_slice(&bytes)
+                    .and_then(|m| m.to_v3(attributes))
+                    .map_err(|e| in_entry(key, e))?,
+            ))
+        } else {
+            crate::NodeMetadata::Group(Box::new(
+                group_from_v2(&bytes, attributes).map_err(|e| in_entry(key, e))?,
+            ))
+        };
+        nodes.push((path.to_owned(), metadata));
+    }
+    nodes.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(nodes)
+}
+
 fn json_object(bytes: &[u8]) -> Result<Map<String, Value>> {
     match serde_json::from_slice::<Value>(bytes).map_err(Error::Json)? {
         Value::Object(map) => Ok(map),
@@ -801,6 +880,29 @@ mod tests {
             ArrayMetadataV2::from_slice(b"[1]"),
             Err(Error::NotAnObject { .. })
         ));
+    }
+
+    #[test]
+    fn consolidated_metadata_lists_the_nodes_below_the_group() {
+        let doc = json!({"zarr_consolidated_format": 1, "metadata": {
+            ".zgroup": {"zarr_format": 2}, ".zattrs": {"root": true},
+            "g/.zgroup": {"zarr_format": 2}, "g/.zattrs": {"x": 1},
+            "g/a/.zarray": object(serde_json::from_slice(&zarray(json!({}))).unwrap()),
+            "g/a/.zattrs": {"units": "m"}
+        }});
+        let nodes = consolidated_nodes(&serde_json::to_vec(&doc).unwrap()).unwrap();
+        let paths: Vec<&str> = nodes.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["g", "g/a"]);
+        assert_eq!(nodes[0].1.attributes()["x"], 1);
+        assert_eq!(nodes[1].1.attributes()["units"], "m");
+        assert!(matches!(nodes[1].1, crate::NodeMetadata::Array(_)));
+
+        let bad = json!({"zarr_consolidated_format": 1, "metadata": {
+            "a/.zarray": {"zarr_format": 2}}});
+        let e = consolidated_nodes(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("a/.zarray"), "{e}");
+        let e = consolidated_nodes(br#"{"zarr_consolidated_format": 2, "metadata": {}}"#);
+        assert!(e.is_err());
     }
 
     #[test]
