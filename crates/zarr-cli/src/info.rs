@@ -232,6 +232,9 @@ fn print_array(name: &str, array: &Array<dyn Store>, stats: &ChunkStats) -> Resu
     let metadata: &ArrayMetadata = array.metadata();
     outln!("array        {name}");
     outln!("path         {}", array.path());
+    if array.zarr_format() == zarr::metadata::v2::ZarrFormat::V2 {
+        outln!("format       Zarr v2 (.zarray, shown as its v3 equivalent; read-only)");
+    }
     outln!("shape        {}", shape_text(&metadata.shape));
     outln!("data type    {}", metadata.data_type.name());
     let grid = array.grid_shape()?;
@@ -322,6 +325,9 @@ fn child_summary(node: &Node<dyn Store>) -> String {
 fn print_group(name: &str, group: &Group<dyn Store>, children: &[Node<dyn Store>]) -> Result<()> {
     outln!("group        {name}");
     outln!("path         {}", group.path());
+    if group.zarr_format() == zarr::metadata::v2::ZarrFormat::V2 {
+        outln!("format       Zarr v2 (.zgroup; read-only)");
+    }
     print_attributes(group.attributes())?;
     if let Some(consolidated) = &group.metadata().consolidated_metadata {
         outln!(

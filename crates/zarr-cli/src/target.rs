@@ -80,8 +80,9 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         }
         return local(given, node(Some(path))?, display, false);
     }
-    // `zarr info data.zarr/zarr.json` means the node.
-    let given = if given.file_name().is_some_and(|n| n == "zarr.json") && given.is_file() {
+    // `zarr info data.zarr/zarr.json` (or a v2 `.zarray` / `.zgroup`) means the node.
+    let metadata_file = |n: &std::ffi::OsStr| n == "zarr.json" || n == ".zarray" || n == ".zgroup";
+    let given = if given.file_name().is_some_and(metadata_file) && given.is_file() {
         given.parent().unwrap_or(Path::new("."))
     } else {
         given
@@ -92,9 +93,10 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
                 anyhow::bail!("{}: no such file or directory", given.display());
             }
             let dir = absolute(given)?;
-            if !dir.join("zarr.json").is_file() {
+            if !is_node(&dir) {
                 anyhow::bail!(
-                    "{}: not a Zarr v3 node (there is no zarr.json in it)",
+                    "{}: not a Zarr node (there is no zarr.json, nor a Zarr v2 .zarray or \
+                     .zgroup, in it)",
                     given.display()
                 );
             }
@@ -168,10 +170,18 @@ fn absolute(path: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// Whether `dir` holds the `zarr.json` of a group.
+/// Whether `dir` holds a node's metadata: `zarr.json`, or Zarr v2's `.zarray` or `.zgroup`.
+fn is_node(dir: &Path) -> bool {
+    ["zarr.json", ".zarray", ".zgroup"]
+        .iter()
+        .any(|name| dir.join(name).is_file())
+}
+
+/// Whether `dir` holds the metadata of a group: a `zarr.json` saying so, or (without a
+/// `zarr.json`) a Zarr v2 `.zgroup`.
 fn is_group(dir: &Path) -> bool {
     let Ok(bytes) = std::fs::read(dir.join("zarr.json")) else {
-        return false;
+        return dir.join(".zgroup").is_file();
     };
     serde_json::from_slice::<serde_json::Value>(&bytes)
         .is_ok_and(|v| v.get("node_type").and_then(|t| t.as_str()) == Some("group"))

@@ -300,3 +300,70 @@ fn get_refuses_what_npy_cannot_hold() {
     let err = fails(&["get", &fixture("zarr-python/shard_2d"), "-r", "0:2:2"], 2);
     assert!(err.contains("steps other than 1"), "{err}");
 }
+
+/// A small Zarr v2 hierarchy: `/.zgroup`, `/sub/.zgroup`, `/sub/a` (`<u2`, order F, 3x2 in
+/// 2x2 chunks, one chunk missing).
+fn v2_store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("v2.zarr");
+    std::fs::create_dir_all(root.join("sub/a")).unwrap();
+    std::fs::write(root.join(".zgroup"), r#"{"zarr_format": 2}"#).unwrap();
+    std::fs::write(root.join("sub/.zgroup"), r#"{"zarr_format": 2}"#).unwrap();
+    std::fs::write(root.join("sub/.zattrs"), r#"{"origin": "v2"}"#).unwrap();
+    std::fs::write(
+        root.join("sub/a/.zarray"),
+        r#"{"zarr_format": 2, "shape": [3, 2], "chunks": [2, 2], "dtype": "<u2",
+            "compressor": null, "fill_value": 7, "order": "F", "filters": null}"#,
+    )
+    .unwrap();
+    // Chunk (0, 0) in column-major order: [[1, 2], [3, 4]] is stored 1, 3, 2, 4.
+    std::fs::write(root.join("sub/a/0.0"), [1u8, 0, 3, 0, 2, 0, 4, 0]).unwrap();
+    dir
+}
+
+#[test]
+fn info_tree_and_get_read_zarr_v2() {
+    let dir = v2_store();
+    let root = dir.path().join("v2.zarr");
+    let array = root.join("sub/a");
+    let out = ok(&["info", array.to_str().unwrap()]);
+    for line in [
+        "path         /sub/a",
+        "format       Zarr v2",
+        "data type    uint16",
+        "chunk keys   v2 (first: 0.0)",
+        "stored       1 of 2 chunks",
+    ] {
+        assert!(out.contains(line), "{line:?} not in\n{out}");
+    }
+    let out = ok(&["info", root.join("sub").to_str().unwrap()]);
+    assert!(out.contains("origin: \"v2\""), "{out}");
+    let out = ok(&["tree", root.to_str().unwrap()]);
+    assert!(out.contains("a  uint16 3x2 (chunks 2x2)"), "{out}");
+    let out = ok(&["get", array.to_str().unwrap()]);
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["1", "2", "3", "4", "7", "7"]
+    );
+}
+
+#[test]
+fn copy_converts_zarr_v2_to_v3() {
+    let dir = v2_store();
+    let root = dir.path().join("v2.zarr");
+    let dst = dir.path().join("v3.zarr");
+    ok(&["copy", root.to_str().unwrap(), dst.to_str().unwrap()]);
+    let metadata: Value =
+        serde_json::from_slice(&std::fs::read(dst.join("sub/a/zarr.json")).unwrap()).unwrap();
+    assert_eq!(metadata["zarr_format"], 3);
+    assert!(!dst.join("sub/a/.zarray").exists());
+    let out = ok(&["info", dst.join("sub/a").to_str().unwrap()]);
+    assert!(!out.contains("Zarr v2"), "{out}");
+    let out = ok(&["get", dst.join("sub/a").to_str().unwrap()]);
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["1", "2", "3", "4", "7", "7"]
+    );
+    let out = ok(&["info", dst.join("sub").to_str().unwrap()]);
+    assert!(out.contains("origin: \"v2\""), "{out}");
+}
