@@ -36,28 +36,30 @@ pub(crate) async fn read_node<S: ReadableStore + ?Sized>(
         path: path.as_str().to_owned(),
         source: Box::new(source),
     };
-    let zarray = store.get(&v2_key(v2::ZARRAY)?).await?;
-    let zgroup = match zarray {
-        Some(_) => None,
-        None => store.get(&v2_key(v2::ZGROUP)?).await?,
-    };
-    if zarray.is_none() && zgroup.is_none() {
-        return Ok(None);
+    enum V2Document {
+        Array(Bytes),
+        Group(Bytes),
     }
+    let document = match store.get(&v2_key(v2::ZARRAY)?).await? {
+        Some(zarray) => V2Document::Array(zarray),
+        None => match store.get(&v2_key(v2::ZGROUP)?).await? {
+            Some(zgroup) => V2Document::Group(zgroup),
+            None => return Ok(None),
+        },
+    };
     let attributes = match store.get(&v2_key(v2::ZATTRS)?).await? {
         Some(bytes) => v2::attributes_from_v2(&bytes).map_err(in_v2)?,
         None => Map::new(),
     };
-    let metadata = match (zarray, zgroup) {
-        (Some(zarray), _) => NodeMetadata::Array(Box::new(
+    let metadata = match document {
+        V2Document::Array(zarray) => NodeMetadata::Array(Box::new(
             v2::ArrayMetadataV2::from_slice(&zarray)
                 .and_then(|v2| v2.to_v3(attributes))
                 .map_err(in_v2)?,
         )),
-        (None, Some(zgroup)) => NodeMetadata::Group(Box::new(
+        V2Document::Group(zgroup) => NodeMetadata::Group(Box::new(
             v2::group_from_v2(&zgroup, attributes).map_err(in_v2)?,
         )),
-        (None, None) => unreachable!("checked above"),
     };
     Ok(Some((metadata, ZarrFormat::V2)))
 }
