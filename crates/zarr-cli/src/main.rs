@@ -57,7 +57,7 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
-/// Inspect, export, convert and verify Zarr v3 stores.
+/// Inspect, export, convert and verify Zarr v3 stores (and read Zarr v2 ones).
 ///
 /// TARGET is a local path (`data.zarr/images/raw`: the store root is found by walking up
 /// while the parent directories are Zarr groups) or a URL (`s3://bucket/data.zarr`,

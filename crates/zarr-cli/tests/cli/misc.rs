@@ -90,7 +90,9 @@ fn errors_are_one_line_with_the_cause_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let err = fails(&["info", dir.path().to_str().unwrap()], 1);
     assert!(
-        err.contains("not a Zarr v3 node (there is no zarr.json in it)"),
+        err.contains(
+            "not a Zarr node (there is no zarr.json, nor a Zarr v2 .zarray or .zgroup, in it)"
+        ),
         "{err}"
     );
     let structured = crate::common::fixture("zarr-python/structured");
