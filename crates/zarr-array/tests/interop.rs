@@ -492,6 +492,26 @@ async fn check_peer_array(store: &Arc<FilesystemStore>, entry: &Value) -> Vec<St
     problems
 }
 
+/// `Group::tree` from the root must list exactly the nodes of the manifest.
+async fn tree_problem(store: &Arc<FilesystemStore>, manifest: &[Value]) -> Option<String> {
+    let root = Group::open(Arc::clone(store), "/").await.unwrap();
+    let mut tree: Vec<String> = root
+        .tree()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(path, _)| path.as_str().to_owned())
+        .collect();
+    tree.sort();
+    let mut expected: Vec<String> = manifest
+        .iter()
+        .map(node_path)
+        .filter(|p| p != "/")
+        .collect();
+    expected.sort();
+    (tree != expected).then(|| format!("the tree lists {tree:?}, the writers wrote {expected:?}"))
+}
+
 /// (1) The peers write the matrix; we read every node exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn we_read_what_the_peers_wrote() {
@@ -529,26 +549,7 @@ async fn we_read_what_the_peers_wrote() {
     }
 
     // The hierarchy: the tree from the root lists exactly the nodes the peers wrote.
-    let root_group = Group::open(Arc::clone(&store), "/").await.unwrap();
-    let mut tree: Vec<String> = root_group
-        .tree()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(path, _)| path.as_str().to_owned())
-        .collect();
-    tree.sort();
-    let mut expected: Vec<String> = manifest
-        .iter()
-        .map(node_path)
-        .filter(|p| p != "/")
-        .collect();
-    expected.sort();
-    if tree != expected {
-        problems.push(format!(
-            "the tree lists {tree:?}, the peers wrote {expected:?}"
-        ));
-    }
+    problems.extend(tree_problem(&store, &manifest).await);
 
     assert!(
         problems.is_empty(),
@@ -682,26 +683,7 @@ async fn we_read_zarr_v2_written_by_zarr_python() {
             arrays += 1;
         }
     }
-    let root_group = Group::open(Arc::clone(&store), "/").await.unwrap();
-    let mut tree: Vec<String> = root_group
-        .tree()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(path, _)| path.as_str().to_owned())
-        .collect();
-    tree.sort();
-    let mut expected: Vec<String> = manifest
-        .iter()
-        .map(node_path)
-        .filter(|p| p != "/")
-        .collect();
-    expected.sort();
-    if tree != expected {
-        problems.push(format!(
-            "the tree lists {tree:?}, zarr-python wrote {expected:?}"
-        ));
-    }
+    problems.extend(tree_problem(&store, &manifest).await);
     let array = Array::open(Arc::clone(&store), "/types/int32")
         .await
         .unwrap();

@@ -70,3 +70,37 @@ pub(crate) fn read_bounded(decoder: &mut impl Read, limit: u64, codec: &str) -> 
     }
     Ok(out)
 }
+
+/// Decode the stream `decoder` yields (a deflate-family codec) into a new buffer: exactly
+/// the expected size, or at most its limit, never more.
+pub(crate) fn decode_stream(
+    decoder: &mut impl Read,
+    expected: crate::codec::ExpectedSize,
+    codec: &str,
+) -> Result<::bytes::Bytes> {
+    use crate::codec::ExpectedSize;
+    match expected {
+        ExpectedSize::Exact(n) => {
+            let n = usize::try_from(n).map_err(|_| Error::DecodedSizeLimit {
+                codec: codec.into(),
+                claimed: n,
+                limit: usize::MAX as u64,
+            })?;
+            let mut out = vec![0u8; n];
+            let produced = read_exact_bounded(decoder, &mut out, codec)?;
+            expected.check(codec, produced as u64)?;
+            Ok(out.into())
+        }
+        ExpectedSize::AtMost(limit) => Ok(read_bounded(decoder, limit, codec)?.into()),
+    }
+}
+
+/// Decode the stream `decoder` yields into `out`, which it must fill exactly.
+pub(crate) fn decode_stream_into(
+    decoder: &mut impl Read,
+    out: &mut [u8],
+    codec: &str,
+) -> Result<()> {
+    let produced = read_exact_bounded(decoder, out, codec)?;
+    crate::codec::ExpectedSize::Exact(out.len() as u64).check(codec, produced as u64)
+}

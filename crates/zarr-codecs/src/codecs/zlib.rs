@@ -7,7 +7,7 @@ use flate2::{Compression, bufread::ZlibDecoder, write::ZlibEncoder};
 use serde_json::Value;
 use zarr_core::ExtensionObject;
 
-use super::{read_bounded, read_exact_bounded};
+use super::{decode_stream, decode_stream_into};
 use crate::codec::{BytesToBytesCodec, ExpectedSize};
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
@@ -82,29 +82,11 @@ impl BytesToBytesCodec for ZlibCodec {
     }
 
     fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
-        let mut decoder = ZlibDecoder::new(&encoded[..]);
-        match expected {
-            ExpectedSize::Exact(n) => {
-                let n = usize::try_from(n).map_err(|_| Error::DecodedSizeLimit {
-                    codec: Self::NAME.into(),
-                    claimed: n,
-                    limit: usize::MAX as u64,
-                })?;
-                let mut out = vec![0u8; n];
-                let produced = read_exact_bounded(&mut decoder, &mut out, Self::NAME)?;
-                expected.check(Self::NAME, produced as u64)?;
-                Ok(out.into())
-            }
-            ExpectedSize::AtMost(limit) => {
-                Ok(read_bounded(&mut decoder, limit, Self::NAME)?.into())
-            }
-        }
+        decode_stream(&mut ZlibDecoder::new(&encoded[..]), expected, Self::NAME)
     }
 
     fn decode_into(&self, encoded: Bytes, out: &mut [u8]) -> Result<()> {
-        let mut decoder = ZlibDecoder::new(&encoded[..]);
-        let produced = read_exact_bounded(&mut decoder, out, Self::NAME)?;
-        ExpectedSize::Exact(out.len() as u64).check(Self::NAME, produced as u64)
+        decode_stream_into(&mut ZlibDecoder::new(&encoded[..]), out, Self::NAME)
     }
 }
 
