@@ -1,24 +1,22 @@
 //! The `gzip` codec: an RFC 1952 gzip member.
 
-use std::io::Write;
-
 use bytes::Bytes;
 use flate2::{Compression, GzBuilder, bufread::MultiGzDecoder};
 use serde_json::Value;
 use zarr_core::ExtensionObject;
 
-use super::{decode_stream, decode_stream_into};
+use super::{decode_stream, decode_stream_into, deflate_level, encode_stream};
 use crate::codec::{BytesToBytesCodec, ExpectedSize};
 use crate::config::{self, Config};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The `gzip` codec (bytes->bytes): compresses into an RFC 1952 gzip member.
 ///
 /// Configuration: `level`, an integer from 0 to 9 (required). The encoder writes a header with
 /// mtime 0 and OS "unknown" (255), so equal input gives equal output. The decoder ignores the
-/// header's mtime, OS byte, file name and comment, accepts several concatenated members, and
-/// stops with [`Error::DecodedSizeLimit`] as soon as the output would exceed what the chunk
-/// can hold.
+/// header's mtime, OS byte, file name and comment, accepts several concatenated members, and stops
+/// with [`Error::DecodedSizeLimit`](crate::Error::DecodedSizeLimit) as soon as the output would
+/// exceed what the chunk can hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GzipCodec {
     level: u32,
@@ -31,15 +29,11 @@ impl GzipCodec {
     /// A gzip codec with compression level 0 to 9.
     ///
     /// # Errors
-    /// [`Error::InvalidConfiguration`] for a level above 9.
+    /// [`Error::InvalidConfiguration`](crate::Error::InvalidConfiguration) for a level above 9.
     pub fn try_new(level: u32) -> Result<Self> {
-        if level > 9 {
-            return Err(Error::config(
-                Self::NAME,
-                format!("`level` must be an integer from 0 to 9, found {level}"),
-            ));
-        }
-        Ok(Self { level })
+        Ok(Self {
+            level: deflate_level(Self::NAME, level)?,
+        })
     }
 
     /// The compression level.
@@ -50,8 +44,8 @@ impl GzipCodec {
     /// Parse `{"name": "gzip", "configuration": {"level": 0..9}}`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfiguration`] if `level` is missing or out of range, or for an
-    /// unknown key.
+    /// [`Error::InvalidConfiguration`](crate::Error::InvalidConfiguration) if `level` is
+    /// missing or out of range, or for an unknown key.
     pub fn from_metadata(metadata: &ExtensionObject) -> Result<Self> {
         let config = Config::new(metadata, &["level"])?;
         let level = config.int_in("level", config.required("level")?, 0..=9)?;
@@ -69,16 +63,16 @@ impl BytesToBytesCodec for GzipCodec {
 
     fn encode(&self, decoded: Bytes) -> Result<Bytes> {
         let capacity = decoded.len() / 2 + 64;
-        let mut encoder = GzBuilder::new()
+        let encoder = GzBuilder::new()
             .mtime(0)
             .operating_system(255)
             .write(Vec::with_capacity(capacity), Compression::new(self.level));
-        let fail = |e: std::io::Error| Error::Compression {
-            codec: Self::NAME.into(),
-            reason: e.to_string(),
-        };
-        encoder.write_all(&decoded).map_err(fail)?;
-        Ok(encoder.finish().map_err(fail)?.into())
+        encode_stream(
+            encoder,
+            &decoded,
+            flate2::write::GzEncoder::finish,
+            Self::NAME,
+        )
     }
 
     fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
@@ -93,6 +87,7 @@ impl BytesToBytesCodec for GzipCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn header_is_deterministic_and_mtime_is_ignored() {

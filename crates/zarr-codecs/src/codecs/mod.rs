@@ -104,3 +104,30 @@ pub(crate) fn decode_stream_into(
     let produced = read_exact_bounded(decoder, out, codec)?;
     crate::codec::ExpectedSize::Exact(out.len() as u64).check(codec, produced as u64)
 }
+
+/// A deflate-family compression level: 0 to 9.
+pub(crate) fn deflate_level(codec: &str, level: u32) -> Result<u32> {
+    if level > 9 {
+        return Err(Error::config(
+            codec,
+            format!("`level` must be an integer from 0 to 9, found {level}"),
+        ));
+    }
+    Ok(level)
+}
+
+/// Compress `data` through a deflate-family `encoder` and `finish` it, with an I/O failure
+/// reported as the `codec`'s compression error.
+pub(crate) fn encode_stream<W: std::io::Write>(
+    mut encoder: W,
+    data: &[u8],
+    finish: impl FnOnce(W) -> std::io::Result<Vec<u8>>,
+    codec: &str,
+) -> Result<::bytes::Bytes> {
+    let fail = |e: std::io::Error| Error::Compression {
+        codec: codec.into(),
+        reason: e.to_string(),
+    };
+    encoder.write_all(data).map_err(fail)?;
+    Ok(finish(encoder).map_err(fail)?.into())
+}

@@ -1,24 +1,23 @@
 //! The `numcodecs.zlib` codec: an RFC 1950 zlib stream.
 
-use std::io::Write;
-
 use bytes::Bytes;
 use flate2::{Compression, bufread::ZlibDecoder, write::ZlibEncoder};
 use serde_json::Value;
 use zarr_core::ExtensionObject;
 
-use super::{decode_stream, decode_stream_into};
+use super::{decode_stream, decode_stream_into, deflate_level, encode_stream};
 use crate::codec::{BytesToBytesCodec, ExpectedSize};
 use crate::config::{self, Config};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The `numcodecs.zlib` codec (bytes->bytes): compresses into an RFC 1950 zlib stream, as
 /// numcodecs' `Zlib` does. Zarr v2 arrays name it `zlib` (read through its v3 equivalent,
 /// see `zarr_core::v2`); zarr-python 3 writes it in v3 metadata as `numcodecs.zlib`.
 ///
-/// Configuration: `level`, an integer from 0 to 9 (default 1, numcodecs' default). The
-/// decoder checks the stream's Adler-32 checksum and stops with [`Error::DecodedSizeLimit`]
-/// as soon as the output would exceed what the chunk can hold.
+/// Configuration: `level`, an integer from 0 to 9 (default 1, numcodecs' default). The decoder
+/// checks the stream's Adler-32 checksum and stops with
+/// [`Error::DecodedSizeLimit`](crate::Error::DecodedSizeLimit) as soon as the output would exceed
+/// what the chunk can hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ZlibCodec {
     level: u32,
@@ -31,15 +30,11 @@ impl ZlibCodec {
     /// A zlib codec with compression level 0 to 9.
     ///
     /// # Errors
-    /// [`Error::InvalidConfiguration`] for a level above 9.
+    /// [`Error::InvalidConfiguration`](crate::Error::InvalidConfiguration) for a level above 9.
     pub fn try_new(level: u32) -> Result<Self> {
-        if level > 9 {
-            return Err(Error::config(
-                Self::NAME,
-                format!("`level` must be an integer from 0 to 9, found {level}"),
-            ));
-        }
-        Ok(Self { level })
+        Ok(Self {
+            level: deflate_level(Self::NAME, level)?,
+        })
     }
 
     /// The compression level.
@@ -50,7 +45,8 @@ impl ZlibCodec {
     /// Parse `{"name": "numcodecs.zlib", "configuration": {"level": 0..9}}`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfiguration`] if `level` is out of range, or for an unknown key.
+    /// [`Error::InvalidConfiguration`](crate::Error::InvalidConfiguration) if `level` is
+    /// out of range, or for an unknown key.
     pub fn from_metadata(metadata: &ExtensionObject) -> Result<Self> {
         let config = Config::new(metadata, &["level"])?;
         let level = match config.get("level") {
@@ -71,14 +67,8 @@ impl BytesToBytesCodec for ZlibCodec {
 
     fn encode(&self, decoded: Bytes) -> Result<Bytes> {
         let capacity = decoded.len() / 2 + 64;
-        let mut encoder =
-            ZlibEncoder::new(Vec::with_capacity(capacity), Compression::new(self.level));
-        let fail = |e: std::io::Error| Error::Compression {
-            codec: Self::NAME.into(),
-            reason: e.to_string(),
-        };
-        encoder.write_all(&decoded).map_err(fail)?;
-        Ok(encoder.finish().map_err(fail)?.into())
+        let encoder = ZlibEncoder::new(Vec::with_capacity(capacity), Compression::new(self.level));
+        encode_stream(encoder, &decoded, ZlibEncoder::finish, Self::NAME)
     }
 
     fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
@@ -93,6 +83,7 @@ impl BytesToBytesCodec for ZlibCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn round_trip_and_the_stream_format() {
