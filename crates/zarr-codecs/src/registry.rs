@@ -11,6 +11,10 @@ use crate::codecs::blosc::BloscCodec;
 use crate::codecs::bytes::BytesCodec;
 use crate::codecs::crc32c::Crc32cCodec;
 use crate::codecs::gzip::GzipCodec;
+use crate::codecs::numcodecs::checksum::{Checksum, ChecksumCodec};
+use crate::codecs::numcodecs::lz4::Lz4Codec;
+use crate::codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilterCodec};
+use crate::codecs::numcodecs::shuffle::ShuffleCodec;
 use crate::codecs::transpose::TransposeCodec;
 use crate::codecs::zlib::ZlibCodec;
 use crate::codecs::zstd::ZstdCodec;
@@ -119,7 +123,37 @@ impl CodecRegistry {
                 Ok(Codec::BytesToBytes(Arc::new(Crc32cCodec::from_metadata(
                     meta,
                 )?)))
+            })
+            .register(Lz4Codec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(Lz4Codec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(ShuffleCodec::NAME, |meta, repr, _| {
+                let size = repr.element_size().unwrap_or(1);
+                Ok(Codec::BytesToBytes(Arc::new(ShuffleCodec::from_metadata(
+                    meta, size,
+                )?)))
             });
+        for checksum in [
+            Checksum::Crc32,
+            Checksum::Adler32,
+            Checksum::Crc32c,
+            Checksum::Fletcher32,
+        ] {
+            registry.register(checksum.name(), move |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(ChecksumCodec::from_metadata(
+                    checksum, meta,
+                )?)))
+            });
+        }
+        for name in NUMERIC_FILTER_NAMES {
+            registry.register(name, |meta, repr, _| {
+                Ok(Codec::ArrayToArray(Arc::new(
+                    NumericFilterCodec::from_metadata(meta, repr.data_type())?,
+                )))
+            });
+        }
         registry
     }
 

@@ -4,6 +4,7 @@ pub(crate) mod blosc;
 pub(crate) mod bytes;
 pub(crate) mod crc32c;
 pub(crate) mod gzip;
+pub(crate) mod numcodecs;
 pub(crate) mod transpose;
 pub(crate) mod zlib;
 pub(crate) mod zstd;
