@@ -319,11 +319,21 @@ async fn bad_v2_metadata_and_chunks_are_typed_errors_naming_the_node() {
     let store = Arc::new(MemoryStore::new());
     let cases = [
         ("structured", json!({"dtype": [["a", "<i4"]]}), "structured"),
-        ("lz4", json!({"compressor": {"id": "lz4"}}), "lz4"),
         (
-            "delta",
-            json!({"filters": [{"id": "delta", "dtype": "<i4"}]}),
-            "delta",
+            "bz2",
+            json!({"compressor": {"id": "bz2", "level": 1}}),
+            "bz2",
+        ),
+        (
+            "categorize",
+            json!({"filters": [{"id": "categorize", "dtype": "<U1", "labels": ["a"]}]}),
+            "categorize",
+        ),
+        (
+            "delta_after_shuffle",
+            json!({"filters": [{"id": "shuffle", "elementsize": 4},
+                               {"id": "delta", "dtype": "<i4"}]}),
+            "filters[1]",
         ),
         ("order", json!({"order": "K"}), "order"),
         ("rank", json!({"chunks": [2]}), "chunks"),
@@ -344,6 +354,24 @@ async fn bad_v2_metadata_and_chunks_are_typed_errors_naming_the_node() {
             "{name}: {text}"
         );
     }
+    // A numeric filter whose dtype is not the array's: refused when the chain is built.
+    put_json(
+        &store,
+        "delta_i2/.zarray",
+        zarray(
+            &[5, 7],
+            &[2, 3],
+            "<i4",
+            "C",
+            json!({"filters": [{"id": "delta", "dtype": "<i2"}]}),
+        ),
+    )
+    .await;
+    let e = Array::open(Arc::clone(&store), "delta_i2")
+        .await
+        .unwrap_err();
+    let text = format!("{e}: {:?}", std::error::Error::source(&e));
+    assert!(text.contains("numcodecs.delta"), "{text}");
     put(&store, "notjson/.zarray", Bytes::from_static(b"{")).await;
     let e = Array::open(Arc::clone(&store), "notjson")
         .await

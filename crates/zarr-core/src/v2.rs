@@ -11,12 +11,14 @@
 //! | `dtype` `"\|O"` with the `vlen-utf8` or `vlen-bytes` filter | `string` or `bytes` with that codec |
 //! | `order: "F"` | `transpose` with the axes reversed, before `bytes` |
 //! | `compressor` `blosc`, `zstd`, `gzip`, `zlib` | `blosc` (shuffle 0/1/2 as its names, -1 as numcodecs resolves it), `zstd`, `gzip`, `numcodecs.zlib` |
+//! | `filters` `delta`, `fixedscaleoffset`, `bitround`, `quantize`, `astype` | `numcodecs.<id>` before `bytes`, in order; the last one's `astype` sets the stored byte order |
+//! | `lz4`, `shuffle`, `crc32`, `adler32`, `crc32c`, `fletcher32` (as a filter or the compressor) | `numcodecs.<id>` after `bytes`, in order |
 //! | `dimension_separator` (default `.`) | the `v2` chunk key encoding (`0` for a 0-d array) |
 //! | `fill_value: null` | the data type's default (zero, `false`, empty) |
 //!
 //! Structured data types, object arrays without a string or bytes filter, and the other
-//! numcodecs filters and compressors (`delta`, `lz4`, `bz2`, ...) are refused with an error
-//! naming them.
+//! numcodecs filters and compressors (`bz2`, `lzma`, `packbits`, `categorize`, ...) are
+//! refused with an error naming them.
 //!
 //! ```
 //! use zarr_core::v2::ArrayMetadataV2;
@@ -382,7 +384,8 @@ impl ArrayMetadataV2 {
                 object(json!({ "order": reversed })),
             ));
         }
-        let mut filters = self.filters.iter().enumerate();
+        let mut filters = self.filters.iter().enumerate().peekable();
+        let mut element_size = element_size;
         match &self.dtype {
             DtypeV2::Object => {
                 filters.next();
@@ -392,7 +395,18 @@ impl ArrayMetadataV2 {
                 }));
             }
             DtypeV2::Fixed(_, order) => {
-                let bytes = match (order, element_size) {
+                // numcodecs' numeric filters come first: they see the elements, and the last
+                // one's `astype` is what is stored.
+                let (mut order, mut size) = (*order, element_size);
+                while let Some((i, filter)) =
+                    filters.next_if(|(_, f)| NUMERIC_FILTERS.contains(&codec_id(f)))
+                {
+                    let field = format!("{ZARRAY}: filters[{i}]");
+                    (order, size) = numeric_filter_output(filter, order, size, &field)?;
+                    codecs.push(numcodecs_v3(filter));
+                }
+                element_size = size;
+                let bytes = match (order, size) {
                     (ByteOrder::Big, Some(size)) if size > 1 => {
                         ExtensionObject::with_configuration(
                             "bytes",
@@ -408,17 +422,26 @@ impl ArrayMetadataV2 {
                 codecs.push(bytes);
             }
         }
-        if let Some((i, filter)) = filters.next() {
-            return Err(Error::UnknownExtension {
-                kind: ExtensionKind::Codec,
-                name: codec_id(filter).to_owned(),
-                field: format!(
-                    "{ZARRAY}: filters[{i}] (this crate reads no v2 filters but the object codecs vlen-utf8 and vlen-bytes)"
-                ),
-            });
+        for (i, filter) in filters {
+            let field = format!("{ZARRAY}: filters[{i}]");
+            if NUMERIC_FILTERS.contains(&codec_id(filter)) {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "the numeric filter `{}` follows a filter that works on bytes (or the object codec): no v3 chain can do that",
+                        codec_id(filter)
+                    ),
+                ));
+            }
+            codecs.push(compressor_to_v3(filter, element_size.unwrap_or(1), &field)?);
         }
         if let Some(compressor) = &self.compressor {
-            codecs.push(compressor_to_v3(compressor, element_size.unwrap_or(1))?);
+            let field = format!("{ZARRAY}: compressor");
+            codecs.push(compressor_to_v3(
+                compressor,
+                element_size.unwrap_or(1),
+                &field,
+            )?);
         }
         let fill_value = self.fill_value_v3(&data_type)?;
         let grid = ChunkGrid::Regular(RegularChunkGrid::try_new(self.chunks.clone())?);
@@ -602,9 +625,77 @@ fn codec_id(codec: &Map<String, Value>) -> &str {
     codec.get("id").and_then(Value::as_str).unwrap_or("")
 }
 
-/// A numcodecs compressor's v3 equivalent.
-fn compressor_to_v3(c: &Map<String, Value>, element_size: usize) -> Result<ExtensionObject> {
-    let field = format!("{ZARRAY}: compressor");
+/// numcodecs' numeric filters (array->array codecs in v3, `numcodecs.<id>`).
+const NUMERIC_FILTERS: [&str; 5] = [
+    "delta",
+    "fixedscaleoffset",
+    "bitround",
+    "quantize",
+    "astype",
+];
+
+/// numcodecs' byte codecs read under their `numcodecs.<id>` v3 name with the same
+/// configuration.
+const NUMCODECS_BYTES: [&str; 6] = ["lz4", "shuffle", "crc32", "adler32", "crc32c", "fletcher32"];
+
+/// A numcodecs codec's v3 form: `numcodecs.<id>` with the rest of its configuration.
+fn numcodecs_v3(codec: &Map<String, Value>) -> ExtensionObject {
+    let mut configuration = codec.clone();
+    configuration.remove("id");
+    ExtensionObject::with_configuration(format!("numcodecs.{}", codec_id(codec)), configuration)
+}
+
+/// The byte order and element size of what a numeric `filter` produces from elements of
+/// `order` and `size`. numcodecs reinterprets the buffer as the filter's `dtype`, so a `dtype`
+/// of the other byte order than the array's has no v3 equivalent.
+fn numeric_filter_output(
+    filter: &Map<String, Value>,
+    order: ByteOrder,
+    size: Option<usize>,
+    field: &str,
+) -> Result<(ByteOrder, Option<usize>)> {
+    let typed = |key: &str| -> Result<Option<(ByteOrder, Option<usize>)>> {
+        match filter.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => match DtypeV2::from_json(v, &format!("{field}.{key}"))? {
+                DtypeV2::Fixed(t, o) => Ok(Some((o, t.fixed_size()))),
+                DtypeV2::Object => Err(Error::invalid(
+                    format!("{field}.{key}"),
+                    "expected a numeric type, found \"|O\"",
+                )),
+            },
+        }
+    };
+    let (input, output) = match codec_id(filter) {
+        "astype" => (typed("decode_dtype")?, typed("encode_dtype")?),
+        "bitround" => (None, None),
+        _ => (typed("dtype")?, typed("astype")?),
+    };
+    if let Some((o, s)) = input
+        && s.is_some_and(|s| s > 1)
+        && o != order
+    {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "the filter's dtype has the other byte order than the array's ({order:?}): \
+                 numcodecs would reinterpret the bytes, which no v3 chain does"
+            ),
+        ));
+    }
+    Ok(match output {
+        Some((ByteOrder::NotApplicable, s)) => (order, s),
+        Some((o, s)) => (o, s),
+        None => (order, size),
+    })
+}
+
+/// A numcodecs compressor's v3 equivalent (also a byte filter's: `shuffle`, checksums).
+fn compressor_to_v3(
+    c: &Map<String, Value>,
+    element_size: usize,
+    field: &str,
+) -> Result<ExtensionObject> {
     let int = |key: &str, default: Option<i64>| -> Result<i64> {
         match c.get(key) {
             None | Some(Value::Null) => {
@@ -679,11 +770,16 @@ fn compressor_to_v3(c: &Map<String, Value>, element_size: usize) -> Result<Exten
             "numcodecs.zlib",
             object(json!({ "level": int("level", Some(1))? })),
         ),
+        id if NUMCODECS_BYTES.contains(&id) => numcodecs_v3(c),
         other => {
             return Err(Error::UnknownExtension {
                 kind: ExtensionKind::Codec,
                 name: other.to_owned(),
-                field: format!("{field} (v2 compressors read here: blosc, zstd, gzip, zlib)"),
+                field: format!(
+                    "{field} (v2 codecs read here: blosc, zstd, gzip, zlib, lz4, shuffle, crc32, \
+                     adler32, crc32c, fletcher32, and the filters {})",
+                    NUMERIC_FILTERS.join(", ")
+                ),
             });
         }
     })
@@ -843,6 +939,48 @@ mod tests {
     }
 
     #[test]
+    fn numcodecs_filters_and_compressors_keep_their_order() {
+        let meta = v3(json!({"dtype": ">u2", "order": "F",
+            "filters": [{"id": "delta", "dtype": ">u2", "astype": ">i4"},
+                        {"id": "fixedscaleoffset", "offset": 1, "scale": 2, "dtype": ">i4", "astype": "|u1"},
+                        {"id": "shuffle", "elementsize": 1},
+                        {"id": "crc32", "location": "end"}],
+            "compressor": {"id": "lz4", "acceleration": 2}}))
+        .unwrap();
+        let ids: Vec<&str> = meta.codecs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "transpose",
+                "numcodecs.delta",
+                "numcodecs.fixedscaleoffset",
+                "bytes",
+                "numcodecs.shuffle",
+                "numcodecs.crc32",
+                "numcodecs.lz4"
+            ]
+        );
+        // The last filter's astype is one byte: `bytes` needs no byte order.
+        assert_eq!(meta.codecs[3], ExtensionObject::new("bytes"));
+        assert_eq!(
+            serde_json::to_value(meta.codecs[1].configuration.as_ref().unwrap()).unwrap(),
+            json!({"dtype": ">u2", "astype": ">i4"})
+        );
+        assert_eq!(
+            serde_json::to_value(meta.codecs[6].configuration.as_ref().unwrap()).unwrap(),
+            json!({"acceleration": 2})
+        );
+        // A big-endian astype makes the stored bytes big-endian.
+        let meta = v3(json!({"dtype": "<f8",
+            "filters": [{"id": "astype", "encode_dtype": ">f4", "decode_dtype": "<f8"}]}))
+        .unwrap();
+        assert_eq!(
+            meta.codecs[1],
+            ExtensionObject::with_configuration("bytes", object(json!({"endian": "big"})))
+        );
+    }
+
+    #[test]
     fn fill_values_follow_the_v2_encodings() {
         let f = |dtype: &str, fill: Value| {
             v3(json!({"dtype": dtype, "fill_value": fill})).map(|m| m.fill_value)
@@ -864,10 +1002,18 @@ mod tests {
 
     #[test]
     fn what_has_no_equivalent_is_named() {
-        let e = v3(json!({"compressor": {"id": "lz4", "acceleration": 1}})).unwrap_err();
-        assert!(e.to_string().contains("lz4"), "{e}");
-        let e = v3(json!({"filters": [{"id": "delta", "dtype": "<i2"}]})).unwrap_err();
-        assert!(e.to_string().contains("delta"), "{e}");
+        let e = v3(json!({"compressor": {"id": "bz2", "level": 1}})).unwrap_err();
+        assert!(e.to_string().contains("bz2"), "{e}");
+        let e = v3(json!({"filters": [{"id": "categorize", "dtype": "<U1"}]})).unwrap_err();
+        assert!(e.to_string().contains("categorize"), "{e}");
+        // A numeric filter after a byte filter; a filter dtype of the other byte order.
+        let e = v3(json!({"filters": [{"id": "shuffle", "elementsize": 2},
+            {"id": "delta", "dtype": "<u2"}]}))
+        .unwrap_err();
+        assert!(e.to_string().contains("filters[1]"), "{e}");
+        let e =
+            v3(json!({"dtype": ">u2", "filters": [{"id": "delta", "dtype": "<u2"}]})).unwrap_err();
+        assert!(e.to_string().contains("byte order"), "{e}");
         let e = v3(json!({"dtype": "|O"})).unwrap_err();
         assert!(e.to_string().contains("object codec"), "{e}");
         let e = v3(json!({"zarr_format": 3})).unwrap_err();

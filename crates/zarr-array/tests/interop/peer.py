@@ -529,6 +529,46 @@ def build_matrix() -> list[dict[str, Any]]:
           [transpose(1, 0), bytes_be(), gzip(4)],
           "complex64 [3,6] chunks [2,4], transpose + bytes big + gzip 4")
 
+    # -- numcodecs codecs in v3 metadata (zarr.codecs.numcodecs); tensorstore has none -------
+    no_ts = {"tensorstore": "tensorstore reads no numcodecs.* codecs"}
+
+    def nc(name: str, **configuration: Any) -> dict[str, Any]:
+        return {"name": f"numcodecs.{name}", "configuration": configuration}
+
+    array("codec/numcodecs_delta_i4", "int32", [50], [16], -3,
+          [nc("delta", dtype="<i4"), bytes_le(), zstd(1)],
+          "int32, numcodecs.delta + zstd", peer_bugs=no_ts)
+    # (Not big-endian: zarr-python 3.1.6 does not read back its own numcodecs filters before
+    # a big-endian `bytes` codec: they view the byte-swapped buffer as little-endian.)
+    array("codec/numcodecs_delta_u2_to_i4", "uint16", [7, 6], [3, 4], 5,
+          [nc("delta", dtype="<u2", astype="<i4"), bytes_le()],
+          "uint16, numcodecs.delta widening to int32", peer_bugs=no_ts,
+          writes=[[[0, 3], [0, 6]], [[6, 7], [4, 6]]])
+    array("codec/numcodecs_fixedscaleoffset_i4", "int32", [40], [16], 0,
+          [nc("fixedscaleoffset", offset=1000, scale=1, dtype="<i4", astype="<i8"),
+           bytes_le()],
+          "int32, numcodecs.fixedscaleoffset (lossless: scale 1) to int64", peer_bugs=no_ts)
+    array("codec/numcodecs_astype_i2_i4", "int16", [30], [8], -1,
+          [nc("astype", encode_dtype="<i4", decode_dtype="<i2"), bytes_le(), gzip(1)],
+          "int16, numcodecs.astype to int32 + gzip", peer_bugs=no_ts)
+    array("codec/numcodecs_shuffle_zstd", "uint32", [300], [128], 0,
+          [bytes_le(), nc("shuffle", elementsize=4), zstd(1)],
+          "uint32, numcodecs.shuffle + zstd", peer_bugs=no_ts)
+    array("codec/numcodecs_lz4", "float32", [500], [200], 0.0,
+          [bytes_le(), nc("lz4", acceleration=1)], "float32, numcodecs.lz4", peer_bugs=no_ts)
+    array("codec/numcodecs_lz4_accel", "int64", [3, 50], [2, 32], 9,
+          [transpose(1, 0), bytes_le(), nc("lz4", acceleration=8)],
+          "int64 transposed, numcodecs.lz4 acceleration 8", peer_bugs=no_ts)
+    array("codec/numcodecs_checksums", "uint16", [20], [8], 1,
+          [bytes_le(), nc("crc32"), nc("adler32", location="end"), nc("crc32c"),
+           nc("fletcher32")],
+          "uint16, numcodecs.crc32 (start) + adler32 (end) + crc32c + fletcher32",
+          peer_bugs=no_ts)
+    array("codec/numcodecs_sharded_delta_lz4", "int32", [12, 10], [6, 10], 4,
+          [sharding([3, 5], [nc("delta", dtype="<i4"), bytes_le(), nc("lz4")])],
+          "int32 sharded, inner chain numcodecs.delta + bytes + numcodecs.lz4, missing inner "
+          "chunks", peer_bugs=no_ts, writes=[[[0, 3], [0, 10]], [[9, 12], [5, 10]]])
+
     # -- chunk key encodings ---------------------------------------------------------------
     group("key", {"what": "chunk key encodings"})
     for name, enc in (("default_slash", key("default", "/")), ("default_dot", key("default", ".")),
@@ -815,7 +855,8 @@ def expected_array(case: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def split_codecs(codecs: list[dict[str, Any]]) -> tuple[list, dict, list]:
-    array_to_array = {"transpose"}
+    array_to_array = {"transpose", "numcodecs.delta", "numcodecs.fixedscaleoffset",
+                      "numcodecs.astype", "numcodecs.bitround", "numcodecs.quantize"}
     array_to_bytes = {"bytes", "sharding_indexed", "vlen-utf8", "vlen-bytes"}
     filters, serializer, compressors = [], None, []
     for c in codecs:
@@ -952,9 +993,12 @@ def v2_cases() -> list[dict[str, Any]]:
     cases: list[dict[str, Any]] = []
 
     def case(path: str, dtype: str, data_type: Any, shape: tuple, chunks: tuple,
-             **kw: Any) -> None:
+             lossy: bool = False, values: str = "random", **kw: Any) -> None:
+        # lossy: the filters change values, and what zarr-python reads back is the oracle.
+        # values "small": uniform floats in [-2, 2), integers in [0, 100), for filters that
+        # need a range.
         cases.append(dict(path=path, dtype=dtype, data_type=data_type, shape=list(shape),
-                          chunks=list(chunks), kw=kw))
+                          chunks=list(chunks), lossy=lossy, values=values, kw=kw))
 
     numeric = {"|b1": "bool", "|i1": "int8", "<i2": "int16", "<i4": "int32", "<i8": "int64",
                "|u1": "uint8", "<u2": "uint16", "<u4": "uint32", "<u8": "uint64",
@@ -1015,6 +1059,49 @@ def v2_cases() -> list[dict[str, Any]]:
          compressors=numcodecs.Blosc("lz4", 5, 1))
     case("strings/none", "str", "string", (9,), (4,), compressors=None)
     case("bytes/zstd", "bytes", "bytes", (7, 5), (3, 2))
+    # numcodecs filters, and its other byte codecs as filters and compressors.
+    case("filters/delta_i4", "<i4", "int32", (7, 5), (3, 2),
+         filters=[numcodecs.Delta(dtype="<i4")])
+    case("filters/delta_big_i8_zstd", ">i8", "int64", (7, 5), (3, 2),
+         filters=[numcodecs.Delta(dtype=">i8")], compressors=numcodecs.Zstd(1))
+    case("filters/delta_u2_to_i1", "<u2", "uint16", (7, 5), (3, 2), values="small",
+         filters=[numcodecs.Delta(dtype="<u2", astype="|i1")])
+    case("filters/delta_f8", "<f8", "float64", (20,), (8,), values="small",
+         filters=[numcodecs.Delta(dtype="<f8")])
+    case("filters/delta_f4_order_f", "<f4", "float32", (5, 4, 3), (2, 3, 2), order="F",
+         lossy=True, values="small", filters=[numcodecs.Delta(dtype="<f4")])
+    case("filters/fixedscaleoffset_f8_u1", "<f8", "float64", (7, 5), (3, 2), lossy=True,
+         values="small", filters=[numcodecs.FixedScaleOffset(offset=-2, scale=60,
+                                                             dtype="<f8", astype="|u1")])
+    case("filters/fixedscaleoffset_f4_i2_big", ">f4", "float32", (7, 5), (3, 2), lossy=True,
+         values="small", filters=[numcodecs.FixedScaleOffset(offset=0.5, scale=1000,
+                                                             dtype=">f4", astype=">i2")],
+         compressors=numcodecs.Blosc("lz4", 5, 1))
+    case("filters/quantize_f8", "<f8", "float64", (7, 5), (3, 2), lossy=True,
+         filters=[numcodecs.Quantize(digits=3, dtype="<f8")])
+    case("filters/quantize_f4_to_f8", "<f4", "float32", (7, 5), (3, 2), lossy=True,
+         values="small", filters=[numcodecs.Quantize(digits=2, dtype="<f4", astype="<f8")])
+    case("filters/bitround_f4", "<f4", "float32", (7, 5), (3, 2), lossy=True,
+         filters=[numcodecs.BitRound(keepbits=7)], compressors=numcodecs.Zstd(1))
+    case("filters/bitround_f8", "<f8", "float64", (7, 5), (3, 2), lossy=True,
+         filters=[numcodecs.BitRound(keepbits=20)])
+    case("filters/bitround_f2", "<f2", "float16", (7, 5), (3, 2), lossy=True,
+         filters=[numcodecs.BitRound(keepbits=4)])
+    case("filters/astype_f8_f4", "<f8", "float64", (7, 5), (3, 2), lossy=True,
+         filters=[numcodecs.AsType(encode_dtype="<f4", decode_dtype="<f8")])
+    case("filters/astype_u1_big_i4", "|u1", "uint8", (7, 5), (3, 2),
+         filters=[numcodecs.AsType(encode_dtype=">i4", decode_dtype="|u1")])
+    case("filters/shuffle_zlib", "<u4", "uint32", (7, 5), (3, 2),
+         filters=[numcodecs.Shuffle(elementsize=4)], compressors=numcodecs.Zlib(1))
+    case("filters/delta_shuffle_crc32_lz4", "<i2", "int16", (7, 5), (3, 2),
+         filters=[numcodecs.Delta(dtype="<i2"), numcodecs.Shuffle(elementsize=2),
+                  numcodecs.CRC32()], compressors=numcodecs.LZ4())
+    case("filters/adler32_end_fletcher32", "<f8", "float64", (7, 5), (3, 2),
+         filters=[numcodecs.Adler32(location="end")], compressors=numcodecs.Fletcher32())
+    case("compressors/lz4", "<u2", "uint16", (7, 5), (3, 2), compressors=numcodecs.LZ4())
+    case("compressors/lz4_accel", "<f8", "float64", (9,), (4,),
+         compressors=numcodecs.LZ4(acceleration=10))
+    case("compressors/crc32c", "|u1", "uint8", (9,), (4,), compressors=numcodecs.CRC32C())
     case("shapes/zero_d", "<f8", "float64", (), ())
     case("shapes/zero_length", "<i4", "int32", (0, 3), (2, 2))
     case("shapes/one_chunk", "<u8", "uint64", (4, 4), (4, 4))
@@ -1029,6 +1116,10 @@ def v2_values(c: dict[str, Any]) -> np.ndarray:
     if dtype in ("str", "bytes"):
         return make_vlen_values("string" if dtype == "str" else "bytes", shape, seed)
     dt = np.dtype(dtype)
+    if c["values"] == "small":
+        if dt.kind in "iu":
+            return rng.integers(0, 100, n).astype(dt).reshape(shape)
+        return rng.uniform(-2, 2, n).astype(dt).reshape(shape)
     if dt.kind == "S":
         pool = [b"", b"a", b"abc", b"\x00x", b"12345", b"\xff\xfe"]
         return np.array([pool[int(i) % len(pool)] for i in rng.integers(0, 99, n)],
@@ -1081,7 +1172,8 @@ def cmd_write_v2(out: Path) -> None:
     manifest: list[dict[str, Any]] = []
     groups = {"": {"title": "v2 root"}, "types": {"kind": "numeric"}, "big": {},
               "compressors": {"n": 26}, "order_f": {}, "separator": {}, "fill": {},
-              "other": {}, "strings": {}, "bytes": {}, "shapes": {"nested": {"a": [1, 2]}}}
+              "other": {}, "strings": {}, "bytes": {}, "shapes": {"nested": {"a": [1, 2]}},
+              "filters": {"what": "numcodecs filters"}}
     for path, attributes in groups.items():
         zarr.create_group(store, path=path, attributes=attributes, zarr_format=2,
                           overwrite=True)
@@ -1107,6 +1199,12 @@ def cmd_write_v2(out: Path) -> None:
             arr[s] = data[s]
             expected[s] = data[s]
         back = arr[...]
+        if c["lossy"]:
+            # The filters change values: zarr-python's own reading is what we must match.
+            # Make sure they did change something, so the case tests the decoder.
+            if le_hex(np.asarray(back, dtype=expected.dtype)) == le_hex(expected):
+                sys.exit(f"peer.py write-v2: {c['path']} is marked lossy but reads back exactly")
+            expected = np.asarray(back, dtype=expected.dtype)
         same = (list(np.asarray(back).reshape(-1)) == list(expected.reshape(-1)) if vlen
                 else le_hex(np.asarray(back, dtype=expected.dtype)) == le_hex(expected))
         if not same:

@@ -159,7 +159,8 @@ impl BytesToBytesCodec for ChecksumCodec {
     fn to_metadata(&self) -> ExtensionObject {
         let name = self.checksum.name();
         if self.checksum == Checksum::Fletcher32 {
-            return ExtensionObject::new(name);
+            // zarr-python refuses a numcodecs codec without a `configuration` member.
+            return ExtensionObject::with_configuration(name, serde_json::Map::new());
         }
         let location = match self.location {
             Location::Start => "start",
