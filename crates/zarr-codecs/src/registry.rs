@@ -11,6 +11,7 @@ use crate::codecs::blosc::BloscCodec;
 use crate::codecs::bytes::BytesCodec;
 use crate::codecs::crc32c::Crc32cCodec;
 use crate::codecs::gzip::GzipCodec;
+use crate::codecs::numcodecs::alias::{ALIASES, NumcodecsAlias};
 use crate::codecs::numcodecs::checksum::{Checksum, ChecksumCodec};
 use crate::codecs::numcodecs::lz4::Lz4Codec;
 use crate::codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilterCodec};
@@ -35,7 +36,13 @@ pub type CodecConstructor = Arc<
 /// Codec names mapped to constructors.
 ///
 /// [`CodecRegistry::with_defaults`] knows every codec of this crate: `bytes`, `transpose`,
-/// `gzip`, `numcodecs.zlib`, `zstd`, `blosc` and `crc32c`. Other crates add theirs the same way a user does:
+/// `gzip`, `zstd`, `blosc` and `crc32c`, and the numcodecs codecs zarr-python writes:
+/// `numcodecs.zlib`, `numcodecs.lz4`, `numcodecs.shuffle`, the checksums `numcodecs.crc32`,
+/// `numcodecs.adler32`, `numcodecs.crc32c` and `numcodecs.fletcher32`, the filters
+/// `numcodecs.delta`, `numcodecs.fixedscaleoffset`, `numcodecs.bitround`,
+/// `numcodecs.quantize` and `numcodecs.astype`, and `numcodecs.blosc`, `numcodecs.zstd` and
+/// `numcodecs.gzip` (numcodecs' configurations of the codecs above). Other crates add theirs
+/// the same way a user does:
 ///
 /// ```
 /// use std::sync::Arc;
@@ -145,6 +152,11 @@ impl CodecRegistry {
                 Ok(Codec::BytesToBytes(Arc::new(ChecksumCodec::from_metadata(
                     checksum, meta,
                 )?)))
+            });
+        }
+        for (name, id) in ALIASES {
+            registry.register(name, move |meta, repr, registry| {
+                NumcodecsAlias::build(id, meta, repr, registry)
             });
         }
         for name in NUMERIC_FILTER_NAMES {

@@ -690,6 +690,31 @@ fn numeric_filter_output(
     })
 }
 
+/// The v3 codec that reads and writes what the numcodecs byte codec `codec` (its configuration
+/// with `"id"`, as in `.zarray`) does: `blosc` (with numcodecs' integer `shuffle`, -1
+/// resolved for `element_size`-byte elements), `zstd`, `gzip`, `zlib` as `numcodecs.zlib`,
+/// and `lz4`, `shuffle`, `crc32`, `adler32`, `crc32c`, `fletcher32` as `numcodecs.<id>`.
+/// Also what zarr-python's `numcodecs.blosc`, `numcodecs.zstd` and `numcodecs.gzip` v3 codecs
+/// are read as.
+///
+/// # Errors
+/// [`Error::UnknownExtension`] for any other id; [`Error::InvalidField`] or
+/// [`Error::MissingField`] for a malformed configuration.
+///
+/// ```
+/// use serde_json::json;
+/// use zarr_core::v2::numcodec_to_v3;
+///
+/// let codec = json!({"id": "blosc", "cname": "zstd", "clevel": 3, "shuffle": -1, "blocksize": 0});
+/// let v3 = numcodec_to_v3(codec.as_object().unwrap(), 1)?;
+/// assert_eq!(v3.name, "blosc");
+/// assert_eq!(v3.configuration.unwrap()["shuffle"], "bitshuffle"); // -1 with 1-byte elements
+/// # Ok::<(), zarr_core::Error>(())
+/// ```
+pub fn numcodec_to_v3(codec: &Map<String, Value>, element_size: usize) -> Result<ExtensionObject> {
+    compressor_to_v3(codec, element_size, "codec")
+}
+
 /// A numcodecs compressor's v3 equivalent (also a byte filter's: `shuffle`, checksums).
 fn compressor_to_v3(
     c: &Map<String, Value>,

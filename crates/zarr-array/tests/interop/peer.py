@@ -564,6 +564,15 @@ def build_matrix() -> list[dict[str, Any]]:
            nc("fletcher32")],
           "uint16, numcodecs.crc32 (start) + adler32 (end) + crc32c + fletcher32",
           peer_bugs=no_ts)
+    array("codec/numcodecs_zstd_gzip", "int16", [60], [25], 2,
+          [bytes_le(), nc("zstd", level=2, checksum=True), nc("gzip", level=3)],
+          "int16, numcodecs.zstd (checksum) + numcodecs.gzip", peer_bugs=no_ts)
+    array("codec/numcodecs_blosc_auto", "uint16", [300], [128], 0,
+          [bytes_le(), nc("blosc", cname="zstd", clevel=3, shuffle=-1, blocksize=0)],
+          "uint16, numcodecs.blosc with numcodecs' automatic shuffle", peer_bugs=no_ts)
+    array("codec/numcodecs_blosc_zlib", "float64", [40], [16], 0.5,
+          [bytes_le(), nc("blosc", cname="lz4", clevel=9, shuffle=1, blocksize=0), nc("zlib", level=1)],
+          "float64, numcodecs.blosc + numcodecs.zlib", peer_bugs=no_ts)
     array("codec/numcodecs_sharded_delta_lz4", "int32", [12, 10], [6, 10], 4,
           [sharding([3, 5], [nc("delta", dtype="<i4"), bytes_le(), nc("lz4")])],
           "int32 sharded, inner chain numcodecs.delta + bytes + numcodecs.lz4, missing inner "

@@ -6,6 +6,7 @@
 //! same on the other. Configuration keys are numcodecs' own (`dtype`, `astype`, `location`,
 //! ...), with numpy type strings such as `"<i4"` or `"uint16"`.
 
+pub(crate) mod alias;
 pub(crate) mod checksum;
 pub(crate) mod lz4;
 pub(crate) mod numeric;
