@@ -4,8 +4,9 @@ use bytes::{BufMut, Bytes};
 use zarr_core::ExtensionObject;
 
 use crate::codec::{BytesToBytesCodec, ExpectedSize, copy_exact};
+use crate::codecs::numcodecs::checksum::{Checksum, Location, verify};
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The `crc32c` codec (bytes->bytes): appends the CRC-32C (Castagnoli, RFC 3720) of the data
 /// as a little-endian `u32`, so the encoding is exactly 4 bytes longer.
@@ -38,26 +39,10 @@ impl Crc32cCodec {
         Ok(Self)
     }
 
-    /// Split off and verify the checksum.
+    /// Split off and verify the checksum: the data's length.
     fn verify(encoded: &[u8]) -> Result<usize> {
-        let Some(n) = encoded.len().checked_sub(4) else {
-            return Err(Error::truncated(
-                Self::NAME,
-                format!("{} bytes cannot hold a 4-byte checksum", encoded.len()),
-            ));
-        };
-        let mut stored = [0u8; 4];
-        stored.copy_from_slice(&encoded[n..]);
-        let stored = u32::from_le_bytes(stored);
-        let computed = crc32c::crc32c(&encoded[..n]);
-        if stored != computed {
-            return Err(Error::ChecksumMismatch {
-                codec: Self::NAME.into(),
-                stored,
-                computed,
-            });
-        }
-        Ok(n)
+        let (_, data) = verify(encoded, Checksum::Crc32c, Location::End, Self::NAME)?;
+        Ok(data.len())
     }
 }
 
@@ -102,6 +87,7 @@ impl BytesToBytesCodec for Crc32cCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn mismatch_and_truncation_are_errors() {

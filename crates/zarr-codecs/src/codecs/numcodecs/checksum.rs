@@ -128,31 +128,41 @@ impl ChecksumCodec {
         Ok(Self::new(checksum, location))
     }
 
-    /// The data part of `encoded`, after checking the checksum.
+    /// The data part of `encoded` and where it starts, after checking the checksum.
     fn verify<'a>(&self, encoded: &'a [u8]) -> Result<(usize, &'a [u8])> {
-        let name = self.checksum.name();
-        let Some(n) = encoded.len().checked_sub(4) else {
-            return Err(Error::truncated(
-                name,
-                format!("{} bytes cannot hold a 4-byte checksum", encoded.len()),
-            ));
-        };
-        let (stored, start) = match self.location {
-            Location::Start => (&encoded[..4], 4),
-            Location::End => (&encoded[n..], 0),
-        };
-        let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
-        let data = &encoded[start..start + n];
-        let computed = self.checksum.compute(data);
-        if stored != computed {
-            return Err(Error::ChecksumMismatch {
-                codec: name.into(),
-                stored,
-                computed,
-            });
-        }
-        Ok((start, data))
+        verify(encoded, self.checksum, self.location, self.checksum.name())
     }
+}
+
+/// The data part of `encoded` (a 32-bit little-endian `checksum` at `location` around it) and
+/// where it starts, after checking the checksum; errors name `codec`.
+pub(crate) fn verify<'a>(
+    encoded: &'a [u8],
+    checksum: Checksum,
+    location: Location,
+    codec: &str,
+) -> Result<(usize, &'a [u8])> {
+    let Some(n) = encoded.len().checked_sub(4) else {
+        return Err(Error::truncated(
+            codec,
+            format!("{} bytes cannot hold a 4-byte checksum", encoded.len()),
+        ));
+    };
+    let (stored, start) = match location {
+        Location::Start => (&encoded[..4], 4),
+        Location::End => (&encoded[n..], 0),
+    };
+    let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
+    let data = &encoded[start..start + n];
+    let computed = checksum.compute(data);
+    if stored != computed {
+        return Err(Error::ChecksumMismatch {
+            codec: codec.into(),
+            stored,
+            computed,
+        });
+    }
+    Ok((start, data))
 }
 
 impl BytesToBytesCodec for ChecksumCodec {
