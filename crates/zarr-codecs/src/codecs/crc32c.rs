@@ -12,7 +12,7 @@ use crate::error::Result;
 /// as a little-endian `u32`, so the encoding is exactly 4 bytes longer.
 ///
 /// No configuration. Decoding verifies the checksum (a mismatch is
-/// [`Error::ChecksumMismatch`]) and returns the data without copying it.
+/// [`Error::ChecksumMismatch`](crate::Error::ChecksumMismatch)) and returns the data without copying it.
 ///
 /// ```
 /// use bytes::Bytes;
@@ -33,7 +33,7 @@ impl Crc32cCodec {
     /// Parse `{"name": "crc32c"}` (an empty configuration is accepted too).
     ///
     /// # Errors
-    /// [`Error::InvalidConfiguration`] for any configuration key.
+    /// [`Error::InvalidConfiguration`](crate::Error::InvalidConfiguration) for any configuration key.
     pub fn from_metadata(metadata: &ExtensionObject) -> Result<Self> {
         Config::new(metadata, &[])?;
         Ok(Self)
