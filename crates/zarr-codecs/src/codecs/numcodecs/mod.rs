@@ -170,6 +170,7 @@ impl NumType {
                 let (lo, hi) = self.int_range();
                 if !t.is_finite() || t < lo as f64 || t > hi as f64 {
                     return Err(Error::InvalidElement {
+                        // Renamed to the codec by its caller.
                         codec: "numcodecs".into(),
                         index: index as u64,
                         data_type: self.data_type().to_string(),
@@ -217,6 +218,14 @@ pub(crate) enum Scalar {
 }
 
 impl Scalar {
+    /// The value as an integer (a float truncated; integer types always load as integers).
+    pub(crate) fn as_i128(self) -> i128 {
+        match self {
+            Self::Int(v) => v,
+            Self::Float(f) => f as i128,
+        }
+    }
+
     pub(crate) fn as_f64(self) -> f64 {
         match self {
             Self::Int(v) => v as f64,

@@ -364,9 +364,7 @@ impl NumericFilterCodec {
                 } else {
                     let mut prev = 0;
                     for i in 0..n {
-                        let Scalar::Int(x) = from.load(src, i) else {
-                            unreachable_float()
-                        };
+                        let x = from.load(src, i).as_i128();
                         to.store(Scalar::Int(from.wrap(x - prev)), &mut out, i)?;
                         prev = x;
                     }
@@ -452,9 +450,7 @@ impl NumericFilterCodec {
                 } else {
                     let mut acc = 0;
                     for i in 0..n {
-                        let Scalar::Int(d) = from.load(src, i) else {
-                            unreachable_float()
-                        };
+                        let d = from.load(src, i).as_i128();
                         acc = to.wrap(acc + to.wrap(d));
                         to.store(Scalar::Int(acc), out, i)?;
                     }
@@ -490,8 +486,22 @@ impl NumericFilterCodec {
     }
 }
 
-fn unreachable_float() -> ! {
-    unreachable!("integer types load as integers")
+/// An error of the shared element conversions, renamed to the codec that hit it.
+fn named(e: Error, codec: &str) -> Error {
+    match e {
+        Error::InvalidElement {
+            index,
+            data_type,
+            reason,
+            ..
+        } => Error::InvalidElement {
+            codec: codec.to_owned(),
+            index,
+            data_type,
+            reason,
+        },
+        other => other,
+    }
 }
 
 /// A float rounded to the precision of a float type (as numpy computes in that type).
@@ -544,7 +554,10 @@ impl ArrayToArrayCodec for NumericFilterCodec {
         let (from, to) = self.types(decoded.data_type())?;
         array.validate_for(self.name(), decoded)?;
         let bytes = array.into_fixed(self.name())?;
-        Ok(ArrayBytes::fixed(self.encode_values(&bytes, from, to)?))
+        let encoded = self
+            .encode_values(&bytes, from, to)
+            .map_err(|e| named(e, self.name()))?;
+        Ok(ArrayBytes::fixed(encoded))
     }
 
     fn decode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
@@ -570,6 +583,7 @@ impl ArrayToArrayCodec for NumericFilterCodec {
             return Err(Error::output_size(decoded.fixed_size_usize()?, out.len()));
         }
         self.decode_values(&bytes, from, to, out)
+            .map_err(|e| named(e, self.name()))
     }
 }
 
@@ -670,6 +684,7 @@ mod tests {
             .encode(ArrayBytes::fixed(ne(&[2000.0f64; 4], f64::to_ne_bytes)), &r)
             .unwrap_err();
         assert!(matches!(e, Error::InvalidElement { .. }), "{e}");
+        assert!(e.to_string().contains("numcodecs.fixedscaleoffset"), "{e}");
         // `dtype` left out: the array's.
         let c = codec(
             r#"{"name": "numcodecs.fixedscaleoffset", "configuration": {"offset": 0, "scale": 2}}"#,

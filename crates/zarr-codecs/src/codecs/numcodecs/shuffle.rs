@@ -59,11 +59,9 @@ impl ShuffleCodec {
         Ok(Self::new(elementsize))
     }
 
+    /// Shuffle (or unshuffle) elements of two or more bytes.
     fn apply(&self, data: &[u8], unshuffle: bool) -> Result<Bytes> {
         let size = self.elementsize;
-        if size <= 1 {
-            return Ok(Bytes::copy_from_slice(data));
-        }
         if !data.len().is_multiple_of(size) {
             return Err(Error::corrupt(
                 Self::NAME,
@@ -101,6 +99,9 @@ impl BytesToBytesCodec for ShuffleCodec {
     }
 
     fn encode(&self, decoded: Bytes) -> Result<Bytes> {
+        if self.elementsize <= 1 {
+            return Ok(decoded);
+        }
         self.apply(&decoded, false)
     }
 
