@@ -22,7 +22,7 @@ usage: cargo xtask bench [--smoke] [ZARR-COMPARE OPTIONS]
             every implementation runs and reads the others' data; takes about a minute
             after the build
   other options go to zarr-compare (`--only W6` for one workload, `--reps N`, `--side N`,
-            `--strings N`, `--keep-data`, ...)
+            `--strings N`, `--keep-data`, `--malloc-defaults`, ...)
 
 Results: target/bench/full.jsonl and target/bench/table.md (smoke: smoke.jsonl, smoke.md).";
 

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! zarr-compare [--smoke] [--side N] [--strings N] [--reps N] [--only W6,...] [--out DIR]
-//!              [--name NAME] [--python PYTHON] [--keep-data]
+//!              [--name NAME] [--python PYTHON] [--keep-data] [--malloc-defaults]
 //! zarr-compare table FILE.jsonl          # print the tables of a finished run again
 //! zarr-compare measure --impl I --workload W --op O --data DIR --side N --reps N
 //! ```
@@ -41,6 +41,7 @@ const PEERS_PY: &str = include_str!("../../../compare/peers.py");
 const USAGE: &str = "\
 usage: zarr-compare [--smoke] [--side N] [--strings N] [--reps N] [--only W6,...]
                     [--out DIR] [--name NAME] [--python PYTHON] [--keep-data]
+                    [--malloc-defaults]
        zarr-compare table FILE.jsonl
        zarr-compare measure --impl I --workload W --op O --data DIR --side N --reps N
 
@@ -52,8 +53,20 @@ W6 (--strings short strings, vlen-utf8 + zstd(1)) for ours, zarrs and zarr-pytho
 copies). Writes OUT/NAME.jsonl (one JSON line per measurement) and a Markdown table to
 OUT/table.md (OUT/NAME.md for other names than `full`). Defaults: side 512, 10,000,000
 strings, 5 reps (W4 and W5: 20), W4 reads 1,000 inner chunks, OUT target/bench, NAME full;
---smoke: side 64, 100,000 strings, 1 rep, 100 W4 chunks, NAME smoke. Exits 1 if a
+--smoke: side 64, 100,000 strings, 1 rep, 100 W4 chunks, NAME smoke. Every measuring
+process (ours, zarrs, the Python peers, the limits) runs with the same glibc malloc
+settings, GLIBC_TUNABLES=glibc.malloc.trim_threshold=134217728:glibc.malloc.mmap_threshold=33554432
+(see docs/performance.md); --malloc-defaults leaves glibc's defaults. Exits 1 if a
 measurement fails or a cross-check finds different values.";
+
+/// The glibc malloc settings every measuring process runs with (unless `--malloc-defaults`):
+/// freed memory is returned to the kernel only above 128 MiB free at the top of a heap, and
+/// allocations of 32 MiB or more are mapped separately (so a whole-array output is still
+/// fresh pages every time). With glibc's defaults, memory freed by another thread than the
+/// one that allocated it is trimmed and faulted in again each repetition, which decided W4
+/// more than the implementations did; see `docs/performance.md`.
+const MALLOC_TUNABLES: &str =
+    "glibc.malloc.trim_threshold=134217728:glibc.malloc.mmap_threshold=33554432";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -123,6 +136,9 @@ struct Options {
     name: String,
     python: Option<PathBuf>,
     keep_data: bool,
+    /// Run the measuring processes with glibc's default malloc settings, not
+    /// [`MALLOC_TUNABLES`].
+    malloc_defaults: bool,
     smoke: bool,
 }
 
@@ -138,6 +154,7 @@ impl Options {
             name: if smoke { "smoke" } else { "full" }.to_owned(),
             python: std::env::var_os("ZARR_COMPARE_PYTHON").map(PathBuf::from),
             keep_data: false,
+            malloc_defaults: false,
             smoke,
         };
         let mut it = args.iter();
@@ -150,6 +167,7 @@ impl Options {
             match arg.as_str() {
                 "--smoke" => {}
                 "--keep-data" => options.keep_data = true,
+                "--malloc-defaults" => options.malloc_defaults = true,
                 "--side" => options.side = value("--side")?.parse().context("--side")?,
                 "--strings" => {
                     options.strings = value("--strings")?.parse().context("--strings")?;
@@ -427,8 +445,26 @@ fn is_python(implementation: &str) -> bool {
         .any(|i| i.name == implementation && i.python)
 }
 
-/// Run one measuring process; its last stdout line is the record.
-fn run_job(job: &Job, runner: &Runner<'_>, timeout: Duration) -> Result<Value> {
+/// What a measuring process's `GLIBC_TUNABLES` is set to: [`MALLOC_TUNABLES`] after any
+/// tunables of our own environment, or (`--malloc-defaults`) nothing.
+fn glibc_tunables(malloc_defaults: bool) -> Option<String> {
+    if malloc_defaults {
+        return None;
+    }
+    Some(match std::env::var("GLIBC_TUNABLES") {
+        Ok(own) if !own.is_empty() => format!("{own}:{MALLOC_TUNABLES}"),
+        _ => MALLOC_TUNABLES.to_owned(),
+    })
+}
+
+/// Run one measuring process, with `GLIBC_TUNABLES` set to `tunables` if given; its last
+/// stdout line is the record, to which the malloc settings are added (`malloc`).
+fn run_job(
+    job: &Job,
+    runner: &Runner<'_>,
+    tunables: Option<&str>,
+    timeout: Duration,
+) -> Result<Value> {
     let mut command = match runner {
         Runner::Native => {
             let mut c = Command::new(std::env::current_exe().context("finding this binary")?);
@@ -441,6 +477,9 @@ fn run_job(job: &Job, runner: &Runner<'_>, timeout: Duration) -> Result<Value> {
             c
         }
     };
+    if let Some(tunables) = tunables {
+        command.env("GLIBC_TUNABLES", tunables);
+    }
     let mut child = command
         .args(job.args())
         .stdin(Stdio::null())
@@ -474,7 +513,17 @@ fn run_job(job: &Job, runner: &Runner<'_>, timeout: Duration) -> Result<Value> {
         .rev()
         .find(|l| !l.trim().is_empty())
         .context("the measuring process printed no record")?;
-    serde_json::from_str(line).with_context(|| format!("malformed record {line:?}"))
+    let mut record: Value =
+        serde_json::from_str(line).with_context(|| format!("malformed record {line:?}"))?;
+    if let Some(fields) = record.as_object_mut() {
+        fields.insert(
+            "malloc".to_owned(),
+            Value::from(tunables.map_or("glibc defaults".to_owned(), |t| {
+                format!("GLIBC_TUNABLES={t}")
+            })),
+        );
+    }
+    Ok(record)
 }
 
 /// Check the Python peers import, and return their versions.
@@ -588,6 +637,7 @@ fn orchestrate(options: Options) -> Result<()> {
     } else {
         Duration::from_secs(1800)
     };
+    let tunables = glibc_tunables(options.malloc_defaults);
     let mut records = Vec::new();
     let mut failures = Vec::new();
     for (n, job) in jobs.iter().enumerate() {
@@ -595,7 +645,7 @@ fn orchestrate(options: Options) -> Result<()> {
             Some(python) if is_python(&job.implementation) => Runner::Python(python, &script),
             _ => Runner::Native,
         };
-        let record = match run_job(job, &runner, timeout) {
+        let record = match run_job(job, &runner, tunables.as_deref(), timeout) {
             Ok(record) => {
                 eprintln!(
                     "[{:>3}/{}] {}: {}",
@@ -669,6 +719,41 @@ mod tests {
 
     fn options(args: &[&str]) -> Result<Options> {
         Options::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn measuring_processes_get_the_malloc_settings_unless_told_not_to() {
+        assert!(
+            USAGE.contains(MALLOC_TUNABLES),
+            "the usage names the settings"
+        );
+        assert!(!options(&["--smoke"]).unwrap().malloc_defaults);
+        assert!(
+            options(&["--smoke", "--malloc-defaults"])
+                .unwrap()
+                .malloc_defaults
+        );
+        assert_eq!(glibc_tunables(true), None);
+        let tunables = glibc_tunables(false).unwrap();
+        assert!(tunables.ends_with(MALLOC_TUNABLES), "{tunables}");
+        // A measuring process sees them, and its record names them: a stand-in "Python"
+        // (`sh`) whose script prints the variable as the record.
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("peer.sh");
+        std::fs::write(
+            &script,
+            "printf '{\"seen\": \"%s\"}\\n' \"$GLIBC_TUNABLES\"\n",
+        )
+        .unwrap();
+        let o = options(&["--smoke"]).unwrap();
+        let job = plan(&o, dir.path(), false).unwrap().remove(0);
+        let runner = Runner::Python(Path::new("sh"), &script);
+        let timeout = Duration::from_secs(30);
+        let record = run_job(&job, &runner, Some(&tunables), timeout).unwrap();
+        assert_eq!(record["seen"], tunables.as_str());
+        assert_eq!(record["malloc"], format!("GLIBC_TUNABLES={tunables}"));
+        let record = run_job(&job, &runner, None, timeout).unwrap();
+        assert_eq!(record["malloc"], "glibc defaults");
     }
 
     #[test]

@@ -272,6 +272,26 @@ fn header(run: &Run<'_>, out: &mut String) {
             BUSY * 100.0
         );
     }
+    let mut mallocs: Vec<&str> = run
+        .records
+        .iter()
+        .filter_map(|r| r.get("malloc").and_then(Value::as_str))
+        .collect();
+    mallocs.sort_unstable();
+    mallocs.dedup();
+    match mallocs.as_slice() {
+        [] => {}
+        [one] => {
+            let _ = writeln!(out, "malloc: every measuring process ran with {one}.");
+        }
+        several => {
+            let _ = writeln!(
+                out,
+                "malloc: the measuring processes ran with different settings ({}).",
+                several.join("; ")
+            );
+        }
+    }
     out.push('\n');
 }
 
@@ -1027,6 +1047,21 @@ mod tests {
             cross,
         ];
         let text = render(&records);
+        assert!(!text.contains("malloc:"), "{text}");
+        let mut records = records;
+        for r in &mut records {
+            r["malloc"] = "glibc defaults".into();
+        }
+        let text = render(&records);
+        assert!(
+            text.contains("malloc: every measuring process ran with glibc defaults."),
+            "{text}"
+        );
+        records[0]["malloc"] = "GLIBC_TUNABLES=x".into();
+        assert!(
+            render(&records).contains("different settings (GLIBC_TUNABLES=x; glibc defaults)"),
+            "{text}"
+        );
         assert!(text.contains("### W6: strings"), "{text}");
         assert!(
             text.contains("1,000,000 strings of 0 to 16 bytes"),
