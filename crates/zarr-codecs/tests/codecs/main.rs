@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod chain;
+mod corruption;
 mod fixtures;
 mod properties;
 
