@@ -38,7 +38,7 @@ fn permutation(n: usize) -> impl Strategy<Value = Vec<usize>> {
     Just((0..n).collect::<Vec<_>>()).prop_shuffle()
 }
 
-fn bytes_to_bytes() -> impl Strategy<Value = Arc<dyn BytesToBytesCodec>> {
+pub(crate) fn bytes_to_bytes() -> impl Strategy<Value = Arc<dyn BytesToBytesCodec>> {
     prop_oneof![
         (0u32..10)
             .prop_map(|l| Arc::new(GzipCodec::try_new(l).unwrap()) as Arc<dyn BytesToBytesCodec>),
