@@ -227,5 +227,59 @@ fn codecs(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, codecs);
+/// Scatter (a read: a decoded chunk copied into its place in the array) and gather (a write:
+/// a chunk cut out of the array) of every chunk of a 512^3 `uint16` array (256 MiB, far
+/// larger than the caches, pre-faulted), for 32^3 chunks (W2's inner chunks, 64-byte rows)
+/// and 64^3 chunks (W1, 128-byte rows): the copy kernel of `ArrayViewMut` and `copy_block`.
+fn block_copy(c: &mut Criterion) {
+    const ARRAY: u64 = 512;
+    let shape = [ARRAY; 3];
+    let mut array = vec![1u8; (ARRAY * ARRAY * ARRAY * 2) as usize];
+    let mut g = c.benchmark_group("block_copy");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(array.len() as u64));
+    for side in [32u64, 64] {
+        let chunk_shape = [side; 3];
+        let chunk: Vec<u8> = (0..side * side * side * 2).map(|i| i as u8).collect();
+        let per = ARRAY / side;
+        let origins: Vec<[u64; 3]> = (0..per * per * per)
+            .map(|i| [i / (per * per) * side, i / per % per * side, i % per * side])
+            .collect();
+        g.bench_function(format!("scatter {side}^3 chunks"), |b| {
+            b.iter(|| {
+                let view = zarr_codecs::ArrayViewMut::new(&mut array, &shape, 2).unwrap();
+                for origin in &origins {
+                    let region =
+                        zarr_core::Region::try_new(origin.iter().map(|&o| o..o + side).collect())
+                            .unwrap();
+                    // SAFETY: one subview at a time.
+                    let mut part = unsafe { view.subview(region) }.unwrap();
+                    part.copy_from(&chunk, &chunk_shape, &zarr_core::Region::full(&chunk_shape))
+                        .unwrap();
+                }
+            })
+        });
+        let mut out = vec![0u8; chunk.len()];
+        g.bench_function(format!("gather {side}^3 chunks"), |b| {
+            b.iter(|| {
+                for origin in &origins {
+                    zarr_codecs::copy_block(
+                        &array,
+                        &shape,
+                        origin,
+                        &mut out,
+                        &chunk_shape,
+                        &[0; 3],
+                        &chunk_shape,
+                        2,
+                    );
+                    black_box(&out);
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, codecs, block_copy);
 criterion_main!(benches);

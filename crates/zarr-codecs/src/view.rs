@@ -185,20 +185,19 @@ impl<'a> ArrayViewMut<'a> {
                 ),
             });
         }
-        let ptr = self.ptr;
-        for_each_paired_run(
+        let plan = BlockPlan::new(
             src_shape,
-            src_region,
+            &src_region.starts(),
             &self.shape,
-            &self.region,
+            &self.region.starts(),
+            &src_region.shape(),
             self.elem,
-            |s, d, n| {
-                // SAFETY: `d..d + n` lies inside this view's region of the buffer (the runs
-                // walk the region, which lies inside the shape `new` checked), which no other
-                // live view overlaps; `src` was checked to hold `src_shape`.
-                unsafe { copy_run(src.as_ptr().add(s), ptr.add(d), n) };
-            },
         );
+        // SAFETY: every run the plan writes lies inside this view's region of the buffer
+        // (the region lies inside the shape `new` checked against the buffer), which no other
+        // live view overlaps; every run it reads lies inside `src_region`, which was checked
+        // to lie inside `src_shape`, which `src` holds exactly.
+        unsafe { plan.copy(src.as_ptr(), self.ptr) };
         Ok(())
     }
 
@@ -226,19 +225,18 @@ impl<'a> ArrayViewMut<'a> {
                 ),
             });
         }
-        let ptr = self.ptr;
-        for_each_paired_run(
+        let plan = BlockPlan::new(
             &self.shape,
-            &self.region,
+            &self.region.starts(),
             dst_shape,
-            dst_region,
+            &dst_region.starts(),
+            &dst_region.shape(),
             self.elem,
-            |s, d, n| {
-                // SAFETY: `s..s + n` lies inside this view's region of the buffer; `dst` was
-                // checked to hold `dst_shape`.
-                unsafe { copy_run(ptr.add(s), dst.as_mut_ptr().add(d), n) };
-            },
         );
+        // SAFETY: every run the plan reads lies inside this view's region of the buffer;
+        // every run it writes lies inside `dst_region`, checked to lie inside `dst_shape`,
+        // which `dst` holds exactly (and `dst`, a `&mut`, cannot overlap the view's buffer).
+        unsafe { plan.copy(self.ptr, dst.as_mut_ptr()) };
         Ok(())
     }
 
@@ -370,13 +368,231 @@ unsafe fn copy_run(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
+/// Ask the CPU to load the cache lines of `n` bytes at `ptr` (a hint: never faults, whatever
+/// the address).
+#[inline(always)]
+fn prefetch_run(ptr: *const u8, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let mut offset = 0;
+        while offset < n {
+            // SAFETY: `prefetcht0` (SSE, which every x86-64 CPU has) is a hint that never
+            // faults; `wrapping_add` keeps the address computation defined.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.wrapping_add(offset).cast::<i8>()) };
+            offset += 64;
+        }
+        // The last line, which a run that does not start on a line boundary reaches into.
+        // SAFETY: as above.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.wrapping_add(n - 1).cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, n);
+}
+
+/// Runs this short or shorter are prefetched ahead (longer ones the hardware prefetcher
+/// follows by itself).
+const PREFETCH_MAX_RUN: usize = 1024;
+/// How far ahead runs are prefetched, in bytes of runs: about 2 KiB, which the scatter and
+/// gather microbenchmarks of 32^3 and 64^3 `u16` chunks in a 512^3 array found best (1.4 to
+/// 1.9 times the speed of copying without prefetching).
+const PREFETCH_AHEAD_BYTES: usize = 2048;
+
+/// A block copy between two C-order arrays, as runs: `rows` runs of `run` bytes per plane,
+/// `s_row`/`d_row` bytes apart, and planes in C order over the dimensions before the rows.
+/// Trailing dimensions whole in both arrays merge into one run.
+struct BlockPlan {
+    run: usize,
+    rows: usize,
+    s_row: usize,
+    d_row: usize,
+    s_base: usize,
+    d_base: usize,
+    /// Extents and byte strides of the plane dimensions (empty: one plane).
+    extent: Vec<u64>,
+    ss: Vec<usize>,
+    ds: Vec<usize>,
+    /// No runs at all (an empty block).
+    empty: bool,
+}
+
+impl BlockPlan {
+    fn new(
+        src_shape: &[u64],
+        src_start: &[u64],
+        dst_shape: &[u64],
+        dst_start: &[u64],
+        extent: &[u64],
+        elem: usize,
+    ) -> Self {
+        let rank = extent.len();
+        let ss = strides(src_shape, elem);
+        let ds = strides(dst_shape, elem);
+        let s_base: usize = (0..rank).map(|d| src_start[d] as usize * ss[d]).sum();
+        let d_base: usize = (0..rank).map(|d| dst_start[d] as usize * ds[d]).sum();
+        let mut k = rank;
+        while k > 0 && extent[k - 1] == src_shape[k - 1] && extent[k - 1] == dst_shape[k - 1] {
+            k -= 1;
+        }
+        let empty = extent.contains(&0);
+        if k == 0 {
+            let run = extent.iter().map(|&e| e as usize).product::<usize>() * elem;
+            return Self {
+                run,
+                rows: 1,
+                s_row: 0,
+                d_row: 0,
+                s_base,
+                d_base,
+                extent: Vec::new(),
+                ss: Vec::new(),
+                ds: Vec::new(),
+                empty,
+            };
+        }
+        let run = extent[k - 1..]
+            .iter()
+            .map(|&e| e as usize)
+            .product::<usize>()
+            * elem;
+        // The dimensions before the run's, without those of extent 1 (they only move the
+        // base): the last is the rows, the others the planes.
+        let mut outer: Vec<(u64, usize, usize)> = (0..k - 1)
+            .filter(|&d| extent[d] > 1)
+            .map(|d| (extent[d], ss[d], ds[d]))
+            .collect();
+        let (rows, s_row, d_row) = outer
+            .pop()
+            .map_or((1, 0, 0), |(e, s, d)| (e as usize, s, d));
+        Self {
+            run,
+            rows,
+            s_row,
+            d_row,
+            s_base,
+            d_base,
+            extent: outer.iter().map(|o| o.0).collect(),
+            ss: outer.iter().map(|o| o.1).collect(),
+            ds: outer.iter().map(|o| o.2).collect(),
+            empty,
+        }
+    }
+
+    /// The (source, destination) byte offsets of every plane's first run, in C order.
+    fn planes(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let mut index = vec![0u64; self.extent.len()];
+        let (mut s, mut d) = (self.s_base, self.d_base);
+        let mut done = self.empty;
+        std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            let current = (s, d);
+            let mut dim = self.extent.len();
+            loop {
+                if dim == 0 {
+                    done = true;
+                    break;
+                }
+                dim -= 1;
+                index[dim] += 1;
+                s += self.ss[dim];
+                d += self.ds[dim];
+                if index[dim] < self.extent[dim] {
+                    break;
+                }
+                s -= self.extent[dim] as usize * self.ss[dim];
+                d -= self.extent[dim] as usize * self.ds[dim];
+                index[dim] = 0;
+            }
+            Some(current)
+        })
+    }
+
+    /// Call `f(src_offset, dst_offset, len)` for every run, in C order.
+    fn for_each(&self, mut f: impl FnMut(usize, usize, usize)) {
+        for (s, d) in self.planes() {
+            for r in 0..self.rows {
+                f(s + r * self.s_row, d + r * self.d_row, self.run);
+            }
+        }
+    }
+
+    /// Copy every run from `src` to `dst`, prefetching the strided side(s) of short runs
+    /// about [`PREFETCH_AHEAD_BYTES`] ahead (into the next plane at the end of one).
+    ///
+    /// # Safety
+    /// Every run lies inside both allocations and the runs written do not overlap the runs
+    /// read.
+    unsafe fn copy(&self, src: *const u8, dst: *mut u8) {
+        let run = self.run;
+        if self.empty || run == 0 {
+            return;
+        }
+        let prefetch = run <= PREFETCH_MAX_RUN && self.rows > 1;
+        if !prefetch {
+            for (s, d) in self.planes() {
+                for r in 0..self.rows {
+                    // SAFETY: the caller's contract.
+                    unsafe {
+                        copy_run(
+                            src.add(s + r * self.s_row),
+                            dst.add(d + r * self.d_row),
+                            run,
+                        )
+                    };
+                }
+            }
+            return;
+        }
+        let ahead = PREFETCH_AHEAD_BYTES.div_ceil(run).min(self.rows);
+        // Prefetch a side only where its runs are apart (a contiguous side streams by itself).
+        let (pf_src, pf_dst) = (self.s_row != run, self.d_row != run);
+        let mut planes = self.planes();
+        let mut current = planes.next();
+        while let Some((s, d)) = current {
+            let next = planes.next();
+            for r in 0..self.rows {
+                let t = r + ahead;
+                let target = if t < self.rows {
+                    Some((s + t * self.s_row, d + t * self.d_row))
+                } else {
+                    next.map(|(ns, nd)| {
+                        (
+                            ns + (t - self.rows) * self.s_row,
+                            nd + (t - self.rows) * self.d_row,
+                        )
+                    })
+                };
+                if let Some((ps, pd)) = target {
+                    if pf_src {
+                        prefetch_run(src.wrapping_add(ps), run);
+                    }
+                    if pf_dst {
+                        prefetch_run(dst.wrapping_add(pd).cast_const(), run);
+                    }
+                }
+                // SAFETY: the caller's contract.
+                unsafe {
+                    copy_run(
+                        src.add(s + r * self.s_row),
+                        dst.add(d + r * self.d_row),
+                        run,
+                    )
+                };
+            }
+            current = next;
+        }
+    }
+}
+
 /// Copy the block of `extent` at `src_start` of a C-order `src_shape` array of `elem`-byte
 /// elements to `dst_start` of a `dst_shape` array, run by run (see [`for_each_block_run`]);
-/// short runs (a 32^3 chunk's 64-byte rows) are copied inline.
+/// short runs (a 32^3 chunk's 64-byte rows) are copied inline, with the strided side
+/// prefetched ahead.
 ///
 /// # Panics
-/// If a run falls outside `src` or `dst`: the caller checks that both blocks lie in their
-/// arrays and that the slices hold the whole arrays.
+/// If the block does not lie inside both arrays, or a slice does not hold its whole array.
 ///
 /// ```
 /// // Rows 1..3, columns 1..3 of a 3x4 array of u8, to the corner of a 2x2 array.
@@ -396,20 +612,44 @@ pub fn copy_block(
     extent: &[u64],
     elem: usize,
 ) {
-    for_each_block_run(
-        src_shape,
-        src_start,
-        dst_shape,
-        dst_start,
-        extent,
-        elem,
-        |s, d, n| {
-            let (from, to) = (&src[s..s + n], &mut dst[d..d + n]);
-            // SAFETY: both slices hold exactly `n` bytes (checked by the indexing above), and
-            // a shared and a mutable borrow cannot overlap.
-            unsafe { copy_run(from.as_ptr(), to.as_mut_ptr(), n) }
-        },
+    let rank = extent.len();
+    assert!(
+        src_shape.len() == rank
+            && src_start.len() == rank
+            && dst_shape.len() == rank
+            && dst_start.len() == rank,
+        "copy_block: shapes, starts and extent differ in rank"
     );
+    if extent.contains(&0) {
+        return;
+    }
+    let within = |shape: &[u64], start: &[u64]| {
+        (0..rank).all(|d| {
+            start[d]
+                .checked_add(extent[d])
+                .is_some_and(|end| end <= shape[d])
+        })
+    };
+    assert!(
+        within(src_shape, src_start) && within(dst_shape, dst_start),
+        "copy_block: the block {extent:?} at {src_start:?} / {dst_start:?} lies outside \
+         {src_shape:?} / {dst_shape:?}"
+    );
+    let holds = |shape: &[u64], len: usize| {
+        shape
+            .iter()
+            .try_fold(elem as u64, |acc, &d| acc.checked_mul(d))
+            .is_some_and(|n| n <= len as u64)
+    };
+    assert!(
+        holds(src_shape, src.len()) && holds(dst_shape, dst.len()),
+        "copy_block: a slice is shorter than its array"
+    );
+    let plan = BlockPlan::new(src_shape, src_start, dst_shape, dst_start, extent, elem);
+    // SAFETY: the block lies inside both arrays and both slices hold their arrays (checked
+    // above), so every run lies inside its slice; a shared and a mutable slice cannot
+    // overlap.
+    unsafe { plan.copy(src.as_ptr(), dst.as_mut_ptr()) };
 }
 
 /// The runs of a block copy between two C-order arrays: call `f(src_offset, dst_offset,
@@ -435,58 +675,15 @@ pub fn for_each_block_run(
     dst_start: &[u64],
     extent: &[u64],
     elem: usize,
-    mut f: impl FnMut(usize, usize, usize),
+    f: impl FnMut(usize, usize, usize),
 ) {
-    let rank = extent.len();
-    if extent.contains(&0) {
-        return;
-    }
-    let ss = strides(src_shape, elem);
-    let ds = strides(dst_shape, elem);
-    let s_base: usize = (0..rank).map(|d| src_start[d] as usize * ss[d]).sum();
-    let d_base: usize = (0..rank).map(|d| dst_start[d] as usize * ds[d]).sum();
-    // Trailing dimensions that are whole in both arrays merge into one run.
-    let mut k = rank;
-    while k > 0 && extent[k - 1] == src_shape[k - 1] && extent[k - 1] == dst_shape[k - 1] {
-        k -= 1;
-    }
-    if k == 0 {
-        let n = extent.iter().map(|&e| e as usize).product::<usize>() * elem;
-        f(s_base, d_base, n);
-        return;
-    }
-    let run = extent[k - 1..]
-        .iter()
-        .map(|&e| e as usize)
-        .product::<usize>()
-        * elem;
-    let outer = k - 1;
-    let mut index = vec![0u64; outer];
-    let (mut s, mut d) = (s_base, d_base);
-    loop {
-        f(s, d, run);
-        let mut dim = outer;
-        loop {
-            if dim == 0 {
-                return;
-            }
-            dim -= 1;
-            index[dim] += 1;
-            s += ss[dim];
-            d += ds[dim];
-            if index[dim] < extent[dim] {
-                break;
-            }
-            s -= extent[dim] as usize * ss[dim];
-            d -= extent[dim] as usize * ds[dim];
-            index[dim] = 0;
-        }
-    }
+    BlockPlan::new(src_shape, src_start, dst_shape, dst_start, extent, elem).for_each(f);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn naive_copy(
         src: &[u8],
@@ -546,6 +743,113 @@ mod tests {
             sub.copy_to(&mut back, &src_shape, &sr).unwrap();
             assert_eq!(back, expected_back);
         }
+    }
+
+    /// A block copy: element size, source and destination shapes, the block's extent and
+    /// its start in each.
+    #[derive(Debug, Clone)]
+    struct BlockCase {
+        elem: usize,
+        src_shape: Vec<u64>,
+        src_start: Vec<u64>,
+        dst_shape: Vec<u64>,
+        dst_start: Vec<u64>,
+        extent: Vec<u64>,
+    }
+
+    /// A random block copy (extents of 0 and 1 included, ranks 0 to 4).
+    fn block_case() -> impl Strategy<Value = BlockCase> {
+        (prop::sample::select(vec![1usize, 2, 8]), 0usize..=4)
+            .prop_flat_map(|(elem, rank)| {
+                (
+                    Just(elem),
+                    prop::collection::vec((0u64..=5, 0u64..=3, 0u64..=3, 0u64..=3, 0u64..=3), rank),
+                )
+            })
+            .prop_map(|(elem, dims)| BlockCase {
+                elem,
+                extent: dims.iter().map(|d| d.0).collect(),
+                src_start: dims.iter().map(|d| d.1).collect(),
+                dst_start: dims.iter().map(|d| d.2).collect(),
+                src_shape: dims.iter().map(|d| d.0 + d.1 + d.3).collect(),
+                dst_shape: dims.iter().map(|d| d.0 + d.2 + d.4).collect(),
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Every way of copying a block (the free function, a view filled from an array
+        /// and a view copied out to one, and the runs themselves) moves exactly the bytes
+        /// an element-by-element copy does, whatever the ranks, extents and element size.
+        #[test]
+        fn block_copies_match_the_naive_model(case in block_case()) {
+            let BlockCase { elem, src_shape, src_start, dst_shape, dst_start, extent } = case;
+            let len = |shape: &[u64]| shape.iter().product::<u64>() as usize * elem;
+            let src: Vec<u8> = (0..len(&src_shape)).map(|i| (i % 251) as u8 + 1).collect();
+            let region = |start: &[u64]| {
+                Region::try_new(start.iter().zip(&extent).map(|(s, e)| *s..s + e).collect())
+                    .unwrap()
+            };
+            let (sr, dr) = (region(&src_start), region(&dst_start));
+            // The model, on elements of `elem` bytes: copy each element's bytes.
+            let mut expected = vec![0u8; len(&dst_shape)];
+            let n: u64 = extent.iter().product();
+            for flat in 0..n {
+                let mut rem = flat;
+                let mut idx = vec![0u64; extent.len()];
+                for d in (0..extent.len()).rev() {
+                    idx[d] = rem % extent[d];
+                    rem /= extent[d];
+                }
+                let off = |shape: &[u64], start: &[u64]| {
+                    (0..shape.len()).fold(0u64, |o, d| o * shape[d] + start[d] + idx[d]) as usize
+                        * elem
+                };
+                let (s, d) = (off(&src_shape, &src_start), off(&dst_shape, &dst_start));
+                expected[d..d + elem].copy_from_slice(&src[s..s + elem]);
+            }
+
+            let mut out = vec![0u8; len(&dst_shape)];
+            copy_block(&src, &src_shape, &src_start, &mut out, &dst_shape, &dst_start, &extent, elem);
+            prop_assert_eq!(&out, &expected);
+
+            let mut out = vec![0u8; len(&dst_shape)];
+            let view = ArrayViewMut::new(&mut out, &dst_shape, elem).unwrap();
+            let mut sub = unsafe { view.subview(dr.clone()).unwrap() };
+            sub.copy_from(&src, &src_shape, &sr).unwrap();
+            prop_assert_eq!(&out, &expected);
+
+            let mut back = vec![0u8; len(&dst_shape)];
+            let mut src_copy = src.clone();
+            let view = ArrayViewMut::new(&mut src_copy, &src_shape, elem).unwrap();
+            let sub = unsafe { view.subview(sr.clone()).unwrap() };
+            sub.copy_to(&mut back, &dst_shape, &dr).unwrap();
+            prop_assert_eq!(&back, &expected);
+
+            let mut out = vec![0u8; len(&dst_shape)];
+            for_each_block_run(&src_shape, &src_start, &dst_shape, &dst_start, &extent, elem, |s, d, n| {
+                out[d..d + n].copy_from_slice(&src[s..s + n]);
+            });
+            prop_assert_eq!(&out, &expected);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "lies outside")]
+    fn copy_block_refuses_a_block_outside_its_array() {
+        let src = [0u8; 4];
+        let mut dst = [0u8; 4];
+        copy_block(
+            &src,
+            &[2, 2],
+            &[1, 1],
+            &mut dst,
+            &[2, 2],
+            &[0, 0],
+            &[2, 2],
+            1,
+        );
     }
 
     #[test]
