@@ -344,7 +344,20 @@ where
     let _cache = array.index_cache_write_guard();
     let sink = array.sink();
     let io = array.options.io_concurrency();
-    let batch_size = io.max(4 * rayon::current_num_threads());
+    // Chunks encoded or waiting to be stored at once: what bounds a write's memory.
+    let window = io.max(4 * rayon::current_num_threads());
+    // A batch ends with a barrier (its last encodes and stores finish before the next batch
+    // starts), which leaves cores idle. Batches exist to lock and read the partial chunks
+    // they merge; a write that replaces every chunk it touches needs neither, so on the
+    // pipeline (which holds at most `window` chunks whatever the batch) its chunks flow
+    // through in batches only as long as bounds the bookkeeping. The other schedule encodes
+    // a whole batch before storing it, so its batches stay at the window.
+    let pipelined = matches!(sink, Sink::Store(_)) && crate::read::pipeline_handle(2).is_some();
+    let batch_size = if pipelined && covers_its_chunks(array, region)? {
+        WHOLE_CHUNK_BATCH.max(window)
+    } else {
+        window
+    };
     for batch in batches(array, region, batch_size)? {
         let batch = batch?
             .into_iter()
@@ -391,7 +404,7 @@ where
             .collect();
         match (&sink, crate::read::pipeline_handle(touched.len())) {
             (Sink::Store(store), Some(handle)) => tokio::task::block_in_place(|| {
-                encode_while_storing(&handle, *store, &touched, &merge, io)
+                encode_while_storing(&handle, *store, &touched, &merge, io, window)
             })?,
             _ => {
                 let actions: Vec<Action> = if touched.len() == 1 {
@@ -414,45 +427,131 @@ where
     Ok(())
 }
 
+/// Chunks per batch of a write that replaces whole chunks only (see `write_chunks`).
+const WHOLE_CHUNK_BATCH: usize = 4096;
+
+/// Whether every chunk `region` touches lies in it whole (as far as the chunk lies inside
+/// the array), so that writing the region reads no chunk.
+fn covers_its_chunks<S: ?Sized>(array: &Array<S>, region: &Region) -> Result<bool> {
+    if region.is_empty() {
+        return Ok(true);
+    }
+    let grid = &array.metadata.chunk_grid;
+    let shape = &array.metadata.shape;
+    let first = grid.chunk_of(shape, &region.starts())?.0;
+    let last_element: Vec<u64> = region.ranges().iter().map(|r| r.end - 1).collect();
+    let last = grid.chunk_of(shape, &last_element)?.0;
+    let first = grid.chunk_region(shape, &first)?;
+    let last = grid.chunk_region_clipped(shape, &last)?;
+    Ok(region
+        .ranges()
+        .iter()
+        .zip(first.ranges().iter().zip(last.ranges()))
+        .all(|(r, (f, l))| r.start == f.start && r.end == l.end))
+}
+
 /// Encode the `touched` chunks on rayon's pool and store (or erase) each as soon as it is
-/// encoded, `io` requests at a time, so that storing overlaps encoding instead of waiting for
-/// the whole batch. Returns the first error, after every encode has finished.
-fn encode_while_storing<S, F>(
+/// encoded, `io` requests at a time, so that storing overlaps encoding. At most `window`
+/// chunks are encoding, encoded or being stored at once: a chunk's encode starts when an
+/// earlier chunk's store finishes, so the cores stay busy without a barrier and memory stays
+/// bounded however slow the store. After an error no further encode or store starts;
+/// returns the first error, after every started encode and store has finished.
+fn encode_while_storing<'t, S, F>(
     handle: &tokio::runtime::Handle,
     store: &S,
-    touched: &[Touched],
+    touched: &'t [Touched],
     merge: &F,
     io: usize,
+    window: usize,
 ) -> Result<()>
 where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
 {
-    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Result<Action>>();
+    use std::task::Poll;
+
+    // An encode's result, or the panic it raised (counted like a result, then resumed, so
+    // that a panicking codec fails the write instead of leaving it waiting forever).
+    type Encoded = std::thread::Result<Result<Action>>;
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Encoded>();
     rayon::in_place_scope(|scope| {
-        for t in touched {
+        let mut pending = touched.iter();
+        let spawn = |t: &'t Touched| {
             let sender = sender.clone();
             scope.spawn(move |_| {
+                let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| merge(t)));
                 // The receiver is gone only after an error; the encode is then wasted.
-                let _ = sender.send(merge(t));
+                let _ = sender.send(encoded);
             });
+        };
+        // Chunks spawned whose store has not finished.
+        let mut outstanding = 0usize;
+        for t in pending.by_ref().take(window.max(1)) {
+            spawn(t);
+            outstanding += 1;
         }
-        drop(sender);
-        handle.block_on(async {
-            let actions = stream::poll_fn(|cx| receiver.poll_recv(cx));
-            actions
-                .map(|action| async move {
-                    match action? {
-                        Action::Set(key, bytes) => store.set(&key, bytes).await?,
-                        Action::Erase(key) => store.erase(&key).await?,
+        let mut stores = stream::FuturesUnordered::new();
+        let mut first_error: Option<Error> = None;
+        let mut panic = None;
+        handle.block_on(std::future::poll_fn(|cx| {
+            loop {
+                let mut progressed = false;
+                while let Poll::Ready(Some(done)) = stores.poll_next_unpin(cx) {
+                    progressed = true;
+                    outstanding -= 1;
+                    match done {
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                        Ok(()) if first_error.is_none() && panic.is_none() => {
+                            if let Some(t) = pending.next() {
+                                spawn(t);
+                                outstanding += 1;
+                            }
+                        }
+                        Ok(()) => {}
                     }
-                    Ok::<_, Error>(())
-                })
-                .buffer_unordered(io)
-                .try_collect::<Vec<()>>()
-                .await
-                .map(drop)
-        })
+                }
+                while stores.len() < io.max(1) {
+                    let Poll::Ready(Some(encoded)) = receiver.poll_recv(cx) else {
+                        break;
+                    };
+                    progressed = true;
+                    let Ok(encoded) = encoded else {
+                        outstanding -= 1;
+                        if panic.is_none() {
+                            panic = encoded.err();
+                        }
+                        continue;
+                    };
+                    match encoded {
+                        // After an error, what is still encoded is not stored.
+                        Ok(_) if first_error.is_some() || panic.is_some() => outstanding -= 1,
+                        Ok(action) => stores.push(async move {
+                            match action {
+                                Action::Set(key, bytes) => store.set(&key, bytes).await?,
+                                Action::Erase(key) => store.erase(&key).await?,
+                            }
+                            Ok::<_, Error>(())
+                        }),
+                        Err(e) => {
+                            outstanding -= 1;
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                if outstanding == 0 {
+                    return Poll::Ready(());
+                }
+                if !progressed {
+                    return Poll::Pending;
+                }
+            }
+        }));
+        if let Some(payload) = panic {
+            std::panic::resume_unwind(payload);
+        }
+        first_error.map_or(Ok(()), Err)
     })
 }
 

@@ -440,6 +440,200 @@ fn a_failed_chunk_write_fails_a_pipelined_write() {
     }
 }
 
+/// Counts encodes (a pass-through codec) against a store's finished writes, and records the
+/// most chunks encoded but not yet stored at once.
+#[derive(Debug, Default)]
+struct InFlight {
+    encoded: AtomicUsize,
+    stored: AtomicUsize,
+    most: AtomicUsize,
+}
+
+#[derive(Debug)]
+struct CountEncodes(Arc<InFlight>);
+
+impl zarr_codecs::BytesToBytesCodec for CountEncodes {
+    fn to_metadata(&self) -> zarr_core::ExtensionObject {
+        zarr_core::ExtensionObject::new("test.count_encodes")
+    }
+    fn encode(&self, decoded: Bytes) -> zarr_codecs::Result<Bytes> {
+        let encoded = self.0.encoded.fetch_add(1, Ordering::SeqCst) + 1;
+        // Stores finishing meanwhile can make this stale, never too high.
+        let waiting = encoded.saturating_sub(self.0.stored.load(Ordering::SeqCst));
+        self.0.most.fetch_max(waiting, Ordering::SeqCst);
+        Ok(decoded)
+    }
+    fn decode(
+        &self,
+        encoded: Bytes,
+        _expected: zarr_codecs::ExpectedSize,
+    ) -> zarr_codecs::Result<Bytes> {
+        Ok(encoded)
+    }
+}
+
+/// A [`MemoryStore`] whose writes take a millisecond; chunk writes are counted when done.
+#[derive(Debug)]
+struct SlowWrites {
+    inner: MemoryStore,
+    counts: Arc<InFlight>,
+}
+
+#[async_trait]
+impl ReadableStore for SlowWrites {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+#[async_trait]
+impl WritableStore for SlowWrites {
+    async fn set(&self, key: &StoreKey, value: Bytes) -> zarr_store::Result<()> {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        self.inner.set(key, value).await?;
+        if !key.as_str().ends_with("zarr.json") {
+            self.counts.stored.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
+        self.inner.erase(key).await
+    }
+
+    async fn erase_prefix(&self, prefix: &StorePrefix) -> zarr_store::Result<()> {
+        self.inner.erase_prefix(prefix).await
+    }
+}
+
+/// A write of many whole chunks to a slow store encodes ahead of the store by at most its
+/// window (`max(io_concurrency, 4 x rayon threads)` chunks), not by the whole write, and
+/// stores every chunk.
+#[test]
+fn a_write_encodes_at_most_its_window_ahead_of_a_slow_store() {
+    let counts = Arc::new(InFlight::default());
+    let mut registry = zarr_array::default_registry();
+    let counter = Arc::clone(&counts);
+    registry.register("test.count_encodes", move |_, _, _| {
+        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(CountEncodes(
+            Arc::clone(&counter),
+        ))))
+    });
+    let io = 2;
+    let options = ArrayOptions::default()
+        .with_registry(Arc::new(registry))
+        .with_io_concurrency(io);
+    let store = Arc::new(SlowWrites {
+        inner: MemoryStore::new(),
+        counts: Arc::clone(&counts),
+    });
+    let codecs = vec![
+        zarr_core::ExtensionObject::with_configuration(
+            "bytes",
+            serde_json::json!({"endian": "little"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
+        zarr_core::ExtensionObject::new("test.count_encodes"),
+    ];
+    let shape = [32u64, 32, 64];
+    let n: usize = shape.iter().product::<u64>() as usize;
+    let values: Vec<u16> = (0..n).map(|i| (i % 1000) as u16 + 1).collect();
+    multi_thread().block_on(async {
+        let array = ArrayBuilder::new(shape.to_vec(), DataType::UInt16, vec![4, 4, 64])
+            .codecs(codecs)
+            .options(options)
+            .create(Arc::clone(&store), "/slow")
+            .await
+            .unwrap();
+        array.write(array.full_region(), &values).await.unwrap();
+        let back: Vec<u16> = array.read(array.full_region()).await.unwrap();
+        assert_eq!(back, values);
+    });
+    let chunks = 8 * 8;
+    assert_eq!(counts.encoded.load(Ordering::SeqCst), chunks);
+    assert_eq!(counts.stored.load(Ordering::SeqCst), chunks);
+    let window = io.max(4 * rayon::current_num_threads());
+    let most = counts.most.load(Ordering::SeqCst);
+    assert!(
+        most <= window,
+        "{most} chunks were encoded and not yet stored, more than the window of {window}"
+    );
+}
+
+/// A codec whose encode panics.
+#[derive(Debug)]
+struct PanickingEncode;
+
+impl zarr_codecs::BytesToBytesCodec for PanickingEncode {
+    fn to_metadata(&self) -> zarr_core::ExtensionObject {
+        zarr_core::ExtensionObject::new("test.panicking_encode")
+    }
+    fn encode(&self, _decoded: Bytes) -> zarr_codecs::Result<Bytes> {
+        panic!("the test codec panics");
+    }
+    fn decode(
+        &self,
+        encoded: Bytes,
+        _expected: zarr_codecs::ExpectedSize,
+    ) -> zarr_codecs::Result<Bytes> {
+        Ok(encoded)
+    }
+}
+
+/// A panic in an encode reaches the writer (as it would without the pipeline) instead of
+/// leaving the write waiting for a result that never comes.
+#[test]
+fn a_panicking_encode_panics_the_write_and_does_not_hang() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut registry = zarr_array::default_registry();
+        registry.register("test.panicking_encode", |_, _, _| {
+            Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(PanickingEncode)))
+        });
+        let codecs = vec![
+            zarr_core::ExtensionObject::with_configuration(
+                "bytes",
+                serde_json::json!({"endian": "little"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            zarr_core::ExtensionObject::new("test.panicking_encode"),
+        ];
+        let rt = multi_thread();
+        let array = rt
+            .block_on(
+                ArrayBuilder::new(vec![64, 64], DataType::UInt16, vec![8, 8])
+                    .codecs(codecs)
+                    .options(ArrayOptions::default().with_registry(Arc::new(registry)))
+                    .create(Arc::new(MemoryStore::new()), "/p"),
+            )
+            .unwrap();
+        let values = vec![1u16; 64 * 64];
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt.block_on(array.write(array.full_region(), &values))
+        }));
+        let _ = done.send(outcome.is_err());
+    });
+    let panicked = finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the write finished");
+    assert!(panicked, "the encode's panic reached the writer");
+}
+
 /// A deterministic stream of numbers for the string model test.
 struct XorShift(u64);
 
