@@ -344,19 +344,18 @@ where
     let _cache = array.index_cache_write_guard();
     let sink = array.sink();
     let io = array.options.io_concurrency();
-    // Chunks encoded or waiting to be stored at once: what bounds a write's memory.
-    let window = io.max(4 * rayon::current_num_threads());
     // A batch ends with a barrier (its last encodes and stores finish before the next batch
     // starts), which leaves cores idle. Batches exist to lock and read the partial chunks
     // they merge; a write that replaces every chunk it touches needs neither, so on the
-    // pipeline (which holds at most `window` chunks whatever the batch) its chunks flow
+    // pipeline (which holds at most a window of chunks whatever the batch) its chunks flow
     // through in batches only as long as bounds the bookkeeping. The other schedule encodes
-    // a whole batch before storing it, so its batches stay at the window.
+    // a whole batch before storing it, so its batches stay small.
     let pipelined = matches!(sink, Sink::Store(_)) && crate::read::pipeline_handle(2).is_some();
+    let batch_size = io.max(4 * rayon::current_num_threads());
     let batch_size = if pipelined && covers_its_chunks(array, region)? {
-        WHOLE_CHUNK_BATCH.max(window)
+        WHOLE_CHUNK_BATCH.max(batch_size)
     } else {
-        window
+        batch_size
     };
     for batch in batches(array, region, batch_size)? {
         let batch = batch?
@@ -404,6 +403,7 @@ where
             .collect();
         match (&sink, crate::read::pipeline_handle(touched.len())) {
             (Sink::Store(store), Some(handle)) => tokio::task::block_in_place(|| {
+                let window = write_window(array, io, &touched[0].selection.chunk_shape);
                 encode_while_storing(&handle, *store, &touched, &merge, io, window)
             })?,
             _ => {
@@ -450,16 +450,42 @@ fn covers_its_chunks<S: ?Sized>(array: &Array<S>, region: &Region) -> Result<boo
         .all(|(r, (f, l))| r.start == f.start && r.end == l.end))
 }
 
+/// Decoded bytes of chunks a pipelined write may have in flight (at least two chunks, at
+/// most `max(io_concurrency, 4 x rayon threads)`): a bound on its memory when chunks are
+/// large shards.
+const WRITE_BUDGET: usize = 256 << 20;
+
+/// How many chunks of `chunk_shape` a pipelined write keeps encoding, encoded or being
+/// stored at once.
+fn write_window<S: ?Sized>(array: &Array<S>, io: usize, chunk_shape: &[u64]) -> usize {
+    let most = io.max(4 * rayon::current_num_threads()).max(2);
+    (WRITE_BUDGET / chunk_bytes(array, chunk_shape).max(1)).clamp(2, most)
+}
+
+/// The decoded size of a chunk of `chunk_shape`, roughly (8 bytes per element of a
+/// variable-length type).
+fn chunk_bytes<S: ?Sized>(array: &Array<S>, chunk_shape: &[u64]) -> usize {
+    let elem = match array.metadata.data_type.size() {
+        zarr_core::DataTypeSize::Fixed(n) => n as u64,
+        zarr_core::DataTypeSize::Variable => 8,
+    };
+    chunk_shape
+        .iter()
+        .try_fold(elem, |n, &d| n.checked_mul(d))
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(usize::MAX)
+}
+
 /// Encode the `touched` chunks on rayon's pool and store (or erase) each as soon as it is
 /// encoded, `io` requests at a time, so that storing overlaps encoding. At most `window`
 /// chunks are encoding, encoded or being stored at once: a chunk's encode starts when an
 /// earlier chunk's store finishes, so the cores stay busy without a barrier and memory stays
-/// bounded however slow the store. After an error no further encode or store starts;
-/// returns the first error, after every started encode and store has finished.
-fn encode_while_storing<'t, S, F>(
+/// bounded however slow the store. After an error no further encode or store starts; returns the first error,
+/// after every started encode and store has finished.
+fn encode_while_storing<S, F>(
     handle: &tokio::runtime::Handle,
     store: &S,
-    touched: &'t [Touched],
+    touched: &[Touched],
     merge: &F,
     io: usize,
     window: usize,
@@ -476,40 +502,30 @@ where
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Encoded>();
     rayon::in_place_scope(|scope| {
         let mut pending = touched.iter();
-        let spawn = |t: &'t Touched| {
-            let sender = sender.clone();
-            scope.spawn(move |_| {
-                let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| merge(t)));
-                // The receiver is gone only after an error; the encode is then wasted.
-                let _ = sender.send(encoded);
-            });
-        };
         // Chunks spawned whose store has not finished.
-        let mut outstanding = 0usize;
-        for t in pending.by_ref().take(window.max(1)) {
-            spawn(t);
-            outstanding += 1;
-        }
+        let mut in_flight = 0usize;
         let mut stores = stream::FuturesUnordered::new();
         let mut first_error: Option<Error> = None;
         let mut panic = None;
         handle.block_on(std::future::poll_fn(|cx| {
             loop {
                 let mut progressed = false;
+                while first_error.is_none() && panic.is_none() && in_flight < window.max(1) {
+                    let Some(t) = pending.next() else { break };
+                    let sender = sender.clone();
+                    scope.spawn(move |_| {
+                        let encoded =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| merge(t)));
+                        // The receiver is gone only after an error; the encode is then wasted.
+                        let _ = sender.send(encoded);
+                    });
+                    in_flight += 1;
+                }
                 while let Poll::Ready(Some(done)) = stores.poll_next_unpin(cx) {
                     progressed = true;
-                    outstanding -= 1;
-                    match done {
-                        Err(e) => {
-                            first_error.get_or_insert(e);
-                        }
-                        Ok(()) if first_error.is_none() && panic.is_none() => {
-                            if let Some(t) = pending.next() {
-                                spawn(t);
-                                outstanding += 1;
-                            }
-                        }
-                        Ok(()) => {}
+                    in_flight -= 1;
+                    if let Err(e) = done {
+                        first_error.get_or_insert(e);
                     }
                 }
                 while stores.len() < io.max(1) {
@@ -517,30 +533,35 @@ where
                         break;
                     };
                     progressed = true;
-                    let Ok(encoded) = encoded else {
-                        outstanding -= 1;
-                        if panic.is_none() {
-                            panic = encoded.err();
-                        }
-                        continue;
-                    };
-                    match encoded {
+                    let action = match encoded {
+                        Ok(Ok(action)) if first_error.is_none() && panic.is_none() => action,
                         // After an error, what is still encoded is not stored.
-                        Ok(_) if first_error.is_some() || panic.is_some() => outstanding -= 1,
-                        Ok(action) => stores.push(async move {
-                            match action {
-                                Action::Set(key, bytes) => store.set(&key, bytes).await?,
-                                Action::Erase(key) => store.erase(&key).await?,
-                            }
-                            Ok::<_, Error>(())
-                        }),
-                        Err(e) => {
-                            outstanding -= 1;
-                            first_error.get_or_insert(e);
+                        Ok(Ok(_)) => {
+                            in_flight -= 1;
+                            continue;
                         }
-                    }
+                        Ok(Err(e)) => {
+                            in_flight -= 1;
+                            first_error.get_or_insert(e);
+                            continue;
+                        }
+                        Err(payload) => {
+                            in_flight -= 1;
+                            panic.get_or_insert(payload);
+                            continue;
+                        }
+                    };
+                    stores.push(async move {
+                        match action {
+                            Action::Set(key, bytes) => store.set(&key, bytes).await?,
+                            Action::Erase(key) => store.erase(&key).await?,
+                        }
+                        Ok::<_, Error>(())
+                    });
                 }
-                if outstanding == 0 {
+                if in_flight == 0
+                    && (pending.len() == 0 || first_error.is_some() || panic.is_some())
+                {
                     return Poll::Ready(());
                 }
                 if !progressed {
