@@ -345,7 +345,7 @@ impl ArrayBuilder {
             .unwrap_or_else(|| FillValue::default_for(&self.data_type));
         let mut metadata = ArrayMetadata::new(
             self.shape.clone(),
-            self.data_type,
+            self.data_type.clone(),
             grid,
             fill_value,
             self.codec_list(),

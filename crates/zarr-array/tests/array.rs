@@ -867,3 +867,85 @@ async fn ndarray_regions_round_trip() {
     let err = array.write_ndarray(&[0], t.view()).await.unwrap_err();
     assert!(matches!(err, Error::Core(_)), "{err}");
 }
+
+/// Struct arrays (records of named fields): written and read as packed records, in either
+/// byte order and either metadata form; missing chunks read as the struct fill value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn struct_arrays_round_trip_in_both_byte_orders_and_forms() {
+    use zarr_core::{StructField, StructType};
+    let point = StructType::new(vec![
+        StructField::new("id", DataType::Int32),
+        StructField::new("flag", DataType::UInt8),
+        StructField::new("xy", DataType::Complex64),
+    ])
+    .unwrap();
+    let record = |i: i32| {
+        let mut r = i.to_ne_bytes().to_vec();
+        r.push(i as u8 ^ 0x5a);
+        r.extend((i as f32 * 0.5).to_ne_bytes());
+        r.extend((-(i as f32)).to_ne_bytes());
+        r
+    };
+    let fill = record(-1);
+    for (st, endian) in [
+        (point.clone(), Some("big")),
+        (point.clone(), Some("little")),
+        (point.clone().structured(), None),
+    ] {
+        let store = memory();
+        let mut bytes_codec = json!({"name": "bytes"});
+        if let Some(e) = endian {
+            bytes_codec["configuration"] = json!({"endian": e});
+        }
+        let codecs = vec![ExtensionObject::from_json(&bytes_codec, "codecs[0]").unwrap()];
+        let dt = DataType::Struct(st.clone());
+        let array = ArrayBuilder::new(vec![10], dt.clone(), vec![4])
+            .codecs(codecs)
+            .fill_value(zarr_core::FillValue::new(fill.clone()))
+            .create(Arc::clone(&store), "/points")
+            .await
+            .unwrap();
+        // Elements 0..6 written; the third chunk (8..10) is never stored.
+        let written: Vec<u8> = (0..6).flat_map(record).collect();
+        array.write_bytes(0..6, &written).await.unwrap();
+        let reopened = Array::open(Arc::clone(&store), "/points").await.unwrap();
+        assert_eq!(reopened.data_type(), &dt);
+        let back = reopened.read_bytes(0..10).await.unwrap();
+        let mut expected = written.clone();
+        for _ in 6..10 {
+            expected.extend(&fill);
+        }
+        assert_eq!(back, expected, "{endian:?}");
+        assert!(!reopened.chunk_exists(&[2]).await.unwrap());
+        // The stored chunk holds the records in the codec's byte order, fields packed.
+        let raw = store
+            .get(&StoreKey::new("points/c/0"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(raw.len(), 4 * 13);
+        let first = &raw[..13];
+        let id = if endian == Some("big") {
+            i32::from_be_bytes(first[..4].try_into().unwrap())
+        } else {
+            i32::from_le_bytes(first[..4].try_into().unwrap())
+        };
+        assert_eq!((id, first[4]), (0, 0x5a));
+        // The metadata keeps its form: object fields and fill value, or zarr-python's.
+        let meta: serde_json::Value = serde_json::from_slice(
+            &store
+                .get(&StoreKey::new("points/zarr.json"))
+                .await
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        if st.is_structured() {
+            assert_eq!(meta["data_type"]["name"], "structured");
+            assert!(meta["fill_value"].is_string());
+        } else {
+            assert_eq!(meta["data_type"]["name"], "struct");
+            assert_eq!(meta["fill_value"]["id"], -1);
+        }
+    }
+}

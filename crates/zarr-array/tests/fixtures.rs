@@ -19,9 +19,6 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../zarr-core/tests/fixtures")
 }
 
-/// Arrays whose data type `zarr-core` does not model (legacy `structured`).
-const UNMODELLED: [&str; 1] = ["zarr-python/structured"];
-
 fn manifest() -> Vec<Value> {
     serde_json::from_str(&std::fs::read_to_string(corpus().join("manifest.json")).unwrap()).unwrap()
 }
@@ -92,9 +89,6 @@ async fn every_fixture_array_reads_exactly() {
         }
         let name = format!("{}{}", entry["store"].as_str().unwrap(), node_path(&entry));
         let store_name = entry["store"].as_str().unwrap();
-        if UNMODELLED.contains(&store_name) {
-            continue;
-        }
         let store = store_of(&entry);
         let metadata_path = corpus()
             .join(store_name)
@@ -134,9 +128,6 @@ async fn fixture_regions_match_the_whole_array() {
             continue;
         }
         let store_name = entry["store"].as_str().unwrap();
-        if UNMODELLED.contains(&store_name) {
-            continue;
-        }
         let Ok(array) = Array::open(store_of(&entry), &node_path(&entry)).await else {
             continue;
         };

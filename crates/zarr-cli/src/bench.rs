@@ -203,7 +203,7 @@ pub(crate) async fn run(args: BenchArgs, global: Global) -> Result<()> {
     }
     .context("creating a temporary directory")?;
     let store: Arc<dyn Store> = Arc::new(FilesystemStore::new(dir.path().join("bench.zarr"))?);
-    let array: Array<dyn Store> = ArrayBuilder::new(shape.clone(), data_type, grid)
+    let array: Array<dyn Store> = ArrayBuilder::new(shape.clone(), data_type.clone(), grid)
         .codecs(codec_list)
         .create(Arc::clone(&store), "/bench")
         .await?;

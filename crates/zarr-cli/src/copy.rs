@@ -184,7 +184,10 @@ async fn create_group(dst: &Target, path: &str, source: &GroupMetadata) -> Resul
 /// The destination metadata for `src` under `plan`.
 fn destination_metadata(src: &ArrayMetadata, plan: &Plan) -> Result<ArrayMetadata> {
     let source = Layout::of(src)?;
-    let data_type = plan.data_type.unwrap_or(src.data_type);
+    let data_type = plan
+        .data_type
+        .clone()
+        .unwrap_or_else(|| src.data_type.clone());
     let rank = src.shape.len();
     // In a group copy, a layout of another rank is for other arrays.
     let fits = |shape: &Vec<u64>| !plan.group || shape.len() == rank;
@@ -300,7 +303,7 @@ async fn copy_array(
         None => {
             let mut builder = ArrayBuilder::new(
                 metadata.shape.clone(),
-                metadata.data_type,
+                metadata.data_type.clone(),
                 vec![1; metadata.shape.len()],
             )
             .chunk_grid(metadata.chunk_grid.clone())
@@ -336,8 +339,9 @@ async fn copy_array(
             }
         }
     };
-    let from = src.metadata().data_type;
-    let to = metadata.data_type;
+    let from = src.metadata().data_type.clone();
+    let to = metadata.data_type.clone();
+    let (from, to) = (&from, &to);
     let element = from
         .fixed_size()
         .unwrap_or(16)
@@ -359,7 +363,7 @@ async fn copy_array(
                     .with_context(|| format!("reading {block} of {}", src.path()))?;
                 let values = match values {
                     ArrayBytes::Fixed(bytes) if from != to => ArrayBytes::fixed(
-                        cast::convert(&bytes, &from, &to)
+                        cast::convert(&bytes, from, to)
                             .with_context(|| format!("converting {block}"))?,
                     ),
                     other => other,

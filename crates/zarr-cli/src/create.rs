@@ -138,7 +138,7 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         },
     };
     let (grid, codecs) = layout.to_metadata_parts()?;
-    let mut builder = ArrayBuilder::new(shape, data_type, grid)
+    let mut builder = ArrayBuilder::new(shape, data_type.clone(), grid)
         .codecs(codecs)
         .attributes(parse_attributes(&args.attributes)?)
         .overwrite(args.overwrite);

@@ -207,6 +207,20 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
                 Err(_) => out.push('?'),
             }
         }
+        // `{"x": 1.5, "flag": 2}`: each field as an element of its own type.
+        DataType::Struct(st) => {
+            out.push('{');
+            for (i, (offset, field)) in st.offsets().zip(st.fields()).enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                json_string(out, &field.name);
+                out.push_str(": ");
+                let size = field.data_type.fixed_size().unwrap_or(0);
+                element(out, &field.data_type, &b[offset..offset + size], style);
+            }
+            out.push('}');
+        }
         // The rest (small integers, minifloats, binary in JSON) as Zarr writes fill values.
         other => match FillValue::new(b.to_vec()).to_json(other) {
             Ok(Value::String(s)) if style == Style::Text => out.push_str(&s),
@@ -264,7 +278,17 @@ pub(crate) fn swap_bytes(bytes: &mut [u8], unit: usize) {
 /// Native byte order to little-endian (a no-op on little-endian machines).
 pub(crate) fn native_to_little(bytes: &mut [u8], data_type: &DataType) {
     if cfg!(target_endian = "big") {
-        swap_bytes(bytes, swap_unit(data_type));
+        match data_type.swap_units() {
+            Some(units) if matches!(data_type, DataType::Struct(_)) => {
+                let size = data_type.fixed_size().unwrap_or(1);
+                for element in bytes.chunks_exact_mut(size) {
+                    for (offset, width) in &units {
+                        element[*offset..offset + width].reverse();
+                    }
+                }
+            }
+            _ => swap_bytes(bytes, swap_unit(data_type)),
+        }
     }
 }
 

@@ -236,7 +236,7 @@ fn print_array(name: &str, array: &Array<dyn Store>, stats: &ChunkStats) -> Resu
         outln!("format       Zarr v2 (.zarray, shown as its v3 equivalent; read-only)");
     }
     outln!("shape        {}", shape_text(&metadata.shape));
-    outln!("data type    {}", metadata.data_type.name());
+    outln!("data type    {}", metadata.data_type);
     let grid = array.grid_shape()?;
     match &metadata.chunk_grid {
         ChunkGrid::Regular(_) => outln!("chunking     {}", chunking_text(metadata)),

@@ -467,7 +467,7 @@ mod tests {
             let (shape, data_type, chunks) = array;
             let store: std::sync::Arc<dyn Store> =
                 std::sync::Arc::new(zarr::store::MemoryStore::new());
-            let array = zarr::array::ArrayBuilder::new(shape, data_type, chunks)
+            let array = zarr::array::ArrayBuilder::new(shape, data_type.clone(), chunks)
                 .create(store, "/a")
                 .await
                 .unwrap();

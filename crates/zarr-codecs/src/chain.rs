@@ -142,8 +142,11 @@ impl CodecChain {
         chunk_shape: Vec<u64>,
         registry: &CodecRegistry,
     ) -> Result<Self> {
-        let decoded =
-            ChunkRepresentation::try_new(chunk_shape, array.data_type, array.fill_value.clone())?;
+        let decoded = ChunkRepresentation::try_new(
+            chunk_shape,
+            array.data_type.clone(),
+            array.fill_value.clone(),
+        )?;
         Self::from_metadata(&array.codecs, decoded, registry)
     }
 

@@ -72,7 +72,7 @@ impl ChunkRepresentation {
     /// # Errors
     /// As [`ChunkRepresentation::try_new`].
     pub fn with_shape(&self, shape: Vec<u64>) -> Result<Self> {
-        Self::try_new(shape, self.data_type, self.fill_value.clone())
+        Self::try_new(shape, self.data_type.clone(), self.fill_value.clone())
     }
 
     /// The chunk shape.

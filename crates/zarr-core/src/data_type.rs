@@ -1,5 +1,6 @@
 //! Data types: the core numeric types, raw bits, and the registered extension types `string`,
-//! `bytes`, `numpy.datetime64` and `numpy.timedelta64`.
+//! `bytes`, `numpy.datetime64`, `numpy.timedelta64` and `struct` (also read as zarr-python's
+//! `structured`).
 
 use std::fmt;
 
@@ -101,7 +102,7 @@ impl fmt::Display for TimeUnit {
 /// assert_eq!(DataType::from_json(&serde_json::json!("r24"), "data_type")?.size(), DataTypeSize::Fixed(3));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DataType {
     /// `bool`: one byte, `0x00` or `0x01`.
@@ -185,6 +186,152 @@ pub enum DataType {
         /// How many units one step is, 1 to 2^31 - 1.
         scale_factor: u32,
     },
+    /// `struct` (or zarr-python's older `structured`): records of named fixed-size fields,
+    /// packed in declaration order without padding (numpy's structured arrays).
+    Struct(StructType),
+}
+
+/// One field of a [`DataType::Struct`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StructField {
+    /// The field's name, unique within its struct.
+    pub name: String,
+    /// The field's data type: any fixed-size type, including another struct.
+    pub data_type: DataType,
+}
+
+impl StructField {
+    /// A field named `name` of `data_type`.
+    pub fn new(name: impl Into<String>, data_type: DataType) -> Self {
+        Self {
+            name: name.into(),
+            data_type,
+        }
+    }
+}
+
+/// The fields of a [`DataType::Struct`], and which of the two metadata forms it is written
+/// in.
+///
+/// The `struct` form (`{"name": "struct", "configuration": {"fields": [{"name": "x",
+/// "data_type": "float32"}, ...]}}`, fill values as objects of field values) is the
+/// registered one and the default. The `structured` form (`"fields": [["x", "float32"], ...]`,
+/// fill values as base64 of the packed little-endian bytes) is what zarr-python 3.1 writes
+/// and reads; [`StructType::structured`] picks it, for arrays zarr-python must open.
+///
+/// ```
+/// use zarr_core::{DataType, StructField, StructType};
+///
+/// let point = StructType::new(vec![
+///     StructField::new("x", DataType::Float32),
+///     StructField::new("flag", DataType::UInt8),
+/// ])?;
+/// assert_eq!(point.size(), 5);
+/// assert_eq!(point.offsets().collect::<Vec<_>>(), [0, 4]);
+/// let dt = DataType::Struct(point);
+/// assert_eq!(DataType::from_json(&dt.to_json(), "data_type")?, dt);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StructType {
+    fields: Vec<StructField>,
+    size: usize,
+    structured: bool,
+}
+
+impl StructType {
+    /// A struct of `fields`, in the `struct` form.
+    ///
+    /// # Errors
+    /// [`Error::InvalidField`] if there are no fields, a name is empty or repeated, a field's
+    /// type has no fixed size, or the record's size overflows.
+    pub fn new(fields: Vec<StructField>) -> Result<Self> {
+        Self::checked(fields, false, "data_type.configuration.fields")
+    }
+
+    fn checked(fields: Vec<StructField>, structured: bool, field: &str) -> Result<Self> {
+        if fields.is_empty() {
+            return Err(Error::invalid(field, "a struct needs at least one field"));
+        }
+        let mut size = 0usize;
+        for (i, f) in fields.iter().enumerate() {
+            if f.name.is_empty() {
+                return Err(Error::invalid(
+                    field,
+                    format!("field {i} has an empty name"),
+                ));
+            }
+            if fields[..i].iter().any(|g| g.name == f.name) {
+                return Err(Error::invalid(
+                    field,
+                    format!("the field name {:?} appears twice", f.name),
+                ));
+            }
+            let Some(n) = f.data_type.fixed_size() else {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "field {:?} is {}, which has no fixed size",
+                        f.name, f.data_type
+                    ),
+                ));
+            };
+            size = size
+                .checked_add(n)
+                .ok_or_else(|| Error::invalid(field, "the record's size overflows"))?;
+        }
+        Ok(Self {
+            fields,
+            size,
+            structured,
+        })
+    }
+
+    /// The same struct in zarr-python 3.1's `structured` form (tuple fields, base64 fill
+    /// value), which zarr-python reads; the `struct` form is the registered one.
+    #[must_use]
+    pub fn structured(mut self) -> Self {
+        self.structured = true;
+        self
+    }
+
+    /// The same struct in the registered `struct` form.
+    #[must_use]
+    pub fn registered(mut self) -> Self {
+        self.structured = false;
+        self
+    }
+
+    /// Whether this struct is written in the `structured` form.
+    pub fn is_structured(&self) -> bool {
+        self.structured
+    }
+
+    /// The fields, in declaration (and storage) order.
+    pub fn fields(&self) -> &[StructField] {
+        &self.fields
+    }
+
+    /// The size of one record in bytes: the sum of the fields' sizes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The byte offset of each field within a record.
+    pub fn offsets(&self) -> impl Iterator<Item = usize> + '_ {
+        self.fields.iter().scan(0usize, |offset, f| {
+            let here = *offset;
+            *offset += f.data_type.fixed_size().unwrap_or(0);
+            Some(here)
+        })
+    }
+
+    /// The field named `name`, with its byte offset.
+    pub fn field(&self, name: &str) -> Option<(usize, &StructField)> {
+        self.offsets()
+            .zip(&self.fields)
+            .find(|(_, f)| f.name == name)
+    }
 }
 
 /// The size of one element of a [`DataType`].
@@ -243,6 +390,7 @@ impl DataType {
             | Self::TimeDelta64 { .. } => 8,
             Self::Complex128 => 16,
             Self::RawBits(bytes) => *bytes,
+            Self::Struct(st) => st.size(),
             Self::FixedLengthUtf32 { length_bytes }
             | Self::NullTerminatedBytes { length_bytes }
             | Self::RawBytes { length_bytes } => *length_bytes,
@@ -270,6 +418,8 @@ impl DataType {
             Self::FixedLengthUtf32 { .. } => "fixed_length_utf32".into(),
             Self::NullTerminatedBytes { .. } => "null_terminated_bytes".into(),
             Self::RawBytes { .. } => "raw_bytes".into(),
+            Self::Struct(st) if st.structured => "structured".into(),
+            Self::Struct(_) => "struct".into(),
             simple => SIMPLE
                 .iter()
                 .find(|(dt, _)| dt == simple)
@@ -310,7 +460,7 @@ impl DataType {
         };
         let name = ext.name.as_str();
         if let Some((dt, _)) = SIMPLE.iter().find(|(_, n)| *n == name) {
-            return no_configuration(*dt);
+            return no_configuration(dt.clone());
         }
         if let Some((format, _)) = MiniFloat::ALL.iter().find(|(_, n)| *n == name) {
             return no_configuration(Self::MiniFloat(*format));
@@ -379,6 +529,46 @@ impl DataType {
                 .map_err(|_| Error::invalid(field, format!("raw bits type {name} is too large")))?;
             return no_configuration(Self::RawBits(bytes));
         }
+        if name == "struct" || name == "structured" {
+            let config = ext
+                .configuration
+                .as_ref()
+                .ok_or_else(|| Error::missing(&config_field))?;
+            json::deny_unknown(config, &["fields"], &config_field)?;
+            let fields_field = json::join(&config_field, "fields");
+            let items = json::required(config, "fields", &config_field)?
+                .as_array()
+                .ok_or_else(|| Error::invalid(&fields_field, "expected an array of fields"))?;
+            let mut fields = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let at = format!("{fields_field}[{i}]");
+                // The registered form is an object; zarr-python's is a [name, type] pair.
+                let (field_name, data_type) = match item {
+                    Value::Object(o) => {
+                        json::deny_unknown(o, &["name", "data_type"], &at)?;
+                        (
+                            json::required(o, "name", &at)?,
+                            json::required(o, "data_type", &at)?,
+                        )
+                    }
+                    Value::Array(pair) if pair.len() == 2 => (&pair[0], &pair[1]),
+                    _ => {
+                        return Err(Error::invalid(
+                            &at,
+                            "expected {\"name\": ..., \"data_type\": ...} or [name, data_type]",
+                        ));
+                    }
+                };
+                let field_name = json::as_str(field_name, &json::join(&at, "name"))?;
+                let data_type = Self::from_json(data_type, &json::join(&at, "data_type"))?;
+                fields.push(StructField::new(field_name, data_type));
+            }
+            return Ok(Self::Struct(StructType::checked(
+                fields,
+                name == "structured",
+                &fields_field,
+            )?));
+        }
         if name == "numpy.datetime64" || name == "numpy.timedelta64" {
             let config = ext
                 .configuration
@@ -415,8 +605,57 @@ impl DataType {
                 config.insert("length_bytes".into(), Value::from(*length_bytes));
                 ExtensionObject::with_configuration(self.name(), config).to_json()
             }
+            Self::Struct(st) => {
+                let fields = st
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        if st.structured {
+                            Value::Array(vec![Value::String(f.name.clone()), f.data_type.to_json()])
+                        } else {
+                            let mut o = Map::new();
+                            o.insert("name".into(), Value::String(f.name.clone()));
+                            o.insert("data_type".into(), f.data_type.to_json());
+                            Value::Object(o)
+                        }
+                    })
+                    .collect();
+                let mut config = Map::new();
+                config.insert("fields".into(), Value::Array(fields));
+                ExtensionObject::with_configuration(self.name(), config).to_json()
+            }
             _ => Value::String(self.name()),
         }
+    }
+
+    /// The byte ranges of one element that swap as a unit between little- and big-endian
+    /// order, as `(offset, width)` with `width > 1`, in order: none for single-byte and opaque
+    /// types, one per component of a complex number, one per UTF-32 code unit, and those of
+    /// each field of a struct. `None` for variable-length types.
+    pub fn swap_units(&self) -> Option<Vec<(usize, usize)>> {
+        let mut units = Vec::new();
+        self.push_swap_units(0, &mut units)?;
+        Some(units)
+    }
+
+    fn push_swap_units(&self, base: usize, units: &mut Vec<(usize, usize)>) -> Option<()> {
+        let size = self.fixed_size()?;
+        let width = match self {
+            Self::Struct(st) => {
+                for (offset, f) in st.offsets().zip(&st.fields) {
+                    f.data_type.push_swap_units(base + offset, units)?;
+                }
+                return Some(());
+            }
+            Self::Complex64 | Self::FixedLengthUtf32 { .. } => 4,
+            Self::Complex128 => 8,
+            Self::RawBits(_) | Self::NullTerminatedBytes { .. } | Self::RawBytes { .. } => 1,
+            _ => size,
+        };
+        if width > 1 {
+            units.extend((0..size / width).map(|i| (base + i * width, width)));
+        }
+        Some(())
     }
 }
 
@@ -444,6 +683,14 @@ impl fmt::Display for DataType {
             Self::FixedLengthUtf32 { length_bytes }
             | Self::NullTerminatedBytes { length_bytes }
             | Self::RawBytes { length_bytes } => write!(f, "{}[{length_bytes}]", self.name()),
+            Self::Struct(st) => {
+                write!(f, "{}{{", self.name())?;
+                for (i, field) in st.fields.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(f, "{sep}{}: {}", field.name, field.data_type)?;
+                }
+                f.write_str("}")
+            }
             _ => f.write_str(&self.name()),
         }
     }
@@ -594,6 +841,106 @@ mod tests {
             let err = DataType::from_json(&value, "data_type").unwrap_err();
             assert!(
                 err.to_string().contains(needle),
+                "{value}: `{err}` should contain `{needle}`"
+            );
+        }
+    }
+
+    #[test]
+    fn structs_parse_in_both_forms_and_round_trip() {
+        let registered = json!({"name": "struct", "configuration": {"fields": [
+            {"name": "id", "data_type": "int32"},
+            {"name": "flags", "data_type": "uint8"},
+            {"name": "point", "data_type": {"name": "struct", "configuration": {"fields": [
+                {"name": "x", "data_type": "float32"},
+                {"name": "y", "data_type": "float32"}]}}},
+            {"name": "t", "data_type": {"name": "numpy.datetime64",
+                "configuration": {"unit": "s", "scale_factor": 1}}},
+            {"name": "c", "data_type": "complex64"}]}});
+        let dt = DataType::from_json(&registered, "data_type").unwrap();
+        let DataType::Struct(st) = &dt else {
+            panic!("{dt:?}")
+        };
+        assert!(!st.is_structured());
+        assert_eq!(st.size(), 4 + 1 + 8 + 8 + 8);
+        assert_eq!(st.offsets().collect::<Vec<_>>(), [0, 4, 5, 13, 21]);
+        assert_eq!(dt.fixed_size(), Some(29));
+        assert_eq!(dt.to_json(), registered);
+        assert_eq!(st.field("t").map(|(o, _)| o), Some(13));
+        assert_eq!(
+            dt.to_string(),
+            "struct{id: int32, flags: uint8, point: struct{x: float32, y: float32}, \
+             t: numpy.datetime64[1s], c: complex64}"
+        );
+        // Every multi-byte unit, nested fields and complex parts included.
+        assert_eq!(
+            dt.swap_units().unwrap(),
+            [(0, 4), (5, 4), (9, 4), (13, 8), (21, 4), (25, 4)]
+        );
+
+        // zarr-python 3.1's form: [name, type] pairs, kept when written back.
+        let legacy = json!({"name": "structured", "configuration": {"fields": [
+            ["id", "int32"],
+            ["point", {"name": "structured", "configuration": {"fields": [["x", "float64"]]}}]]}});
+        let dt = DataType::from_json(&legacy, "data_type").unwrap();
+        let DataType::Struct(st) = &dt else {
+            panic!("{dt:?}")
+        };
+        assert!(st.is_structured());
+        assert_eq!(st.size(), 12);
+        assert_eq!(dt.to_json(), legacy);
+        let registered = DataType::Struct(st.clone().registered());
+        assert_eq!(registered.name(), "struct");
+        assert_eq!(
+            DataType::from_json(&registered.to_json(), "data_type").unwrap(),
+            registered
+        );
+    }
+
+    #[test]
+    fn malformed_structs_are_refused() {
+        let cases = [
+            (json!({"name": "struct"}), "configuration"),
+            (json!({"name": "struct", "configuration": {}}), "fields"),
+            (
+                json!({"name": "struct", "configuration": {"fields": []}}),
+                "at least one field",
+            ),
+            (
+                json!({"name": "struct", "configuration": {"fields": [["a", "int8"], ["a", "int16"]]}}),
+                "appears twice",
+            ),
+            (
+                json!({"name": "struct", "configuration": {"fields": [["", "int8"]]}}),
+                "empty name",
+            ),
+            (
+                json!({"name": "struct", "configuration": {"fields": [["s", "string"]]}}),
+                "no fixed size",
+            ),
+            (
+                json!({"name": "struct", "configuration": {"fields": [["a", "int8", 1]]}}),
+                "fields[0]",
+            ),
+            (
+                json!({"name": "struct", "configuration": {"fields": [{"name": "a"}]}}),
+                "data_type",
+            ),
+            (
+                json!({"name": "struct", "configuration": {"fields": [["a", "int9"]]}}),
+                "int9",
+            ),
+            (
+                json!({"name": "struct", "configuration": {"fields": [["a", "int8"]], "x": 1}}),
+                "x",
+            ),
+        ];
+        for (value, needle) in cases {
+            let err = DataType::from_json(&value, "data_type")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(needle),
                 "{value}: `{err}` should contain `{needle}`"
             );
         }

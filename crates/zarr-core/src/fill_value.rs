@@ -79,6 +79,15 @@ impl FillValue {
         }
         match data_type {
             DataType::Bool if self.0[0] > 1 => Err(bad("a bool must be 0 or 1".into())),
+            DataType::Struct(st) => {
+                for (offset, field) in st.offsets().zip(st.fields()) {
+                    let size = field.data_type.fixed_size().unwrap_or(0);
+                    FillValue(self.0[offset..offset + size].to_vec())
+                        .check(&field.data_type)
+                        .map_err(|e| bad(format!("field {:?}: {e}", field.name)))?;
+                }
+                Ok(())
+            }
             DataType::String => std::str::from_utf8(&self.0)
                 .map(drop)
                 .map_err(|e| bad(format!("not UTF-8: {e}"))),
@@ -176,7 +185,33 @@ impl FillValue {
             DataType::RawBits(_) => Value::Array(b.iter().map(|&x| Value::from(x)).collect()),
             DataType::String => Value::String(String::from_utf8_lossy(b).into_owned()),
             DataType::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+            DataType::Struct(st) if st.is_structured() => {
+                // zarr-python's form: the packed record in little-endian order, as base64.
+                let mut little = b.clone();
+                native_to_little(data_type, &mut little);
+                Value::String(base64::engine::general_purpose::STANDARD.encode(little))
+            }
+            DataType::Struct(st) => {
+                let mut fields = serde_json::Map::new();
+                for (offset, field) in st.offsets().zip(st.fields()) {
+                    let size = field.data_type.fixed_size().unwrap_or(0);
+                    let value =
+                        FillValue(b[offset..offset + size].to_vec()).to_json(&field.data_type)?;
+                    fields.insert(field.name.clone(), value);
+                }
+                Value::Object(fields)
+            }
         })
+    }
+}
+
+/// Convert one element of `data_type` between native and little-endian byte order (the same
+/// swap both ways; nothing to do on a little-endian machine).
+fn native_to_little(data_type: &DataType, bytes: &mut [u8]) {
+    if cfg!(target_endian = "big") {
+        for (offset, width) in data_type.swap_units().unwrap_or_default() {
+            bytes[offset..offset + width].reverse();
+        }
     }
 }
 
@@ -393,6 +428,46 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
                 .map_err(|e| ctx.err(format!("not base64: {e}")))?,
             Value::Array(items) => byte_list(&ctx, items)?,
             _ => return Err(ctx.err("expected a base64 string or an array of integers 0-255")),
+        },
+        DataType::Struct(st) => match value {
+            Value::Object(values) => {
+                if let Some(extra) = values.keys().find(|k| st.field(k).is_none()) {
+                    return Err(ctx.err(format!("the struct has no field {extra:?}")));
+                }
+                let mut bytes = Vec::with_capacity(st.size());
+                for field in st.fields() {
+                    let value = values
+                        .get(&field.name)
+                        .ok_or_else(|| ctx.err(format!("no value for field {:?}", field.name)))?;
+                    let part = parse(value, None, &field.data_type)
+                        .map_err(|e| ctx.err(format!("field {:?}: {e}", field.name)))?;
+                    bytes.extend(part.0);
+                }
+                bytes
+            }
+            // zarr-python 3.1's form: base64 of the packed little-endian record.
+            Value::String(s) => {
+                let mut bytes = base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(s))
+                    .map_err(|e| ctx.err(format!("not base64: {e}")))?;
+                if bytes.len() != st.size() {
+                    return Err(ctx.err(format!(
+                        "expected {} bytes, found {}",
+                        st.size(),
+                        bytes.len()
+                    )));
+                }
+                native_to_little(data_type, &mut bytes);
+                let filled = FillValue(bytes);
+                filled.check(data_type)?;
+                return Ok(filled);
+            }
+            _ => {
+                return Err(
+                    ctx.err("expected an object of the fields' fill values or a base64 string")
+                );
+            }
         },
     };
     Ok(FillValue(bytes))
@@ -622,8 +697,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fv(value: Value, dt: DataType) -> Vec<u8> {
-        FillValue::from_json(&value, &dt)
+    fn fv(value: Value, dt: impl std::borrow::Borrow<DataType>) -> Vec<u8> {
+        let dt = dt.borrow();
+        FillValue::from_json(&value, dt)
             .unwrap_or_else(|e| panic!("{value} as {dt}: {e}"))
             .into_bytes()
     }
@@ -634,8 +710,9 @@ mod tests {
             .into_bytes()
     }
 
-    fn err(value: Value, dt: DataType) -> String {
-        FillValue::from_json(&value, &dt).unwrap_err().to_string()
+    fn err(value: Value, dt: impl std::borrow::Borrow<DataType>) -> String {
+        let dt = dt.borrow();
+        FillValue::from_json(&value, dt).unwrap_err().to_string()
     }
 
     #[test]
@@ -910,12 +987,12 @@ mod tests {
             unit: crate::TimeUnit::Second,
             scale_factor: 1,
         };
-        assert_eq!(fv(json!("NaT"), dt), i64::MIN.to_ne_bytes());
+        assert_eq!(fv(json!("NaT"), &dt), i64::MIN.to_ne_bytes());
         assert_eq!(
-            fv(json!(-9223372036854775808i64), dt),
+            fv(json!(-9223372036854775808i64), &dt),
             i64::MIN.to_ne_bytes()
         );
-        assert_eq!(fv(json!(86400), dt), 86400i64.to_ne_bytes());
+        assert_eq!(fv(json!(86400), &dt), 86400i64.to_ne_bytes());
         assert_eq!(
             FillValue::from_json(&json!("NaT"), &dt)
                 .unwrap()
@@ -960,13 +1037,13 @@ mod tests {
         let f = FillValue::from_json(&json!("0x7fc1"), &DataType::BFloat16).unwrap();
         assert_eq!(f.to_json(&DataType::BFloat16).unwrap(), json!("0x7fc1"));
         let e4m3fn = DataType::MiniFloat(MiniFloat::E4M3FN);
-        assert_eq!(fv(json!(0.0), e4m3fn), [0]);
-        assert_eq!(fv(json!("NaN"), e4m3fn), [0x7f]);
-        assert!(err(json!("Infinity"), e4m3fn).contains("has no Infinity"));
-        assert!(err(json!(1000), e4m3fn).contains("out of range"));
+        assert_eq!(fv(json!(0.0), &e4m3fn), [0]);
+        assert_eq!(fv(json!("NaN"), &e4m3fn), [0x7f]);
+        assert!(err(json!("Infinity"), &e4m3fn).contains("has no Infinity"));
+        assert!(err(json!(1000), &e4m3fn).contains("out of range"));
         assert_eq!(FillValue::new([0x3c]).to_json(&e4m3fn).unwrap(), json!(1.5));
         let e5m2 = DataType::MiniFloat(MiniFloat::E5M2);
-        assert_eq!(fv(json!("-Infinity"), e5m2), [0xfc]);
+        assert_eq!(fv(json!("-Infinity"), &e5m2), [0xfc]);
         assert_eq!(
             FillValue::new([0xfc]).to_json(&e5m2).unwrap(),
             json!("-Infinity")
@@ -995,21 +1072,21 @@ mod tests {
             .flat_map(|c| u32::from(c).to_ne_bytes())
             .collect();
         expected.resize(12, 0);
-        assert_eq!(fv(json!("ab"), utf32), expected);
+        assert_eq!(fv(json!("ab"), &utf32), expected);
         assert_eq!(
             FillValue::new(expected).to_json(&utf32).unwrap(),
             json!("ab")
         );
-        assert!(err(json!("abcd"), utf32).contains("longer than 3"));
+        assert!(err(json!("abcd"), &utf32).contains("longer than 3"));
         let s4 = DataType::NullTerminatedBytes { length_bytes: 4 };
-        assert_eq!(fv(json!("YWI="), s4), b"ab\0\0");
+        assert_eq!(fv(json!("YWI="), &s4), b"ab\0\0");
         assert_eq!(
             FillValue::new(*b"ab\0\0").to_json(&s4).unwrap(),
             json!("YWI=")
         );
         let v3 = DataType::RawBytes { length_bytes: 3 };
-        assert_eq!(fv(json!("AAAA"), v3), [0, 0, 0]);
-        assert!(err(json!("AA=="), v3).contains("expected 3 bytes"));
+        assert_eq!(fv(json!("AAAA"), &v3), [0, 0, 0]);
+        assert!(err(json!("AA=="), &v3).contains("expected 3 bytes"));
     }
 
     #[test]
@@ -1017,5 +1094,60 @@ mod tests {
         assert!(FillValue::from(1u8).check(&DataType::UInt16).is_err());
         assert!(FillValue::new(vec![0xff]).check(&DataType::String).is_err());
         assert!(FillValue::from(1u16).check(&DataType::UInt16).is_ok());
+    }
+
+    #[test]
+    fn struct_fill_values_read_both_forms() {
+        let dt = DataType::from_json(
+            &json!({"name": "struct", "configuration": {"fields": [
+                ["id", "int32"], ["flags", "uint8"], ["value", "float64"],
+                ["p", {"name": "struct", "configuration": {"fields": [["ok", "bool"]]}}]]}}),
+            "data_type",
+        )
+        .unwrap();
+        let mut expected = 1i32.to_ne_bytes().to_vec();
+        expected.push(2);
+        expected.extend(3.5f64.to_ne_bytes());
+        expected.push(1);
+        let object = json!({"id": 1, "flags": 2, "value": 3.5, "p": {"ok": true}});
+        assert_eq!(fv(object.clone(), &dt), expected);
+        assert_eq!(
+            FillValue::new(expected.clone()).to_json(&dt).unwrap(),
+            object
+        );
+        // zarr-python's base64 of the packed little-endian record (as it wrote it for
+        // (1, 2, 3.5, True)).
+        let DataType::Struct(st) = &dt else {
+            unreachable!()
+        };
+        let structured = DataType::Struct(st.clone().structured());
+        assert_eq!(fv(json!("AQAAAAIAAAAAAAAMQAE="), &structured), expected);
+        assert_eq!(
+            FillValue::new(expected).to_json(&structured).unwrap(),
+            json!("AQAAAAIAAAAAAAAMQAE=")
+        );
+        for (value, needle) in [
+            (
+                json!({"id": 1, "flags": 2, "value": 3.5}),
+                "no value for field \"p\"",
+            ),
+            (
+                json!({"id": 1, "flags": 2, "value": 3.5, "p": {"ok": true}, "z": 0}),
+                "no field",
+            ),
+            (
+                json!({"id": 1, "flags": 300, "value": 3.5, "p": {"ok": true}}),
+                "flags",
+            ),
+            (json!("AQAA"), "expected 14 bytes"),
+            (json!("AQAAAAIAAAAAAAAMQAI="), "bool"),
+            (json!(7), "an object"),
+        ] {
+            let e = err(value.clone(), &dt);
+            assert!(
+                e.contains(needle),
+                "{value}: `{e}` should contain `{needle}`"
+            );
+        }
     }
 }

@@ -350,7 +350,7 @@ impl ArrayMetadataV2 {
     /// filter; [`Error::UnknownExtension`] for another object codec.
     pub fn data_type(&self) -> Result<DataType> {
         match &self.dtype {
-            DtypeV2::Fixed(data_type, _) => Ok(*data_type),
+            DtypeV2::Fixed(data_type, _) => Ok(data_type.clone()),
             DtypeV2::Object => match self.filters.first().map(codec_id) {
                 Some("vlen-utf8") => Ok(DataType::String),
                 Some("vlen-bytes") => Ok(DataType::Bytes),

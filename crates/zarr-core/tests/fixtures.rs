@@ -21,9 +21,6 @@ fn metadata_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// zarr-python's legacy `structured` type is not modelled yet: it must fail clearly.
-const NOT_YET_SUPPORTED: [&str; 1] = ["zarr-python/structured/zarr.json"];
-
 #[test]
 fn every_fixture_round_trips() {
     let mut files = Vec::new();
@@ -43,13 +40,6 @@ fn every_fixture_round_trips() {
             .replace('\\', "/");
         let text = std::fs::read_to_string(path).unwrap();
         let parsed = NodeMetadata::from_json(&text);
-        if NOT_YET_SUPPORTED.contains(&relative.as_str()) {
-            let err = parsed
-                .expect_err("a type that is not supported is refused")
-                .to_string();
-            assert!(err.contains("unknown data type"), "{relative}: {err}");
-            continue;
-        }
         let node = parsed.unwrap_or_else(|e| panic!("{relative}: {e}"));
         let written: Value = serde_json::from_str(&node.to_json_pretty().unwrap()).unwrap();
         let original: Value = serde_json::from_str(&text).unwrap();
@@ -59,7 +49,7 @@ fn every_fixture_round_trips() {
         assert_eq!(again, node, "{relative}");
         checked += 1;
     }
-    assert_eq!(checked + NOT_YET_SUPPORTED.len(), files.len());
+    assert_eq!(checked, files.len());
 }
 
 /// The manifest's description of each array agrees with what its metadata says.

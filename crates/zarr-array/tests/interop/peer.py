@@ -13,6 +13,12 @@ Usage:
                                edge chunks, strings and bytes, consolidated metadata), then
                                DIR/manifest.json with each array's expected values (fixed-size
                                types: the little-endian bytes in hex)
+  peer.py write-struct DIR     write structured (record) arrays with zarr-python (flat,
+                               nested with datetime/complex/bool fields, fill values, missing
+                               chunks), then DIR/manifest.json with each array's packed
+                               little-endian records in hex
+  peer.py read-struct DIR      read the arrays DIR/manifest.json names (written by the Rust
+                               crate) and print their records and fill values in hex (JSON)
   peer.py verify DIR MANIFEST  open every node MANIFEST lists (written by the Rust crate) with
                                zarr-python, and with tensorstore where the entry asks for it,
                                and compare exactly; exit 1 listing every mismatch
@@ -1407,6 +1413,62 @@ def cmd_verify(root: Path, manifest_path: Path) -> None:
           f"{n_ts} of the arrays also by {TS}")
 
 
+# --- struct (numpy structured) data types -----------------------------------------------
+
+STRUCT_CASES = [
+    # (path, numpy dtype fields, shape, chunks, fill record or None, elements written)
+    ("flat", [("id", "<i4"), ("flags", "u1"), ("value", "<f8")], (10,), (4,), (1, 2, 3.5), 6),
+    ("nested",
+     [("p", [("x", "<f4"), ("y", "<f4")]), ("t", "<M8[s]"), ("c", "<c8"), ("ok", "?")],
+     (3, 4), (2, 3), None, None),
+    ("bytes_only", [("a", "u1"), ("b", "i1")], (5,), (5,), (7, -7), 5),
+]
+
+
+def struct_values(dtype: np.dtype, shape: tuple, seed: int) -> np.ndarray:
+    """Deterministic records: every byte pattern numpy accepts for the fields."""
+    n = int(np.prod(shape))
+    raw = np.random.default_rng(seed).integers(0, 256, size=n * dtype.itemsize, dtype=np.uint8)
+    values = raw.view(dtype).copy()
+    for name in dtype.names:
+        if dtype[name] == np.dtype("?"):
+            values[name] = values[name].view(np.uint8) & 1
+    return values.reshape(shape)
+
+
+def cmd_write_struct(out: Path) -> None:
+    """zarr-python writes structured arrays; the manifest holds every element's packed
+    little-endian bytes (hex), missing ones as the fill value."""
+    manifest = []
+    for i, (path, fields, shape, chunks, fill, written) in enumerate(STRUCT_CASES):
+        dtype = np.dtype(fields)
+        fill_value = np.array(fill, dtype=dtype)[()] if fill is not None else None
+        a = zarr.create_array(store=str(out / path), shape=shape, chunks=chunks, dtype=dtype,
+                              fill_value=fill_value, zarr_format=3)
+        expected = np.full(shape, fill_value if fill_value is not None else np.zeros((), dtype))
+        values = struct_values(dtype, shape, seed=i + 1)
+        if written is None:
+            a[...] = values
+            expected = values
+        else:
+            a[:written] = values[:written]
+            expected[:written] = values[:written]
+        manifest.append({"path": path, "shape": list(shape), "bytes": expected.tobytes().hex()})
+    (out / "manifest.json").write_text(json.dumps(manifest))
+
+
+def cmd_read_struct(root: Path) -> None:
+    """Read every array under `root` named in its manifest; print path -> hex of the
+    packed little-endian records."""
+    out = {}
+    for entry in json.loads((root / "manifest.json").read_text()):
+        a = zarr.open_array(str(root / entry["path"]), mode="r")
+        values = a[...]
+        out[entry["path"]] = {"dtype": str(values.dtype), "bytes": values.tobytes().hex(),
+                              "fill": a.fill_value.tobytes().hex()}
+    print(json.dumps(out))
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args == ["matrix"]:
@@ -1415,6 +1477,10 @@ def main() -> None:
         cmd_write(Path(args[1]).resolve())
     elif len(args) == 2 and args[0] == "write-v2":
         cmd_write_v2(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "write-struct":
+        cmd_write_struct(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "read-struct":
+        cmd_read_struct(Path(args[1]).resolve())
     elif len(args) == 3 and args[0] == "verify":
         cmd_verify(Path(args[1]).resolve(), Path(args[2]).resolve())
     else:

@@ -95,9 +95,17 @@ fn errors_are_one_line_with_the_cause_and_exit_1() {
         ),
         "{err}"
     );
-    let structured = crate::common::fixture("zarr-python/structured");
-    let err = fails(&["info", &structured], 1);
-    assert!(err.contains("unknown data type `structured`"), "{err}");
+    let unknown = tempfile::tempdir().unwrap();
+    std::fs::write(
+        unknown.path().join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [2], "data_type": "int9",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]}"#,
+    )
+    .unwrap();
+    let err = fails(&["info", unknown.path().to_str().unwrap()], 1);
+    assert!(err.contains("unknown data type `int9`"), "{err}");
     let err = fails(
         &["get", &crate::common::fixture("zarr-python/nested_groups")],
         1,

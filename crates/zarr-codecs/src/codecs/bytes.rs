@@ -135,6 +135,8 @@ impl BytesCodec {
             | DataType::Complex128
             | DataType::DateTime64 { .. }
             | DataType::TimeDelta64 { .. } => 8,
+            // Per field: see `swap`.
+            DataType::Struct(_) => 1,
             DataType::String | DataType::Bytes => {
                 return Err(Error::incompatible(
                     Self::NAME,
@@ -168,21 +170,46 @@ impl BytesCodec {
         }
     }
 
+    /// What converting between stored and native order takes for `repr`.
+    ///
+    /// A struct swaps each multi-byte unit of each field (see [`DataType::swap_units`]).
+    /// Without `endian`, a struct is read and written little-endian: zarr-python 3.1 writes
+    /// its `structured` arrays with a bare `bytes` codec, and the `structured` specification
+    /// says to treat that as little-endian.
+    fn swap(&self, repr: &ChunkRepresentation) -> Result<Swap> {
+        if let DataType::Struct(st) = repr.data_type() {
+            let units = repr.data_type().swap_units().unwrap_or_default();
+            let endian = self.endian.unwrap_or(Endian::Little);
+            return Ok(if units.is_empty() || endian == Endian::NATIVE {
+                Swap::Not
+            } else {
+                Swap::Units {
+                    elem: st.size(),
+                    units,
+                }
+            });
+        }
+        Ok(match self.width(repr)? {
+            1 => Swap::Not,
+            width => Swap::Width(width),
+        })
+    }
+
     /// Convert between stored and native order: swap in place when the buffer is not shared,
     /// copy otherwise.
     fn convert(&self, data: Bytes, repr: &ChunkRepresentation) -> Result<Bytes> {
-        let width = self.width(repr)?;
-        if width == 1 {
+        let swap = self.swap(repr)?;
+        if swap.is_not() {
             return Ok(data);
         }
         Ok(match data.try_into_mut() {
             Ok(mut owned) => {
-                swap_in_place(&mut owned, width);
+                swap.in_place(&mut owned);
                 owned.freeze()
             }
             Err(shared) => {
                 let mut out = vec![0u8; shared.len()];
-                swap_copy(&shared, &mut out, width);
+                swap.copy(&shared, &mut out);
                 out.into()
             }
         })
@@ -217,7 +244,7 @@ impl ArrayToBytesCodec for BytesCodec {
     }
 
     fn encoded_size(&self, decoded: &ChunkRepresentation) -> Result<Option<u64>> {
-        self.width(decoded)?;
+        self.swap(decoded)?;
         Ok(decoded.fixed_size())
     }
 
@@ -240,14 +267,14 @@ impl ArrayToBytesCodec for BytesCodec {
         out: &mut [u8],
     ) -> Result<()> {
         Self::check_len(&bytes, decoded)?;
-        let width = self.width(decoded)?;
-        if width == 1 {
+        let swap = self.swap(decoded)?;
+        if swap.is_not() {
             copy_exact(&bytes, out)?;
         } else {
             if bytes.len() != out.len() {
                 return Err(Error::output_size(bytes.len(), out.len()));
             }
-            swap_copy(&bytes, out, width);
+            swap.copy(&bytes, out);
         }
         normalize(out, decoded);
         Ok(())
@@ -258,7 +285,7 @@ impl ArrayToBytesCodec for BytesCodec {
         bytes: &'a [u8],
         decoded: &ChunkRepresentation,
     ) -> Result<Option<&'a [u8]>> {
-        if self.width(decoded)? != 1 {
+        if !self.swap(decoded)?.is_not() {
             return Ok(None);
         }
         Self::check_len(bytes, decoded)?;
@@ -269,15 +296,12 @@ impl ArrayToBytesCodec for BytesCodec {
     }
 
     fn supports_in_place(&self, decoded: &ChunkRepresentation) -> bool {
-        self.width(decoded).is_ok()
+        self.swap(decoded).is_ok()
     }
 
     fn decode_in_place(&self, data: &mut [u8], decoded: &ChunkRepresentation) -> Result<()> {
         Self::check_len(data, decoded)?;
-        let width = self.width(decoded)?;
-        if width > 1 {
-            swap_in_place(data, width);
-        }
+        self.swap(decoded)?.in_place(data);
         normalize(data, decoded);
         Ok(())
     }
@@ -294,7 +318,7 @@ impl ArrayToBytesCodec for BytesCodec {
         out: &mut [u8],
     ) -> Result<()> {
         Self::check_len(&bytes, decoded)?;
-        let width = self.width(decoded)?;
+        let swap = self.swap(decoded)?;
         decoded.fixed_size_usize()?;
         let elem = decoded.element_size().unwrap_or(1);
         let n = strided::check_region(decoded, region)?;
@@ -305,11 +329,8 @@ impl ArrayToBytesCodec for BytesCodec {
         strided::for_each_run(decoded.shape(), region, elem, |offset, len| {
             let dst = &mut out[written..written + len];
             let src = &bytes[offset..offset + len];
-            if width == 1 {
-                dst.copy_from_slice(src);
-            } else {
-                swap_copy(src, dst, width);
-            }
+            // Runs hold whole elements, so a struct's units line up.
+            swap.copy(src, dst);
             written += len;
             Ok(())
         })?;
@@ -367,6 +388,50 @@ pub(crate) fn swap_in_place(data: &mut [u8], width: usize) {
         4 => swap4(data),
         8 => swap8(data),
         _ => data.chunks_exact_mut(width).for_each(<[u8]>::reverse),
+    }
+}
+
+/// How the bytes codec converts between stored and native byte order.
+enum Swap {
+    /// Nothing to swap.
+    Not,
+    /// Reverse every `width`-byte unit.
+    Width(usize),
+    /// Reverse these `(offset, width)` units of every `elem`-byte element (a struct).
+    Units {
+        elem: usize,
+        units: Vec<(usize, usize)>,
+    },
+}
+
+impl Swap {
+    fn is_not(&self) -> bool {
+        matches!(self, Self::Not)
+    }
+
+    fn in_place(&self, data: &mut [u8]) {
+        match self {
+            Self::Not => {}
+            Self::Width(width) => swap_in_place(data, *width),
+            Self::Units { elem, units } => {
+                for element in data.chunks_exact_mut(*elem) {
+                    for &(offset, width) in units {
+                        element[offset..offset + width].reverse();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Copy `src` into `dst` (same length), converted.
+    fn copy(&self, src: &[u8], dst: &mut [u8]) {
+        match self {
+            Self::Width(width) => swap_copy(src, dst, *width),
+            _ => {
+                dst.copy_from_slice(src);
+                self.in_place(dst);
+            }
+        }
     }
 }
 

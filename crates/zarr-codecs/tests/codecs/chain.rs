@@ -606,7 +606,7 @@ fn every_fixed_size_type_in_both_byte_orders() {
     ];
     for (dt, width) in types {
         let size = dt.fixed_size().unwrap();
-        let r = repr(&[3], dt);
+        let r = repr(&[3], dt.clone());
         let native: Vec<u8> = (0..3 * size as u8)
             .map(|b| if dt == DataType::Bool { b % 2 } else { b })
             .collect();

@@ -154,7 +154,7 @@ proptest! {
     ) {
         let (dtype, codec) = numeric_filter(filter);
         let fill = FillValue::default_for(&dtype);
-        let repr = zarr_codecs::ChunkRepresentation::try_new(shape.clone(), dtype, fill).unwrap();
+        let repr = zarr_codecs::ChunkRepresentation::try_new(shape.clone(), dtype.clone(), fill).unwrap();
         let mut codecs = Vec::new();
         if let Some(codec) = codec {
             codecs.push(Codec::ArrayToArray(Arc::new(codec)));

@@ -71,7 +71,7 @@ pub(crate) fn bytes_to_bytes() -> impl Strategy<Value = Arc<dyn BytesToBytesCode
 }
 
 /// Random element bytes that are valid for `dt` (bools are 0 or 1).
-fn elements(dt: DataType, n: usize, seed: u64) -> Vec<u8> {
+fn elements(dt: &DataType, n: usize, seed: u64) -> Vec<u8> {
     let size = dt.fixed_size().unwrap();
     let mut state = seed | 1;
     (0..n * size)
@@ -85,7 +85,7 @@ fn elements(dt: DataType, n: usize, seed: u64) -> Vec<u8> {
             } else {
                 state as u8
             };
-            if dt == DataType::Bool { b & 1 } else { b }
+            if *dt == DataType::Bool { b & 1 } else { b }
         })
         .collect()
 }
@@ -130,9 +130,9 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let fill = FillValue::default_for(&dt);
-        let repr = zarr_codecs::ChunkRepresentation::try_new(shape.clone(), dt, fill).unwrap();
+        let repr = zarr_codecs::ChunkRepresentation::try_new(shape.clone(), dt.clone(), fill).unwrap();
         let n = repr.num_elements() as usize;
-        let data = elements(dt, n, seed);
+        let data = elements(&dt, n, seed);
         let t = TransposeCodec::try_new(order.clone()).unwrap();
         use zarr_codecs::ArrayToArrayCodec;
         let encoded = t.encode(ArrayBytes::fixed(data.clone()), &repr).unwrap();
@@ -173,7 +173,7 @@ proptest! {
         region_seed in any::<u64>(),
     ) {
         let fill = FillValue::default_for(&dt);
-        let repr = zarr_codecs::ChunkRepresentation::try_new(shape.clone(), dt, fill).unwrap();
+        let repr = zarr_codecs::ChunkRepresentation::try_new(shape.clone(), dt.clone(), fill).unwrap();
         let mut codecs = Vec::new();
         if let Some(order) = order {
             codecs.push(Codec::ArrayToArray(Arc::new(TransposeCodec::try_new(order).unwrap())));
@@ -183,7 +183,7 @@ proptest! {
         codecs.extend(b2b.into_iter().map(Codec::BytesToBytes));
         let chain = CodecChain::new(codecs, repr.clone()).unwrap();
         let n = repr.num_elements() as usize;
-        let data = elements(dt, n, seed);
+        let data = elements(&dt, n, seed);
         let stored = chain.encode(ArrayBytes::fixed(data.clone())).unwrap();
         if let Some(size) = chain.encoded_size() {
             prop_assert_eq!(size, stored.len() as u64);

@@ -126,9 +126,12 @@ fn grid_indices(grid: &[u64]) -> Vec<Vec<u64>> {
 /// Per fixture: the codec (the array's sharding codec) and a chain over the array's codecs.
 fn codec_and_chain(meta: &ArrayMetadata, shard: &[u64]) -> (ShardingCodec, CodecChain) {
     let registry = registry();
-    let repr =
-        ChunkRepresentation::try_new(shard.to_vec(), meta.data_type, meta.fill_value.clone())
-            .unwrap();
+    let repr = ChunkRepresentation::try_new(
+        shard.to_vec(),
+        meta.data_type.clone(),
+        meta.fill_value.clone(),
+    )
+    .unwrap();
     let chain = CodecChain::from_array_metadata(meta, shard.to_vec(), &registry).unwrap();
     let sharding = meta
         .codecs

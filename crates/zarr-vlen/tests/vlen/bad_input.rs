@@ -236,7 +236,7 @@ fn wrong_data_types_and_configurations_are_refused() {
         let meta = [ExtensionObject::from_json(&codec, "codecs[0]").unwrap()];
         let repr = zarr_codecs::ChunkRepresentation::try_new(
             vec![2],
-            data_type,
+            data_type.clone(),
             zarr_core::FillValue::default_for(&data_type),
         )
         .unwrap();

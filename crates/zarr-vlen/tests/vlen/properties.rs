@@ -164,8 +164,8 @@ proptest! {
     ) {
         let data = Bytes::from(data);
         for data_type in [DataType::String, DataType::Bytes] {
-            for codecs in codecs_for(data_type) {
-                let chain = chain(codecs, data_type, &[n]);
+            for codecs in codecs_for(data_type.clone()) {
+                let chain = chain(codecs, data_type.clone(), &[n]);
                 if let Ok(decoded) = chain.decode(data.clone()) {
                     decoded.validate(chain.decoded_representation()).unwrap();
                     if data_type == DataType::String {

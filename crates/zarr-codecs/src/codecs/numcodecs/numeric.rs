@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::representation::ChunkRepresentation;
 
 /// Which numcodecs filter a [`NumericFilterCodec`] applies, with its parameters.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum NumericFilter {
     /// `numcodecs.delta`: the first element, then each element minus the one before it (in C
     /// order of the chunk), computed in `dtype` and stored as `astype`. Integers wrap.
