@@ -303,11 +303,14 @@ fn a_corrupt_chunk_fails_a_pipelined_read() {
     }
 }
 
-/// Fails every write of one key; otherwise a [`MemoryStore`].
+/// A [`MemoryStore`] with hooks on writes: every write of the key `refuse` fails, each write
+/// takes `delay` first, and finished chunk writes are counted in `counts`.
 #[derive(Debug, Default)]
 struct FailingWrites {
     inner: MemoryStore,
     refuse: String,
+    delay: std::time::Duration,
+    counts: Option<Arc<InFlight>>,
 }
 
 #[async_trait]
@@ -337,7 +340,14 @@ impl WritableStore for FailingWrites {
                 operation: "set",
             });
         }
-        self.inner.set(key, value).await
+        std::thread::sleep(self.delay);
+        self.inner.set(key, value).await?;
+        if let Some(counts) = &self.counts
+            && !key.as_str().ends_with("zarr.json")
+        {
+            counts.stored.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
     }
 
     async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
@@ -449,18 +459,29 @@ struct InFlight {
     most: AtomicUsize,
 }
 
+/// A pass-through codec whose encode counts into `counts` (the most chunks encoded and not
+/// yet stored), or panics.
 #[derive(Debug)]
-struct CountEncodes(Arc<InFlight>);
+enum TestEncode {
+    Count(Arc<InFlight>),
+    Panic,
+}
 
-impl zarr_codecs::BytesToBytesCodec for CountEncodes {
+impl zarr_codecs::BytesToBytesCodec for TestEncode {
     fn to_metadata(&self) -> zarr_core::ExtensionObject {
-        zarr_core::ExtensionObject::new("test.count_encodes")
+        zarr_core::ExtensionObject::new(match self {
+            Self::Count(_) => "test.count_encodes",
+            Self::Panic => "test.panicking_encode",
+        })
     }
     fn encode(&self, decoded: Bytes) -> zarr_codecs::Result<Bytes> {
-        let encoded = self.0.encoded.fetch_add(1, Ordering::SeqCst) + 1;
+        let Self::Count(counts) = self else {
+            panic!("the test codec panics");
+        };
+        let encoded = counts.encoded.fetch_add(1, Ordering::SeqCst) + 1;
         // Stores finishing meanwhile can make this stale, never too high.
-        let waiting = encoded.saturating_sub(self.0.stored.load(Ordering::SeqCst));
-        self.0.most.fetch_max(waiting, Ordering::SeqCst);
+        let waiting = encoded.saturating_sub(counts.stored.load(Ordering::SeqCst));
+        counts.most.fetch_max(waiting, Ordering::SeqCst);
         Ok(decoded)
     }
     fn decode(
@@ -472,49 +493,18 @@ impl zarr_codecs::BytesToBytesCodec for CountEncodes {
     }
 }
 
-/// A [`MemoryStore`] whose writes take a millisecond; chunk writes are counted when done.
-#[derive(Debug)]
-struct SlowWrites {
-    inner: MemoryStore,
-    counts: Arc<InFlight>,
-}
-
-#[async_trait]
-impl ReadableStore for SlowWrites {
-    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
-        self.inner.get(key).await
-    }
-
-    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
-        self.inner.size(key).await
-    }
-
-    async fn get_partial_values(
-        &self,
-        key_ranges: &[(StoreKey, ByteRange)],
-    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
-        self.inner.get_partial_values(key_ranges).await
-    }
-}
-
-#[async_trait]
-impl WritableStore for SlowWrites {
-    async fn set(&self, key: &StoreKey, value: Bytes) -> zarr_store::Result<()> {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        self.inner.set(key, value).await?;
-        if !key.as_str().ends_with("zarr.json") {
-            self.counts.stored.fetch_add(1, Ordering::SeqCst);
-        }
-        Ok(())
-    }
-
-    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
-        self.inner.erase(key).await
-    }
-
-    async fn erase_prefix(&self, prefix: &StorePrefix) -> zarr_store::Result<()> {
-        self.inner.erase_prefix(prefix).await
-    }
+/// The codec list `bytes` (little-endian), then the codec named `name`.
+fn bytes_then(name: &str) -> Vec<zarr_core::ExtensionObject> {
+    vec![
+        zarr_core::ExtensionObject::with_configuration(
+            "bytes",
+            serde_json::json!({"endian": "little"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
+        zarr_core::ExtensionObject::new(name),
+    ]
 }
 
 /// A write of many whole chunks to a slow store encodes ahead of the store by at most its
@@ -526,28 +516,20 @@ fn a_write_encodes_at_most_its_window_ahead_of_a_slow_store() {
     let mut registry = zarr_array::default_registry();
     let counter = Arc::clone(&counts);
     registry.register("test.count_encodes", move |_, _, _| {
-        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(CountEncodes(
-            Arc::clone(&counter),
-        ))))
+        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(
+            TestEncode::Count(Arc::clone(&counter)),
+        )))
     });
     let io = 2;
     let options = ArrayOptions::default()
         .with_registry(Arc::new(registry))
         .with_io_concurrency(io);
-    let store = Arc::new(SlowWrites {
-        inner: MemoryStore::new(),
-        counts: Arc::clone(&counts),
+    let store = Arc::new(FailingWrites {
+        delay: std::time::Duration::from_millis(1),
+        counts: Some(Arc::clone(&counts)),
+        ..FailingWrites::default()
     });
-    let codecs = vec![
-        zarr_core::ExtensionObject::with_configuration(
-            "bytes",
-            serde_json::json!({"endian": "little"})
-                .as_object()
-                .unwrap()
-                .clone(),
-        ),
-        zarr_core::ExtensionObject::new("test.count_encodes"),
-    ];
+    let codecs = bytes_then("test.count_encodes");
     let shape = [32u64, 32, 64];
     let n: usize = shape.iter().product::<u64>() as usize;
     let values: Vec<u16> = (0..n).map(|i| (i % 1000) as u16 + 1).collect();
@@ -573,26 +555,6 @@ fn a_write_encodes_at_most_its_window_ahead_of_a_slow_store() {
     );
 }
 
-/// A codec whose encode panics.
-#[derive(Debug)]
-struct PanickingEncode;
-
-impl zarr_codecs::BytesToBytesCodec for PanickingEncode {
-    fn to_metadata(&self) -> zarr_core::ExtensionObject {
-        zarr_core::ExtensionObject::new("test.panicking_encode")
-    }
-    fn encode(&self, _decoded: Bytes) -> zarr_codecs::Result<Bytes> {
-        panic!("the test codec panics");
-    }
-    fn decode(
-        &self,
-        encoded: Bytes,
-        _expected: zarr_codecs::ExpectedSize,
-    ) -> zarr_codecs::Result<Bytes> {
-        Ok(encoded)
-    }
-}
-
 /// A panic in an encode reaches the writer (as it would without the pipeline) instead of
 /// leaving the write waiting for a result that never comes.
 #[test]
@@ -601,18 +563,11 @@ fn a_panicking_encode_panics_the_write_and_does_not_hang() {
     std::thread::spawn(move || {
         let mut registry = zarr_array::default_registry();
         registry.register("test.panicking_encode", |_, _, _| {
-            Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(PanickingEncode)))
+            Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(
+                TestEncode::Panic,
+            )))
         });
-        let codecs = vec![
-            zarr_core::ExtensionObject::with_configuration(
-                "bytes",
-                serde_json::json!({"endian": "little"})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            ),
-            zarr_core::ExtensionObject::new("test.panicking_encode"),
-        ];
+        let codecs = bytes_then("test.panicking_encode");
         let rt = multi_thread();
         let array = rt
             .block_on(

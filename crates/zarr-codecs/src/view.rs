@@ -685,66 +685,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn naive_copy(
-        src: &[u8],
-        src_shape: &[u64],
-        src_region: &Region,
-        dst: &mut [u8],
-        dst_shape: &[u64],
-        dst_region: &Region,
-    ) {
-        let shape = src_region.shape();
-        let n: u64 = shape.iter().product();
-        for flat in 0..n {
-            let mut rem = flat;
-            let mut idx = vec![0u64; shape.len()];
-            for d in (0..shape.len()).rev() {
-                idx[d] = rem % shape[d];
-                rem /= shape[d];
-            }
-            let off = |sh: &[u64], reg: &Region| {
-                let mut o = 0u64;
-                for d in 0..sh.len() {
-                    o = o * sh[d] + reg.ranges()[d].start + idx[d];
-                }
-                o as usize
-            };
-            dst[off(dst_shape, dst_region)] = src[off(src_shape, src_region)];
-        }
-    }
-
-    #[test]
-    fn copies_match_a_naive_model() {
-        let src_shape = [4u64, 5, 6];
-        let dst_shape = [6u64, 5, 7];
-        let src: Vec<u8> = (0..120).collect();
-        let cases = [
-            (vec![0..4, 0..5, 0..6], vec![1..5, 0..5, 1..7]),
-            (vec![1..3, 0..5, 0..6], vec![0..2, 0..5, 0..6]),
-            (vec![0..2, 2..4, 3..5], vec![4..6, 0..2, 0..2]),
-            (vec![0..4, 0..5, 0..6], vec![2..6, 0..5, 0..6]),
-        ];
-        for (sr, dr) in cases {
-            let sr = Region::try_new(sr).unwrap();
-            let dr = Region::try_new(dr).unwrap();
-            let mut expected = vec![0u8; 210];
-            naive_copy(&src, &src_shape, &sr, &mut expected, &dst_shape, &dr);
-            let mut out = vec![0u8; 210];
-            let view = ArrayViewMut::new(&mut out, &dst_shape, 1).unwrap();
-            let mut sub = unsafe { view.subview(dr.clone()).unwrap() };
-            sub.copy_from(&src, &src_shape, &sr).unwrap();
-            assert_eq!(out, expected, "{sr} -> {dr}");
-            // And back out.
-            let mut back = vec![0u8; 120];
-            let mut expected_back = vec![0u8; 120];
-            naive_copy(&out, &dst_shape, &dr, &mut expected_back, &src_shape, &sr);
-            let view = ArrayViewMut::new(&mut out, &dst_shape, 1).unwrap();
-            let sub = unsafe { view.subview(dr.clone()).unwrap() };
-            sub.copy_to(&mut back, &src_shape, &sr).unwrap();
-            assert_eq!(back, expected_back);
-        }
-    }
-
     /// A block copy: element size, source and destination shapes, the block's extent and
     /// its start in each.
     #[derive(Debug, Clone)]
