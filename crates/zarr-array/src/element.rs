@@ -117,11 +117,10 @@ const HUGE_PAGE_ADVICE_MIN: usize = 8 << 20;
 /// A new `Vec<T>` of `n` zero values, for a read to fill.
 ///
 /// The memory comes zeroed from the allocator (for large buffers, fresh pages the kernel
-/// zeroes on first touch). On Linux, a large buffer is advised to use transparent huge
+/// zeroes on first touch), so nothing is written here and the decoders that fill it touch
+/// each page first, in parallel. On Linux, a large buffer is advised to use transparent huge
 /// pages: one page fault per 2 MiB instead of per 4 KiB, which is a fifth of a whole-array
-/// read's CPU time otherwise. When the kernel grants huge pages, a buffer of
-/// [`PREFAULT_MIN`] bytes or more is then faulted in up front, by all of rayon's threads at
-/// once (see [`prefault`]).
+/// read's CPU time otherwise.
 pub(crate) fn zeroed_vec<T: Element>(n: usize) -> Vec<T> {
     let Ok(layout) = std::alloc::Layout::array::<T>(n) else {
         // Larger than the address space: let Vec report it.
@@ -135,97 +134,37 @@ pub(crate) fn zeroed_vec<T: Element>(n: usize) -> Vec<T> {
     if ptr.is_null() {
         std::alloc::handle_alloc_error(layout);
     }
-    if advise_huge_pages(ptr.cast::<u8>(), layout.size()) {
-        // SAFETY: the whole allocation, just made, zeroed, and not yet shared.
-        unsafe { prefault(ptr.cast::<u8>(), layout.size()) };
-    }
+    advise_huge_pages(ptr.cast::<u8>(), layout.size());
     // SAFETY: allocated by the global allocator with `T`'s alignment and room for exactly `n`
     // values, all initialised: every `Element` accepts all-zero bytes.
     unsafe { Vec::from_raw_parts(ptr, n, n) }
 }
 
-/// Advise transparent huge pages for the 2 MiB-aligned part of a large allocation; the
-/// answer is whether huge pages are in effect for it (the advice was taken and the kernel
-/// hands out huge pages on advice).
 #[cfg(target_os = "linux")]
-fn advise_huge_pages(ptr: *mut u8, len: usize) -> bool {
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
     const HUGE: usize = 2 << 20;
     if len < HUGE_PAGE_ADVICE_MIN {
-        return false;
+        return;
     }
     let start = (ptr as usize).next_multiple_of(HUGE);
     let end = (ptr as usize + len) / HUGE * HUGE;
-    if end <= start {
-        return false;
+    if end > start {
+        // SAFETY: the range lies inside our own fresh allocation; the advice changes how its
+        // pages are backed, never their contents. A kernel without transparent huge pages
+        // answers with an error, which changes nothing either.
+        let _ = unsafe {
+            rustix::mm::madvise(
+                start as *mut std::ffi::c_void,
+                end - start,
+                rustix::mm::Advice::LinuxHugepage,
+            )
+        };
     }
-    // SAFETY: the range lies inside our own fresh allocation; the advice changes how its
-    // pages are backed, never their contents. A kernel without transparent huge pages
-    // answers with an error, which changes nothing either.
-    let advised = unsafe {
-        rustix::mm::madvise(
-            start as *mut std::ffi::c_void,
-            end - start,
-            rustix::mm::Advice::LinuxHugepage,
-        )
-    };
-    advised.is_ok() && huge_pages_on_advice()
-}
-
-/// Whether the kernel's transparent huge pages are `always` or `madvise` (read once).
-#[cfg(target_os = "linux")]
-fn huge_pages_on_advice() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-            .is_ok_and(|mode| mode.contains("[always]") || mode.contains("[madvise]"))
-    })
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_ptr: *mut u8, _len: usize) -> bool {
+fn advise_huge_pages(_ptr: *mut u8, _len: usize) {
     let _ = HUGE_PAGE_ADVICE_MIN;
-    false
-}
-
-/// Fresh buffers this large or larger are faulted in up front (with huge pages: 32 of them).
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-const PREFAULT_MIN: usize = 64 << 20;
-/// At most this many threads fault a buffer in (the kernel's zeroing stops scaling).
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-const PREFAULT_MAX_THREADS: usize = 8;
-
-/// Fault in the fresh zeroed allocation of `len` bytes at `ptr` on all of rayon's threads
-/// at once (a huge page each time, the kernel zeroing it), before the decoders write it.
-///
-/// Left to the decoders, each fault zeroes 2 MiB in the middle of a chunk's decoding, which
-/// evicts the decoder's tables and its decoded chunk from the core's cache: a fresh 256 MiB
-/// read spent about 14 ms more than a read into a reused buffer, and faulting in first on
-/// both cores of the development machine takes 8 ms (12 on one).
-///
-/// # Safety
-/// `ptr..ptr + len` is one allocation, zeroed, that nothing else uses during the call.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-unsafe fn prefault(ptr: *mut u8, len: usize) {
-    use rayon::prelude::*;
-    const PAGE: usize = 4096;
-    let threads = rayon::current_num_threads().min(PREFAULT_MAX_THREADS);
-    if len < PREFAULT_MIN || threads < 2 {
-        return;
-    }
-    // The address as a number, so that the closure is `Send`; every part is whole huge pages
-    // (the last excepted), one per thread.
-    let base = ptr as usize;
-    let per = len.div_ceil(threads).next_multiple_of(2 << 20);
-    (0..threads).into_par_iter().for_each(|part| {
-        let end = ((part + 1) * per).min(len);
-        // One write per 4 KiB page, in case a part of the buffer gets small pages after all.
-        for offset in (part * per..end).step_by(PAGE) {
-            // SAFETY: inside the allocation (the caller's contract); the parts are disjoint;
-            // the byte is already zero, so writing zero changes no value. The write is
-            // volatile so that it is not elided as a no-op.
-            unsafe { std::ptr::write_volatile((base + offset) as *mut u8, 0) };
-        }
-    });
 }
 
 #[cfg(test)]
@@ -255,9 +194,5 @@ mod tests {
         let big = zeroed_vec::<u64>(3 << 20);
         assert_eq!(big.len(), 3 << 20);
         assert!(big.iter().all(|&v| v == 0));
-        // Large enough to be faulted in up front, in parts of uneven size.
-        let huge = zeroed_vec::<u8>(super::PREFAULT_MIN + 4096 * 3 + 5);
-        assert_eq!(huge.len(), super::PREFAULT_MIN + 4096 * 3 + 5);
-        assert!(huge.iter().all(|&v| v == 0));
     }
 }
