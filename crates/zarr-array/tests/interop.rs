@@ -1330,7 +1330,7 @@ async fn struct_arrays_interoperate_with_zarr_python() {
     let manifest: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(theirs.join("manifest.json")).unwrap())
             .unwrap();
-    assert_eq!(manifest.len(), 3);
+    assert_eq!(manifest.len(), 6);
     let their_store = Arc::new(FilesystemStore::new(&theirs).unwrap());
     let ours = dir.join("ours");
     let our_store = Arc::new(FilesystemStore::new(&ours).unwrap());
@@ -1344,9 +1344,20 @@ async fn struct_arrays_interoperate_with_zarr_python() {
             panic!("{path}: read as {}", array.data_type());
         };
         assert!(st.is_structured(), "{path}");
+        let format = match entry["zarr_format"].as_u64().unwrap() {
+            2 => zarr_core::v2::ZarrFormat::V2,
+            _ => zarr_core::v2::ZarrFormat::V3,
+        };
+        assert_eq!(array.zarr_format(), format, "{path}");
         let records = array.read_bytes(array.full_region()).await.unwrap();
-        // Little-endian machine: native bytes are numpy's `tobytes()`.
+        // Little-endian machine: native bytes are numpy's `tobytes()` of little-endian
+        // records.
         assert_eq!(hex(&records), entry["bytes"].as_str().unwrap(), "{path}");
+        assert_eq!(
+            hex(array.fill_value().as_bytes()),
+            entry["fill"].as_str().unwrap(),
+            "{path}: fill value"
+        );
 
         // Ours, in the same form, with an explicit byte order and zstd.
         let shape = array.shape().to_vec();

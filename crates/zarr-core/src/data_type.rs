@@ -249,7 +249,7 @@ impl StructType {
         Self::checked(fields, false, "data_type.configuration.fields")
     }
 
-    fn checked(fields: Vec<StructField>, structured: bool, field: &str) -> Result<Self> {
+    pub(crate) fn checked(fields: Vec<StructField>, structured: bool, field: &str) -> Result<Self> {
         if fields.is_empty() {
             return Err(Error::invalid(field, "a struct needs at least one field"));
         }

@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `dtype` `"<u2"`, `">f8"`, `"\|b1"`, `"<M8[ns]"`, `"\|S12"`, `"<U5"`, `"\|V8"` | the data type, and `bytes` with the byte order |
 //! | `dtype` `"\|O"` with the `vlen-utf8` or `vlen-bytes` filter | `string` or `bytes` with that codec |
+//! | structured `dtype` `[["a", "<i4"], ["p", [["x", "<f4"], ["y", "<f4"]]]]` (one byte order) | `struct` in the `structured` form, `bytes` with that order; a base64 `fill_value` in that order |
 //! | `order: "F"` | `transpose` with the axes reversed, before `bytes` |
 //! | `compressor` `blosc`, `zstd`, `gzip`, `zlib` | `blosc` (shuffle 0/1/2 as its names, -1 as numcodecs resolves it), `zstd`, `gzip`, `numcodecs.zlib` |
 //! | `filters` `delta`, `fixedscaleoffset`, `bitround`, `quantize`, `astype` | `numcodecs.<id>` before `bytes`, in order; the last one's `astype` sets the stored byte order |
@@ -16,9 +17,9 @@
 //! | `dimension_separator` (default `.`) | the `v2` chunk key encoding (`0` for a 0-d array) |
 //! | `fill_value: null` | the data type's default (zero, `false`, empty) |
 //!
-//! Structured data types, object arrays without a string or bytes filter, and the other
-//! numcodecs filters and compressors (`bz2`, `lzma`, `packbits`, `categorize`, ...) are
-//! refused with an error naming them.
+//! Structured data types with subarray or object fields or with both byte orders, object
+//! arrays without a string or bytes filter, and the other numcodecs filters and compressors
+//! (`bz2`, `lzma`, `packbits`, `categorize`, ...) are refused with an error naming them.
 //!
 //! ```
 //! use zarr_core::v2::ArrayMetadataV2;
@@ -46,7 +47,7 @@ use crate::extension::ExtensionObject;
 use crate::json;
 use crate::{
     ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue,
-    GroupMetadata, RegularChunkGrid, TimeUnit,
+    GroupMetadata, RegularChunkGrid, StructField, StructType, TimeUnit,
 };
 
 /// The store key (relative to a node) of a v2 array's metadata.
@@ -98,21 +99,21 @@ pub enum DtypeV2 {
 }
 
 impl DtypeV2 {
-    /// Parse a numpy typestr (`"<u2"`, `"|b1"`, `"<M8[10ms]"`, `"|S12"`, `"|O"`, ...).
+    /// Parse a numpy typestr (`"<u2"`, `"|b1"`, `"<M8[10ms]"`, `"|S12"`, `"|O"`, ...), or a
+    /// structured dtype: a list of `[name, typestr]` fields, where a field's type may itself
+    /// be such a list (`[["a", "<i4"], ["p", [["x", "<f4"], ["y", "<f4"]]]]`). A structured
+    /// dtype is a [`DataType::Struct`] in the `structured` form, with the byte order its
+    /// multi-byte fields share.
     ///
     /// # Errors
     /// [`Error::InvalidField`] for a malformed typestr or one without a byte order where it
-    /// matters; [`Error::UnknownExtension`] for a structured (list) dtype.
+    /// matters, a malformed field, or a struct whose fields have both byte orders;
+    /// [`Error::UnknownExtension`] for a field with a subarray shape (`["v", "<f4", [2]]`) or
+    /// of objects (`"|O"`).
     pub fn from_json(value: &Value, field: &str) -> Result<Self> {
         let text = match value {
             Value::String(s) => s.as_str(),
-            Value::Array(_) => {
-                return Err(Error::UnknownExtension {
-                    kind: ExtensionKind::DataType,
-                    name: "structured (a list of fields)".into(),
-                    field: field.into(),
-                });
-            }
+            Value::Array(fields) => return Self::structured(fields, field),
             other => {
                 return Err(Error::invalid(
                     field,
@@ -194,17 +195,72 @@ impl DtypeV2 {
         Self::fixed(data_type, order, text, field)
     }
 
+    /// A structured dtype's list of fields.
+    fn structured(list: &[Value], field: &str) -> Result<Self> {
+        let mut fields = Vec::with_capacity(list.len());
+        // The byte order of the multi-byte fields (and of nested structs), once one is seen.
+        let mut order = ByteOrder::NotApplicable;
+        for (i, entry) in list.iter().enumerate() {
+            let at = format!("{field}[{i}]");
+            let parts = entry
+                .as_array()
+                .ok_or_else(|| Error::invalid(&at, "a field is a list of its name and its type"))?;
+            let (name, ty) = match parts.as_slice() {
+                [Value::String(name), ty] => (name, ty),
+                [Value::String(name), _, _] => {
+                    return Err(Error::UnknownExtension {
+                        kind: ExtensionKind::DataType,
+                        name: format!("structured with a subarray field ({name:?})"),
+                        field: at,
+                    });
+                }
+                _ => {
+                    return Err(Error::invalid(
+                        &at,
+                        "a field is a list of its name (a string) and its type",
+                    ));
+                }
+            };
+            let (data_type, field_order) = match Self::from_json(ty, &format!("{at}[1]"))? {
+                Self::Fixed(data_type, field_order) => (data_type, field_order),
+                Self::Object => {
+                    return Err(Error::UnknownExtension {
+                        kind: ExtensionKind::DataType,
+                        name: format!("structured with an object field ({name:?})"),
+                        field: at,
+                    });
+                }
+            };
+            // Types without a byte order may still be written `<` or `>` (`"<u1"`): they do
+            // not decide the struct's order.
+            let field_order = if unordered(&data_type) {
+                ByteOrder::NotApplicable
+            } else {
+                field_order
+            };
+            match (order, field_order) {
+                (_, ByteOrder::NotApplicable) => {}
+                (ByteOrder::NotApplicable, o) => order = o,
+                (a, b) if a == b => {}
+                _ => {
+                    return Err(Error::invalid(
+                        &at,
+                        format!(
+                            "field {name:?} has the other byte order than the fields before it: \
+                             a struct is stored in one byte order"
+                        ),
+                    ));
+                }
+            }
+            fields.push(StructField::new(name.clone(), data_type));
+        }
+        let struct_type = StructType::checked(fields, true, field)?;
+        Ok(Self::Fixed(DataType::Struct(struct_type), order))
+    }
+
     fn fixed(data_type: DataType, order: ByteOrder, text: &str, field: &str) -> Result<Self> {
         // Types whose bytes are swapped by the byte order need one.
-        let swapped = !matches!(
-            data_type,
-            DataType::Bool
-                | DataType::Int8
-                | DataType::UInt8
-                | DataType::NullTerminatedBytes { .. }
-                | DataType::RawBytes { .. }
-        );
-        if swapped && order == ByteOrder::NotApplicable {
+        if !unordered(&data_type) && order == ByteOrder::NotApplicable {
             return Err(Error::invalid(
                 field,
                 format!("{text:?}: a multi-byte type needs the byte order `<` or `>`"),
@@ -212,6 +268,19 @@ impl DtypeV2 {
         }
         Ok(Self::Fixed(data_type, order))
     }
+}
+
+/// Whether a typestr's type has bytes no byte order swaps (one-byte types, byte strings, raw
+/// bytes).
+fn unordered(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Bool
+            | DataType::Int8
+            | DataType::UInt8
+            | DataType::NullTerminatedBytes { .. }
+            | DataType::RawBytes { .. }
+    )
 }
 
 /// The `order` of a v2 array: how elements are laid out inside each chunk.
@@ -457,6 +526,32 @@ impl ArrayMetadataV2 {
     fn fill_value_v3(&self, data_type: &DataType) -> Result<FillValue> {
         match (&self.fill_value, data_type) {
             (Value::Null, dt) => Ok(FillValue::default_for(dt)),
+            // A struct's fill value is base64 of the record in the dtype's byte order; the
+            // `structured` form reads it little-endian.
+            (Value::String(text), DataType::Struct(_))
+                if self.dtype == DtypeV2::Fixed(data_type.clone(), ByteOrder::Big) =>
+            {
+                use base64::Engine as _;
+                let engine = base64::engine::general_purpose::STANDARD;
+                let field = format!("{ZARRAY}: fill_value");
+                let mut bytes = engine
+                    .decode(text)
+                    .map_err(|e| Error::invalid(&field, format!("not base64: {e}")))?;
+                if bytes.len() != data_type.fixed_size().unwrap_or(0) {
+                    return Err(Error::invalid(
+                        &field,
+                        format!(
+                            "expected {} bytes, found {}",
+                            data_type.fixed_size().unwrap_or(0),
+                            bytes.len()
+                        ),
+                    ));
+                }
+                for (offset, width) in data_type.swap_units().unwrap_or_default() {
+                    bytes[offset..offset + width].reverse();
+                }
+                FillValue::from_json(&Value::String(engine.encode(&bytes)), data_type)
+            }
             // zarr-python 2 wrote `0` (or other non-strings) as the fill of object arrays.
             (Value::String(_), DataType::String) => {
                 FillValue::from_json(&self.fill_value, data_type)
@@ -897,11 +992,106 @@ mod tests {
             assert!(matches!(e, Error::InvalidField { .. }), "{bad}: {e}");
             assert!(e.to_string().contains("dtype"), "{bad}: {e}");
         }
-        let structured = DtypeV2::from_json(&json!([["r", "|u1"]]), "dtype").unwrap_err();
-        assert!(
-            matches!(structured, Error::UnknownExtension { .. }),
-            "{structured}"
+    }
+
+    #[test]
+    fn structured_dtypes_are_structs_with_one_byte_order() {
+        let parsed = |v: Value| DtypeV2::from_json(&v, "dtype");
+        let DtypeV2::Fixed(DataType::Struct(st), order) = parsed(json!([
+            ["id", "<i4"],
+            ["flag", "|b1"],
+            ["p", [["x", "<f4"], ["tag", "|S3"]]],
+            ["t", "<M8[s]"]
+        ]))
+        .unwrap() else {
+            panic!("not a struct")
+        };
+        assert_eq!(order, ByteOrder::Little);
+        assert!(st.is_structured());
+        assert_eq!(st.size(), 4 + 1 + (4 + 3) + 8);
+        let names: Vec<&str> = st.fields().iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["id", "flag", "p", "t"]);
+        assert_eq!(st.fields()[0].data_type, DataType::Int32);
+        let DataType::Struct(inner) = &st.fields()[2].data_type else {
+            panic!("not nested")
+        };
+        assert_eq!(
+            inner.fields()[1].data_type,
+            DataType::NullTerminatedBytes { length_bytes: 3 }
         );
+        // Big-endian; single-byte fields written `<` do not count as an order.
+        assert!(matches!(
+            parsed(json!([["a", ">i4"], ["b", "<u1"], ["c", ">c8"]])).unwrap(),
+            DtypeV2::Fixed(DataType::Struct(_), ByteOrder::Big)
+        ));
+        // Only single-byte fields: no byte order.
+        assert!(matches!(
+            parsed(json!([["a", "|u1"], ["b", "|i1"]])).unwrap(),
+            DtypeV2::Fixed(DataType::Struct(_), ByteOrder::NotApplicable)
+        ));
+
+        // Refused, naming the field.
+        let mixed = parsed(json!([["a", "<i4"], ["b", [["c", ">i2"]]]])).unwrap_err();
+        assert!(matches!(mixed, Error::InvalidField { .. }), "{mixed}");
+        assert!(mixed.to_string().contains("dtype[1]"), "{mixed}");
+        for (unsupported, what) in [
+            (json!([["a", "<i4"], ["v", "<f4", [2]]]), "subarray"),
+            (json!([["o", "|O"]]), "object"),
+        ] {
+            let e = parsed(unsupported).unwrap_err();
+            assert!(matches!(e, Error::UnknownExtension { .. }), "{e}");
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        for malformed in [
+            json!([]),
+            json!([["a"]]),
+            json!([[1, "<i4"]]),
+            json!(["a", "<i4"]),
+            json!([["a", "<i4"], ["a", "<i2"]]),
+            json!([["", "<i4"]]),
+            json!([["a", "<i3"]]),
+        ] {
+            let e = parsed(malformed.clone()).unwrap_err();
+            assert!(matches!(e, Error::InvalidField { .. }), "{malformed}: {e}");
+        }
+    }
+
+    #[test]
+    fn structured_arrays_keep_their_byte_order_and_fill_value() {
+        // Big-endian record (7, 1.5), as numpy's `tobytes()`: 00000007 3ff8000000000000.
+        let meta = v3(json!({
+            "dtype": [["a", ">i4"], ["b", ">f8"]],
+            "fill_value": "AAAABz/4AAAAAAAA",
+            "compressor": {"id": "zstd", "level": 0}
+        }))
+        .unwrap();
+        let DataType::Struct(st) = &meta.data_type else {
+            panic!("not a struct")
+        };
+        assert!(st.is_structured());
+        assert_eq!(
+            meta.fill_value.as_bytes(),
+            [
+                7i32.to_ne_bytes().as_slice(),
+                1.5f64.to_ne_bytes().as_slice()
+            ]
+            .concat()
+        );
+        assert_eq!(meta.codecs[0].name, "bytes");
+        assert_eq!(
+            meta.codecs[0].configuration.as_ref().unwrap()["endian"],
+            json!("big")
+        );
+        // Little-endian, null fill: zero records.
+        let meta = v3(json!({"dtype": [["a", "<i4"], ["b", "<f8"]], "fill_value": null})).unwrap();
+        assert_eq!(meta.fill_value.as_bytes(), [0u8; 12]);
+        assert_eq!(
+            meta.codecs[0].configuration.as_ref().unwrap()["endian"],
+            json!("little")
+        );
+        // A fill value of the wrong size.
+        let e = v3(json!({"dtype": [["a", ">i4"]], "fill_value": "AAAA"})).unwrap_err();
+        assert!(e.to_string().contains("fill_value"), "{e}");
     }
 
     fn zarray(extra: Value) -> Vec<u8> {

@@ -15,8 +15,9 @@ Usage:
                                types: the little-endian bytes in hex)
   peer.py write-struct DIR     write structured (record) arrays with zarr-python (flat,
                                nested with datetime/complex/bool fields, fill values, missing
-                               chunks), then DIR/manifest.json with each array's packed
-                               little-endian records in hex
+                               chunks; Zarr v3, and v2 in both byte orders), then
+                               DIR/manifest.json with each array's packed little-endian
+                               records in hex
   peer.py read-struct DIR      read the arrays DIR/manifest.json names (written by the Rust
                                crate) and print their records and fill values in hex (JSON)
   peer.py verify DIR MANIFEST  open every node MANIFEST lists (written by the Rust crate) with
@@ -1416,12 +1417,18 @@ def cmd_verify(root: Path, manifest_path: Path) -> None:
 # --- struct (numpy structured) data types -----------------------------------------------
 
 STRUCT_CASES = [
-    # (path, numpy dtype fields, shape, chunks, fill record or None, elements written)
-    ("flat", [("id", "<i4"), ("flags", "u1"), ("value", "<f8")], (10,), (4,), (1, 2, 3.5), 6),
+    # (path, numpy dtype fields, shape, chunks, fill record or None, elements written,
+    #  zarr_format)
+    ("flat", [("id", "<i4"), ("flags", "u1"), ("value", "<f8")], (10,), (4,), (1, 2, 3.5), 6,
+     3),
     ("nested",
      [("p", [("x", "<f4"), ("y", "<f4")]), ("t", "<M8[s]"), ("c", "<c8"), ("ok", "?")],
-     (3, 4), (2, 3), None, None),
-    ("bytes_only", [("a", "u1"), ("b", "i1")], (5,), (5,), (7, -7), 5),
+     (3, 4), (2, 3), None, None, 3),
+    ("bytes_only", [("a", "u1"), ("b", "i1")], (5,), (5,), (7, -7), 5, 3),
+    # Zarr v2: the dtype is a list of fields, the fill value base64 in the dtype's order.
+    ("v2_flat", [("a", "<i4"), ("b", "<f8")], (5,), (2,), (3, 0.5), 1, 2),
+    ("v2_big", [("a", ">i4"), ("b", ">f8"), ("c", "u1")], (4,), (3,), (7, 1.5, 9), 2, 2),
+    ("v2_nested", [("a", "<i4"), ("p", [("x", "u1"), ("y", "<i2")])], (5,), (2,), None, 3, 2),
 ]
 
 
@@ -1440,11 +1447,11 @@ def cmd_write_struct(out: Path) -> None:
     """zarr-python writes structured arrays; the manifest holds every element's packed
     little-endian bytes (hex), missing ones as the fill value."""
     manifest = []
-    for i, (path, fields, shape, chunks, fill, written) in enumerate(STRUCT_CASES):
+    for i, (path, fields, shape, chunks, fill, written, fmt) in enumerate(STRUCT_CASES):
         dtype = np.dtype(fields)
         fill_value = np.array(fill, dtype=dtype)[()] if fill is not None else None
         a = zarr.create_array(store=str(out / path), shape=shape, chunks=chunks, dtype=dtype,
-                              fill_value=fill_value, zarr_format=3)
+                              fill_value=fill_value, zarr_format=fmt)
         expected = np.full(shape, fill_value if fill_value is not None else np.zeros((), dtype))
         values = struct_values(dtype, shape, seed=i + 1)
         if written is None:
@@ -1453,7 +1460,12 @@ def cmd_write_struct(out: Path) -> None:
         else:
             a[:written] = values[:written]
             expected[:written] = values[:written]
-        manifest.append({"path": path, "shape": list(shape), "bytes": expected.tobytes().hex()})
+        little = expected.astype(expected.dtype.newbyteorder("<"))
+        fill_record = np.array(fill_value if fill_value is not None else np.zeros((), dtype),
+                               dtype=dtype)
+        fill_little = fill_record.astype(dtype.newbyteorder("<"))
+        manifest.append({"path": path, "shape": list(shape), "zarr_format": fmt,
+                         "bytes": little.tobytes().hex(), "fill": fill_little.tobytes().hex()})
     (out / "manifest.json").write_text(json.dumps(manifest))
 
 
