@@ -581,6 +581,93 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         Ok(())
     }
 
+    /// Read one field of every record of `region` of a [`DataType::Struct`] array, as a new
+    /// `Vec<T>` in C order. `field` is the path of names to the field: `&["x"]`, or
+    /// `&["p", "x"]` for field `x` of the nested struct `p`. `T` must match the field's data
+    /// type as [`Array::read`] checks it against an array's (a nested struct is read field by
+    /// field).
+    ///
+    /// The records are decoded as for [`Array::read_bytes`] and the field's bytes taken out
+    /// of each, so a read costs the whole records' decoding whichever field is asked for.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if the array's data type is not a struct or a name in `field` is
+    /// not a field (of a struct); [`Error::ElementType`] if `T` does not match the field's
+    /// data type; [`Error::InvalidValue`] for a `bool` field holding other bytes than 0 or 1;
+    /// as [`Array::read_bytes`].
+    pub async fn read_field<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        field: &[&str],
+    ) -> Result<Vec<T>> {
+        let (offset, data_type) = self.struct_field(field)?;
+        let shown = field.join(".");
+        if !T::is_compatible(&data_type) {
+            return Err(Error::element_type(
+                &format!("{} (field {shown})", self.path.as_str()),
+                &data_type,
+                T::NAME,
+            ));
+        }
+        let record = self.element_size()?;
+        let width = size_of::<T>();
+        let records = self.read_bytes(region).await?;
+        let n = records.len() / record.max(1);
+        let mut out = crate::element::zeroed_vec::<T>(n);
+        let bytes = as_bytes_mut(&mut out);
+        for (i, chunk) in bytes.chunks_exact_mut(width).enumerate() {
+            let start = i * record + offset;
+            chunk.copy_from_slice(&records[start..start + width]);
+        }
+        if let Some(i) = T::first_invalid(bytes) {
+            return Err(Error::InvalidValue {
+                array: self.path.as_str().to_owned(),
+                reason: format!(
+                    "field {shown} of element {i} of the region is the byte {}, not a valid {}",
+                    bytes[i],
+                    T::NAME
+                ),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The byte offset within a record and the data type of the struct field at `path`.
+    fn struct_field(&self, path: &[&str]) -> Result<(usize, DataType)> {
+        let unsupported = |reason: String| Error::unsupported(self.path.as_str(), reason);
+        let DataType::Struct(mut current) = self.metadata.data_type.clone() else {
+            return Err(unsupported(format!(
+                "fields are read from struct arrays; this one holds {}",
+                self.metadata.data_type.name()
+            )));
+        };
+        let (last, parents) = path
+            .split_last()
+            .ok_or_else(|| unsupported("the path to a field is empty".into()))?;
+        let mut offset = 0;
+        for (depth, name) in parents.iter().enumerate() {
+            let (at, field) = current.field(name).ok_or_else(|| {
+                unsupported(format!(
+                    "the struct has no field {:?}",
+                    path[..=depth].join(".")
+                ))
+            })?;
+            let DataType::Struct(inner) = field.data_type.clone() else {
+                return Err(unsupported(format!(
+                    "field {:?} is {}, not a struct with fields",
+                    path[..=depth].join("."),
+                    field.data_type.name()
+                )));
+            };
+            offset += at;
+            current = inner;
+        }
+        let (at, field) = current
+            .field(last)
+            .ok_or_else(|| unsupported(format!("the struct has no field {:?}", path.join("."))))?;
+        Ok((offset + at, field.data_type.clone()))
+    }
+
     /// Read `region` as an n-dimensional [`ndarray::ArrayD`] of the region's shape (feature
     /// `ndarray`).
     ///

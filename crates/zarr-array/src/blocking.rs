@@ -163,6 +163,18 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         block_on(self.0.read_bytes(region))?
     }
 
+    /// [`crate::Array::read_field`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_field`], and [`Error::BlockingInAsync`].
+    pub fn read_field<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        field: &[&str],
+    ) -> Result<Vec<T>> {
+        block_on(self.0.read_field(region, field))?
+    }
+
     /// [`crate::Array::read_array_bytes`].
     ///
     /// # Errors

@@ -949,3 +949,108 @@ async fn struct_arrays_round_trip_in_both_byte_orders_and_forms() {
         }
     }
 }
+
+/// One field of a struct array's records, nested fields included, as typed values, in either
+/// byte order; a wrong element type, an unknown field or a non-struct array is a typed error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn struct_fields_read_as_typed_values() {
+    use zarr_core::{StructField, StructType};
+    let pos = StructType::new(vec![
+        StructField::new("x", DataType::Float32),
+        StructField::new("ok", DataType::Bool),
+    ])
+    .unwrap();
+    let rec = StructType::new(vec![
+        StructField::new("id", DataType::UInt16),
+        StructField::new("pos", DataType::Struct(pos)),
+        StructField::new("t", DataType::Int64),
+    ])
+    .unwrap();
+    let record = |i: u16| {
+        let mut r = i.to_ne_bytes().to_vec();
+        r.extend((f32::from(i) * 0.25).to_ne_bytes());
+        r.push((i % 2) as u8);
+        r.extend((-i64::from(i) * 1000).to_ne_bytes());
+        r
+    };
+    for endian in ["little", "big"] {
+        let store = memory();
+        let codecs = vec![
+            ExtensionObject::from_json(
+                &json!({"name": "bytes", "configuration": {"endian": endian}}),
+                "codecs[0]",
+            )
+            .unwrap(),
+        ];
+        let array = ArrayBuilder::new(vec![3, 4], DataType::Struct(rec.clone()), vec![2, 3])
+            .codecs(codecs)
+            .create(Arc::clone(&store), "/r")
+            .await
+            .unwrap();
+        let all: Vec<u8> = (0..12).flat_map(record).collect();
+        array.write_bytes([0..3, 0..4], &all).await.unwrap();
+        let region = [1..3, 1..4];
+        let ids: Vec<u16> = array.read_field(region.clone(), &["id"]).await.unwrap();
+        assert_eq!(ids, [5, 6, 7, 9, 10, 11], "{endian}");
+        let xs: Vec<f32> = array
+            .read_field(region.clone(), &["pos", "x"])
+            .await
+            .unwrap();
+        assert_eq!(xs, [1.25, 1.5, 1.75, 2.25, 2.5, 2.75], "{endian}");
+        let oks: Vec<bool> = array
+            .read_field(region.clone(), &["pos", "ok"])
+            .await
+            .unwrap();
+        assert_eq!(oks, [true, false, true, true, false, true], "{endian}");
+        let ts: Vec<i64> = array.read_field(region.clone(), &["t"]).await.unwrap();
+        assert_eq!(ts, [-5000, -6000, -7000, -9000, -10000, -11000], "{endian}");
+
+        // Errors: the wrong type, a missing field, a path through a non-struct field.
+        let e = array.read_field::<u32>(0..1, &["id"]).await.unwrap_err();
+        assert!(matches!(e, Error::ElementType { .. }), "{e}");
+        assert!(e.to_string().contains("field id"), "{e}");
+        for path in [&["nope"][..], &["pos", "y"], &["id", "x"], &[]] {
+            let e = array.read_field::<u16>(0..1, path).await.unwrap_err();
+            assert!(matches!(e, Error::Unsupported { .. }), "{path:?}: {e}");
+        }
+        // A bool field holding another byte than 0 or 1.
+        let mut bad = record(0);
+        bad[6] = 2;
+        array.write_bytes([0..1, 0..1], &bad).await.unwrap();
+        let e = array
+            .read_field::<bool>([0..1, 0..1], &["pos", "ok"])
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidValue { .. }), "{e}");
+    }
+    // Not a struct array.
+    let plain = ArrayBuilder::new(vec![2], DataType::UInt16, vec![2])
+        .create(memory(), "/p")
+        .await
+        .unwrap();
+    let e = plain.read_field::<u16>(0..2, &["x"]).await.unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+}
+
+/// `read_field` through the blocking API.
+#[test]
+fn struct_fields_read_through_the_blocking_api() {
+    use zarr_core::{StructField, StructType};
+    let st = StructType::new(vec![
+        StructField::new("a", DataType::Int8),
+        StructField::new("b", DataType::Float64),
+    ])
+    .unwrap();
+    let builder = ArrayBuilder::new(vec![4], DataType::Struct(st), vec![3]);
+    let array = blocking::Array::create(&builder, memory(), "/s").unwrap();
+    let records: Vec<u8> = (0..4i8)
+        .flat_map(|i| {
+            let mut r = vec![i as u8];
+            r.extend((f64::from(i) / 4.0).to_ne_bytes());
+            r
+        })
+        .collect();
+    array.write_bytes(0..4, &records).unwrap();
+    assert_eq!(array.read_field::<i8>(1..4, &["a"]).unwrap(), [1, 2, 3]);
+    assert_eq!(array.read_field::<f64>(0..2, &["b"]).unwrap(), [0.0, 0.25]);
+}
