@@ -72,6 +72,27 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
         DataType::NullTerminatedBytes { length_bytes } => plain(&format!("|S{length_bytes}")),
         DataType::RawBytes { length_bytes } => plain(&format!("|V{length_bytes}")),
         DataType::RawBits(bytes) => plain(&format!("|V{bytes}")),
+        DataType::Struct(st) => {
+            let mut fields = Vec::with_capacity(st.fields().len());
+            for field in st.fields() {
+                let inner = npy_type(&field.data_type)
+                    .with_context(|| format!("struct field {:?}", field.name))?;
+                if inner.small_int.is_some() {
+                    bail!(
+                        "struct field {:?} is {}, which numpy holds in whole bytes: a record \
+                         cannot be written to .npy as stored; use --format raw or json",
+                        field.name,
+                        field.data_type.name()
+                    );
+                }
+                fields.push(format!(
+                    "({}, {})",
+                    python_str(&field.name)?,
+                    descr_literal(&inner.descr)
+                ));
+            }
+            plain(&format!("[{}]", fields.join(", ")))
+        }
         DataType::String | DataType::Bytes => bail!(
             "{} elements have variable lengths: their .npy dtype (<U n or |S n) takes its width \
              from the data",
@@ -83,6 +104,28 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
             other.fixed_size().unwrap_or(1)
         ),
     })
+}
+
+/// A `descr` as a Python literal in the header: a typestr quoted, a structured dtype's list of
+/// fields as it is.
+fn descr_literal(descr: &str) -> String {
+    if descr.starts_with('[') {
+        descr.to_owned()
+    } else {
+        format!("'{descr}'")
+    }
+}
+
+/// A struct field's name as a Python string literal (printable ASCII, the header's encoding
+/// for version 1.0 and 2.0).
+fn python_str(name: &str) -> Result<String> {
+    if !name.chars().all(|c| c.is_ascii() && !c.is_ascii_control()) {
+        bail!("the struct field name {name:?} is not printable ASCII, which .npy headers hold");
+    }
+    Ok(format!(
+        "'{}'",
+        name.replace('\\', "\\\\").replace('\'', "\\'")
+    ))
 }
 
 /// A numpy fixed-width text dtype, as `string` and `bytes` elements are read from and written
@@ -266,7 +309,10 @@ pub(crate) fn header(descr: &str, shape: &[u64]) -> Vec<u8> {
                 .join(", ")
         ),
     };
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut dict = format!(
+        "{{'descr': {}, 'fortran_order': False, 'shape': {shape}, }}",
+        descr_literal(descr)
+    );
     let (version, prefix): (u8, usize) = if dict.len() + 11 < 65536 {
         (1, 10)
     } else {
@@ -457,6 +503,29 @@ mod tests {
         assert_eq!(d(DataType::FixedLengthUtf32 { length_bytes: 16 }), "<U4");
         assert!(npy_type(&DataType::String).is_err());
         assert!(npy_type(&DataType::BFloat16).is_err());
+        // Structs: numpy's list of (name, dtype) fields, nested lists for nested structs,
+        // names quoted as Python strings.
+        use zarr::metadata::{StructField, StructType};
+        let st = |fields: Vec<StructField>| DataType::Struct(StructType::new(fields).unwrap());
+        let nested = st(vec![
+            StructField::new("id", DataType::Int32),
+            StructField::new("it's", st(vec![StructField::new("x", DataType::Float32)])),
+            StructField::new("ok", DataType::Bool),
+        ]);
+        assert_eq!(
+            d(nested.clone()),
+            r"[('id', '<i4'), ('it\'s', [('x', '<f4')]), ('ok', '|b1')]"
+        );
+        assert!(String::from_utf8_lossy(&header(&d(nested), &[2])).contains(
+            r"{'descr': [('id', '<i4'), ('it\'s', [('x', '<f4')]), ('ok', '|b1')], 'fortran_order'"
+        ));
+        for refused in [
+            st(vec![StructField::new("small", DataType::Int4)]),
+            st(vec![StructField::new("brain", DataType::BFloat16)]),
+            st(vec![StructField::new("caf\u{e9}", DataType::UInt8)]),
+        ] {
+            assert!(npy_type(&refused).is_err(), "{refused:?}");
+        }
         let mut b = [0x0f, 0x07, 0x08];
         widen_small_ints(&mut b, (4, true));
         assert_eq!(b, [0xff, 7, 0xf8]);

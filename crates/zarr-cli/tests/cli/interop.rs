@@ -156,6 +156,7 @@ fn numpy_loads_our_npy_and_zarr_python_reads_the_demo() {
         ("zarr-python/fill_nan_float32", "", ":"),
         ("zarr-python/dtype_datetime64_10ns", "", ":"),
         ("zarr-python/fixed_utf32", "", ":"),
+        ("zarr-python/structured", "", ":"),
         ("zarr-python/dimension_names", "", "1,:,1:3"),
         ("zarr-python/nested_groups", "a/a_array", "-1"),
         ("tensorstore/sharded", "", "3:10,-4:"),
