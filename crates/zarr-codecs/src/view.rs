@@ -557,6 +557,29 @@ impl BlockPlan {
         }
     }
 
+    /// Call `copy_one(src_run, dst_run, len)` for every run, in C order, with nothing else
+    /// (no prefetching).
+    ///
+    /// # Safety
+    /// As [`copy`](Self::copy); `copy_one` is a run copier with the contract of
+    /// [`std::ptr::copy_nonoverlapping`], which each call meets.
+    #[inline(always)]
+    unsafe fn copy_each(
+        &self,
+        src: *const u8,
+        dst: *mut u8,
+        copy_one: impl Fn(*const u8, *mut u8, usize),
+    ) {
+        for (s, d) in self.planes() {
+            for r in 0..self.rows {
+                // SAFETY: the caller's contract: every run lies inside both allocations.
+                let (from, to) =
+                    unsafe { (src.add(s + r * self.s_row), dst.add(d + r * self.d_row)) };
+                copy_one(from, to, self.run);
+            }
+        }
+    }
+
     /// Copy every run from `src` to `dst`: with streaming stores if `stream` (the caller's
     /// destination is at least [`STREAM_MIN_DST`] bytes) and runs are at least
     /// [`STREAM_MIN_RUN`] bytes, on x86-64; otherwise prefetching the strided side(s) of
@@ -573,18 +596,8 @@ impl BlockPlan {
         }
         #[cfg(target_arch = "x86_64")]
         if stream && run >= STREAM_MIN_RUN {
-            for (s, d) in self.planes() {
-                for r in 0..self.rows {
-                    // SAFETY: the caller's contract.
-                    unsafe {
-                        copy_run_streaming(
-                            src.add(s + r * self.s_row),
-                            dst.add(d + r * self.d_row),
-                            run,
-                        )
-                    };
-                }
-            }
+            // SAFETY: the caller's contract, passed on run by run.
+            unsafe { self.copy_each(src, dst, |s, d, n| copy_run_streaming(s, d, n)) };
             // Order the streaming stores before every later store (the one that tells another
             // thread the copy is done included).
             // SAFETY: `sfence` is SSE, part of x86-64.
@@ -595,18 +608,8 @@ impl BlockPlan {
         let _ = stream;
         let prefetch = run <= PREFETCH_MAX_RUN && self.rows > 1;
         if !prefetch {
-            for (s, d) in self.planes() {
-                for r in 0..self.rows {
-                    // SAFETY: the caller's contract.
-                    unsafe {
-                        copy_run(
-                            src.add(s + r * self.s_row),
-                            dst.add(d + r * self.d_row),
-                            run,
-                        )
-                    };
-                }
-            }
+            // SAFETY: the caller's contract, passed on run by run.
+            unsafe { self.copy_each(src, dst, |s, d, n| copy_run(s, d, n)) };
             return;
         }
         let ahead = PREFETCH_AHEAD_BYTES.div_ceil(run).min(self.rows);
