@@ -568,16 +568,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         let region = region.into_region()?;
         let bytes = as_bytes_mut(out);
         self.read_bytes_into(&region, bytes).await?;
-        if let Some(i) = T::first_invalid(bytes) {
-            return Err(Error::InvalidValue {
-                array: self.path.as_str().to_owned(),
-                reason: format!(
-                    "element {i} of the region is the byte {}, not a valid {}",
-                    bytes[i],
-                    T::NAME
-                ),
-            });
-        }
+        self.check_values::<T>(bytes, "")?;
         Ok(())
     }
 
@@ -619,17 +610,24 @@ impl<S: ReadableStore + ?Sized> Array<S> {
             let start = i * record + offset;
             chunk.copy_from_slice(&records[start..start + width]);
         }
-        if let Some(i) = T::first_invalid(bytes) {
-            return Err(Error::InvalidValue {
+        self.check_values::<T>(bytes, &format!("field {shown} of "))?;
+        Ok(out)
+    }
+
+    /// Check decoded `bytes` before they are seen as values of `T` ([`Element::first_invalid`]);
+    /// `what` prefixes "element i" in the error.
+    fn check_values<T: Element>(&self, bytes: &[u8], what: &str) -> Result<()> {
+        match T::first_invalid(bytes) {
+            Some(i) => Err(Error::InvalidValue {
                 array: self.path.as_str().to_owned(),
                 reason: format!(
-                    "field {shown} of element {i} of the region is the byte {}, not a valid {}",
+                    "{what}element {i} of the region is the byte {}, not a valid {}",
                     bytes[i],
                     T::NAME
                 ),
-            });
+            }),
+            None => Ok(()),
         }
-        Ok(out)
     }
 
     /// The byte offset within a record and the data type of the struct field at `path`.
