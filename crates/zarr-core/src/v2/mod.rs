@@ -1,4 +1,5 @@
-//! Reading Zarr v2 metadata (`.zarray`, `.zgroup`, `.zattrs`) as its Zarr v3 equivalent.
+//! Zarr v2 metadata (`.zarray`, `.zgroup`, `.zattrs`): read as its Zarr v3 equivalent, and
+//! written from a v3 description that v2 can express ([`ArrayMetadataV2::from_v3`]).
 //!
 //! A v2 array is read through the same chunk pipeline as a v3 one: [`ArrayMetadataV2::to_v3`]
 //! turns its `dtype`, `order`, `filters`, `compressor`, `fill_value` and
@@ -41,6 +42,9 @@
 //! ```
 
 use serde_json::{Map, Value, json};
+
+mod write;
+pub use write::{zattrs_json, zgroup_json};
 
 use crate::error::{Error, ExtensionKind, Result};
 use crate::extension::ExtensionObject;
