@@ -16,7 +16,7 @@ use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 use crate::codecs::{ArrayCodecs, shared_default_registry};
 use crate::element::{Element, as_bytes, as_bytes_mut};
 use crate::error::{Error, Result};
-use crate::group::{require_node, write_metadata};
+use crate::group::{require_node, write_attributes_v2, write_metadata};
 use crate::region::IntoRegion;
 
 /// The default number of store requests an operation keeps in flight.
@@ -182,7 +182,7 @@ pub struct Array<S: ?Sized> {
     pub(crate) index_flights: Arc<crate::index_flights::IndexFlights>,
     /// Shard indexes kept between reads, when the options ask for it (shared by clones).
     pub(crate) index_cache: Option<Arc<crate::index_cache::IndexCache>>,
-    /// The format the metadata was read from (v2 arrays are read-only).
+    /// The format of the metadata (`zarr.json`, or `.zarray` for Zarr v2).
     pub(crate) format: ZarrFormat,
 }
 
@@ -271,21 +271,12 @@ impl<S: ?Sized> Array<S> {
         self
     }
 
-    /// The version of the format the array's metadata was read from. A Zarr v2 array
-    /// (`.zarray`) reads like any other, through its v3 equivalent ([`metadata`](Self::metadata));
-    /// writing to it is [`Error::V2ReadOnly`].
+    /// The version of the format of the array's metadata: `zarr.json` (v3) or `.zarray`
+    /// (v2). Both read and write alike, through the v3 description
+    /// ([`metadata`](Self::metadata)); create a v2 array with
+    /// [`ArrayBuilder::zarr_format`](crate::ArrayBuilder::zarr_format).
     pub fn zarr_format(&self) -> ZarrFormat {
         self.format
-    }
-
-    /// [`Error::V2ReadOnly`] for an array read from Zarr v2 metadata: held by every write.
-    pub(crate) fn check_writable(&self) -> Result<()> {
-        match self.format {
-            ZarrFormat::V3 => Ok(()),
-            ZarrFormat::V2 => Err(Error::V2ReadOnly {
-                path: self.path.as_str().to_owned(),
-            }),
-        }
     }
 
     /// Forget the shard indexes kept by [`ArrayOptions::with_shard_index_cache`] (for this
@@ -1079,14 +1070,54 @@ impl<S: WritableStore + ?Sized> Array<S> {
     }
 
     async fn store_metadata(&mut self, metadata: ArrayMetadata) -> Result<()> {
-        self.check_writable()?;
-        write_metadata(
-            &*self.store,
-            &self.path,
-            &NodeMetadata::Array(Box::new(metadata.clone())),
-        )
-        .await?;
+        match self.format {
+            ZarrFormat::V3 => {
+                write_metadata(
+                    &*self.store,
+                    &self.path,
+                    &NodeMetadata::Array(Box::new(metadata.clone())),
+                    ZarrFormat::V3,
+                )
+                .await?;
+            }
+            // Only what changed: the shape in `.zarray` (every other key of the document as
+            // it was, so nothing another writer put there is lost), the attributes in
+            // `.zattrs`.
+            ZarrFormat::V2 => {
+                if metadata.shape != self.metadata.shape {
+                    self.store_shape_v2(&metadata.shape).await?;
+                }
+                if metadata.attributes != self.metadata.attributes {
+                    write_attributes_v2(&*self.store, &self.path, &metadata.attributes).await?;
+                }
+            }
+        }
         self.metadata = Arc::new(metadata);
+        Ok(())
+    }
+
+    /// Rewrite the `shape` of this Zarr v2 array's `.zarray`.
+    async fn store_shape_v2(&self, shape: &[u64]) -> Result<()> {
+        let key = StoreKey::try_new(format!("{}{}", self.path.prefix(), zarr_core::v2::ZARRAY))?;
+        let in_v2 = |source: zarr_core::Error| Error::V2Metadata {
+            path: self.path.as_str().to_owned(),
+            source: Box::new(source),
+        };
+        let bytes = self
+            .store
+            .get(&key)
+            .await?
+            .ok_or_else(|| Error::NodeNotFound {
+                path: self.path.as_str().to_owned(),
+                key: key.as_str().to_owned(),
+            })?;
+        let mut doc: Map<String, Value> =
+            serde_json::from_slice(&bytes).map_err(|e| in_v2(zarr_core::Error::Json(e)))?;
+        doc.insert("shape".into(), Value::from(shape.to_vec()));
+        let mut text =
+            serde_json::to_string_pretty(&doc).map_err(|e| in_v2(zarr_core::Error::Json(e)))?;
+        text.push('\n');
+        self.store.set(&key, Bytes::from(text.into_bytes())).await?;
         Ok(())
     }
 

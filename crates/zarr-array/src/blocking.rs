@@ -353,6 +353,30 @@ impl<S: WritableStore + ?Sized> Group<S> {
         block_on(crate::Group::create_with(store, path, metadata))?.map(Self)
     }
 
+    /// [`crate::Group::create_with_format`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::create_with_format`], and [`Error::BlockingInAsync`].
+    pub fn create_with_format(
+        store: Arc<S>,
+        path: &str,
+        metadata: GroupMetadata,
+        format: zarr_core::v2::ZarrFormat,
+    ) -> Result<Self> {
+        block_on(crate::Group::create_with_format(
+            store, path, metadata, format,
+        ))?
+        .map(Self)
+    }
+
+    /// [`crate::Group::create_group`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::create_group`], and [`Error::BlockingInAsync`].
+    pub fn create_group(&self, name: &str) -> Result<Self> {
+        block_on(self.0.create_group(name))?.map(Self)
+    }
+
     /// [`crate::Group::set_attributes`].
     ///
     /// # Errors

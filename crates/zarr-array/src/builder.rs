@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
+use zarr_core::v2::{ArrayMetadataV2, ZarrFormat};
 use zarr_core::{
-    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, DataType, ExtensionObject, FillValue, NodeMetadata,
-    NodePath,
+    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, ExtensionObject,
+    FillValue, NodeMetadata, NodePath,
 };
 use zarr_sharding::ShardingTransformerConfig;
 use zarr_store::WritableStore;
@@ -50,7 +51,8 @@ pub struct ArrayBuilder {
     data_type: DataType,
     chunk_grid: Result<ChunkGrid, String>,
     fill_value: Option<FillValue>,
-    chunk_key_encoding: ChunkKeyEncoding,
+    chunk_key_encoding: Option<ChunkKeyEncoding>,
+    zarr_format: ZarrFormat,
     array_to_array: Vec<ExtensionObject>,
     array_to_bytes: Option<ExtensionObject>,
     bytes_to_bytes: Vec<ExtensionObject>,
@@ -71,7 +73,8 @@ impl ArrayBuilder {
             data_type,
             chunk_grid: ChunkGrid::regular(chunk_shape).map_err(|e| e.to_string()),
             fill_value: None,
-            chunk_key_encoding: ChunkKeyEncoding::default(),
+            chunk_key_encoding: None,
+            zarr_format: ZarrFormat::V3,
             array_to_array: Vec::new(),
             array_to_bytes: None,
             bytes_to_bytes: Vec::new(),
@@ -111,7 +114,52 @@ impl ArrayBuilder {
     /// The chunk key encoding.
     #[must_use]
     pub fn chunk_key_encoding(mut self, encoding: ChunkKeyEncoding) -> Self {
-        self.chunk_key_encoding = encoding;
+        self.chunk_key_encoding = Some(encoding);
+        self
+    }
+
+    /// The format to write: Zarr v3 (`zarr.json`, the default) or Zarr v2 (`.zarray` and
+    /// `.zattrs`, for readers that know only v2, such as zarr-python 2). A v2 array's chunk
+    /// keys default to the `v2` encoding with `.` (`0.1`); missing ancestor groups are
+    /// written as v2 groups. Everything else is described as for v3 and translated
+    /// ([`ArrayMetadataV2::from_v3`](zarr_core::v2::ArrayMetadataV2::from_v3)): the
+    /// `bytes` codec's byte order becomes the `dtype`'s, a reversing `transpose` becomes
+    /// `order: "F"`, the last bytes->bytes codec the `compressor` and the others `filters`.
+    /// What v2 cannot store (sharding, dimension names, `bfloat16`, a rectilinear grid,
+    /// codecs numcodecs does not have) is an error from
+    /// [`build_metadata`](Self::build_metadata) and [`create`](Self::create).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{Array, ArrayBuilder};
+    /// use zarr_core::{DataType, v2::ZarrFormat};
+    /// use zarr_store::{MemoryStore, ReadableStore, StoreKey};
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let array = ArrayBuilder::new(vec![4, 6], DataType::Float32, vec![2, 3])
+    ///     .zarr_format(ZarrFormat::V2)
+    ///     .big_endian()
+    ///     .zstd(3)
+    ///     .create(Arc::clone(&store), "/data/t")
+    ///     .await?;
+    /// array.write([0..4, 0..6], &[1.5f32; 24]).await?;
+    ///
+    /// let zarray = store.get(&StoreKey::new("data/t/.zarray")).await?.unwrap();
+    /// let zarray: serde_json::Value = serde_json::from_slice(&zarray)?;
+    /// assert_eq!(zarray["dtype"], ">f4");
+    /// assert_eq!(zarray["compressor"]["id"], "zstd");
+    /// assert!(store.get(&StoreKey::new("data/t/1.1")).await?.is_some()); // v2 chunk keys
+    ///
+    /// let again = Array::open(store, "/data/t").await?;
+    /// assert_eq!(again.zarr_format(), ZarrFormat::V2);
+    /// assert_eq!(again.read::<f32>([3..4, 5..6]).await?, [1.5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn zarr_format(mut self, format: ZarrFormat) -> Self {
+        self.zarr_format = format;
         self
     }
 
@@ -350,7 +398,12 @@ impl ArrayBuilder {
             fill_value,
             self.codec_list(),
         )?
-        .with_chunk_key_encoding(self.chunk_key_encoding)
+        .with_chunk_key_encoding(self.chunk_key_encoding.unwrap_or(match self.zarr_format {
+            ZarrFormat::V3 => ChunkKeyEncoding::default(),
+            ZarrFormat::V2 => ChunkKeyEncoding::V2 {
+                separator: ChunkKeySeparator::Dot,
+            },
+        }))
         .with_attributes(self.attributes.clone());
         if let Some(names) = &self.dimension_names {
             metadata = metadata.with_dimension_names(names.clone())?;
@@ -373,6 +426,12 @@ impl ArrayBuilder {
             })?;
             metadata = metadata.with_storage_transformers(vec![config.to_metadata()]);
         }
+        if self.zarr_format == ZarrFormat::V2 {
+            // What reading the `.zarray` back gives, so the created array is exactly what
+            // opening it later gives.
+            let attributes = metadata.attributes.clone();
+            metadata = ArrayMetadataV2::from_v3(&metadata).and_then(|v2| v2.to_v3(attributes))?;
+        }
         Ok(metadata)
     }
 
@@ -391,7 +450,8 @@ impl ArrayBuilder {
         let path = NodePath::new(path)?;
         let metadata = self.build_metadata()?;
         // Build the codecs before writing anything.
-        let array = Array::from_metadata(store, path.clone(), metadata, self.options.clone())?;
+        let array = Array::from_metadata(store, path.clone(), metadata, self.options.clone())?
+            .with_format(self.zarr_format);
         let store = &*array.store;
         if read_metadata(store, &path).await?.is_some() {
             if !self.overwrite {
@@ -402,11 +462,12 @@ impl ArrayBuilder {
             }
             store.erase_prefix(&node_prefix(&path)?).await?;
         }
-        ensure_ancestors(store, &path).await?;
+        ensure_ancestors(store, &path, self.zarr_format).await?;
         write_metadata(
             store,
             &path,
             &NodeMetadata::Array(Box::new(ArrayMetadata::clone(&array.metadata))),
+            self.zarr_format,
         )
         .await?;
         tracing::debug!(array = %path, shape = ?array.metadata.shape, "created array");

@@ -82,7 +82,9 @@ pub enum Error {
     },
 
     /// A Zarr v2 node's metadata (`.zarray`, `.zgroup` or `.zattrs`) is malformed or has no
-    /// v3 equivalent here (a structured data type, an unsupported filter or compressor, ...).
+    /// v3 equivalent here (an unsupported filter or compressor, ...), or an array to be
+    /// written as Zarr v2 has something v2 cannot store (a sharding codec, dimension names,
+    /// a `bfloat16` data type, ...).
     #[error("Zarr v2 metadata of {path:?}: {source}")]
     V2Metadata {
         /// The node's path.
@@ -90,17 +92,6 @@ pub enum Error {
         /// What is wrong, naming the file and field.
         #[source]
         source: Box<zarr_core::Error>,
-    },
-
-    /// A write to a node read from Zarr v2 metadata (chunks, attributes, shape, or a new node
-    /// under a v2 group): this crate reads v2 but writes only v3.
-    #[error(
-        "{path:?} is a Zarr v2 node, which this crate reads but does not write (copy it to a \
-         v3 array to write, e.g. with `zarr copy`)"
-    )]
-    V2ReadOnly {
-        /// The node's path.
-        path: String,
     },
 
     /// The node at the path is a group where an array was expected, or the reverse.

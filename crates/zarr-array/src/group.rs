@@ -85,32 +85,90 @@ pub(crate) async fn require_node<S: ReadableStore + ?Sized>(
         })
 }
 
-/// Write a node's metadata.
+/// The store key of the document `name` (`.zarray`, `.zgroup`, `.zattrs`) of a v2 node.
+fn v2_key(path: &NodePath, name: &str) -> Result<StoreKey> {
+    Ok(StoreKey::try_new(format!("{}{name}", path.prefix()))?)
+}
+
+/// Write a node's metadata in `format`: `zarr.json`, or for Zarr v2 `.zarray` or `.zgroup`
+/// and `.zattrs` (always written, as zarr-python does).
 pub(crate) async fn write_metadata<S: WritableStore + ?Sized>(
     store: &S,
     path: &NodePath,
     metadata: &NodeMetadata,
+    format: ZarrFormat,
 ) -> Result<()> {
-    let mut text = metadata.to_json_pretty()?;
-    text.push('\n');
+    let in_v2 = |source: zarr_core::Error| Error::V2Metadata {
+        path: path.as_str().to_owned(),
+        source: Box::new(source),
+    };
+    let text = |text: String| Bytes::from(text.into_bytes());
+    match (format, metadata) {
+        (ZarrFormat::V3, _) => {
+            let mut json = metadata.to_json_pretty()?;
+            json.push('\n');
+            store.set(&metadata_key(path)?, text(json)).await?;
+        }
+        (ZarrFormat::V2, NodeMetadata::Array(array)) => {
+            let zarray = v2::ArrayMetadataV2::from_v3(array)
+                .and_then(|v2| v2.to_json_pretty())
+                .map_err(in_v2)?;
+            store.set(&v2_key(path, v2::ZARRAY)?, text(zarray)).await?;
+            write_attributes_v2(store, path, &array.attributes).await?;
+        }
+        (ZarrFormat::V2, NodeMetadata::Group(group)) => {
+            store
+                .set(&v2_key(path, v2::ZGROUP)?, text(v2::zgroup_json()))
+                .await?;
+            write_attributes_v2(store, path, &group.attributes).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Write a Zarr v2 node's `.zattrs`.
+pub(crate) async fn write_attributes_v2<S: WritableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+    attributes: &Map<String, Value>,
+) -> Result<()> {
+    let zattrs = v2::zattrs_json(attributes).map_err(|source| Error::V2Metadata {
+        path: path.as_str().to_owned(),
+        source: Box::new(source),
+    })?;
     store
-        .set(&metadata_key(path)?, Bytes::from(text.into_bytes()))
+        .set(&v2_key(path, v2::ZATTRS)?, Bytes::from(zattrs.into_bytes()))
         .await?;
     Ok(())
 }
 
-/// Make sure every ancestor of `path` is a group, writing `zarr.json` for the missing ones.
+/// Erase the metadata documents of `format` at `path` (before a node of the other format is
+/// written there, so that it is not shadowed: `zarr.json` is read first).
+pub(crate) async fn erase_metadata<S: WritableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+    format: ZarrFormat,
+) -> Result<()> {
+    let keys = match format {
+        ZarrFormat::V3 => vec![metadata_key(path)?],
+        ZarrFormat::V2 => vec![
+            v2_key(path, v2::ZARRAY)?,
+            v2_key(path, v2::ZGROUP)?,
+            v2_key(path, v2::ZATTRS)?,
+        ],
+    };
+    store.erase_values(&keys).await?;
+    Ok(())
+}
+
+/// Make sure every ancestor of `path` is a group, writing the missing ones in `format`.
 pub(crate) async fn ensure_ancestors<S: WritableStore + ?Sized>(
     store: &S,
     path: &NodePath,
+    format: ZarrFormat,
 ) -> Result<()> {
     for ancestor in path.ancestors() {
         match read_node(store, &ancestor).await? {
-            Some((_, ZarrFormat::V2)) => {
-                return Err(Error::V2ReadOnly {
-                    path: ancestor.as_str().to_owned(),
-                });
-            }
             Some((NodeMetadata::Group(_), _)) => {}
             Some((NodeMetadata::Array(_), _)) => {
                 return Err(Error::NodeExists {
@@ -120,7 +178,7 @@ pub(crate) async fn ensure_ancestors<S: WritableStore + ?Sized>(
             }
             None => {
                 let group = NodeMetadata::Group(Box::new(GroupMetadata::new()));
-                write_metadata(store, &ancestor, &group).await?;
+                write_metadata(store, &ancestor, &group, format).await?;
             }
         }
     }
@@ -161,7 +219,7 @@ pub struct Group<S: ?Sized> {
     path: NodePath,
     /// Shared, so that cloning a group does not copy its attributes.
     metadata: Arc<GroupMetadata>,
-    /// The format its metadata was read from (v2 groups are read-only).
+    /// The format of its metadata.
     format: ZarrFormat,
 }
 
@@ -187,9 +245,9 @@ impl<S: ?Sized> Group<S> {
         &self.metadata
     }
 
-    /// The version of the format the group's metadata was read from. Zarr v2 groups
-    /// (`.zgroup`) are read-only: changing their attributes or creating nodes under them is
-    /// [`Error::V2ReadOnly`].
+    /// The version of the format of the group's metadata: `zarr.json` (v3) or `.zgroup`
+    /// (v2). Groups created under a group ([`create_group`](Group::create_group)) take its
+    /// format.
     pub fn zarr_format(&self) -> ZarrFormat {
         self.format
     }
@@ -263,12 +321,17 @@ impl<S: ReadableStore + ?Sized> Group<S> {
 }
 
 impl<S: WritableStore + ?Sized> Group<S> {
-    /// Create a group at `path` (and any missing ancestor groups), with no attributes. An
-    /// existing group there is opened as it is.
+    /// Create a Zarr v3 group at `path` (and any missing ancestor groups), with no
+    /// attributes. An existing group there (of either format) is opened as it is.
     ///
     /// # Errors
     /// [`Error::NodeExists`] if an array is at `path` or at an ancestor; store errors.
     pub async fn create(store: Arc<S>, path: &str) -> Result<Self> {
+        Self::create_in(store, path, ZarrFormat::V3).await
+    }
+
+    /// Create a group in `format` at `path` unless a group is there already.
+    async fn create_in(store: Arc<S>, path: &str, format: ZarrFormat) -> Result<Self> {
         let node_path = NodePath::new(path)?;
         match read_node(&*store, &node_path).await? {
             Some((NodeMetadata::Group(metadata), format)) => {
@@ -287,69 +350,117 @@ impl<S: WritableStore + ?Sized> Group<S> {
             }
             None => {}
         }
-        Self::create_with(store, path, GroupMetadata::new()).await
+        Self::create_with_format(store, path, GroupMetadata::new(), format).await
     }
 
-    /// Create (or replace) the group at `path` with the given metadata, and any missing
-    /// ancestor groups.
+    /// Create (or replace) the Zarr v3 group at `path` with the given metadata, and any
+    /// missing ancestor groups.
     ///
     /// # Errors
     /// [`Error::NodeExists`] if an ancestor is an array; store errors.
     pub async fn create_with(store: Arc<S>, path: &str, metadata: GroupMetadata) -> Result<Self> {
+        Self::create_with_format(store, path, metadata, ZarrFormat::V3).await
+    }
+
+    /// Create (or replace) the group at `path` with the given metadata in `format`: Zarr
+    /// v3 (`zarr.json`) or Zarr v2 (`.zgroup` and `.zattrs`, which zarr-python 2 and other
+    /// v2 readers open). Missing ancestor groups are written in the same format; a node of
+    /// the other format at `path` is replaced (its metadata documents are erased).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::Group;
+    /// use zarr_core::{GroupMetadata, v2::ZarrFormat};
+    /// use zarr_store::{MemoryStore, ReadableStoreExt, StoreKey};
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let metadata = GroupMetadata::new().with_attributes(
+    ///     serde_json::json!({"title": "v2"}).as_object().unwrap().clone(),
+    /// );
+    /// let group = Group::create_with_format(Arc::clone(&store), "/a/b", metadata, ZarrFormat::V2)
+    ///     .await?;
+    /// assert!(store.exists(&StoreKey::new("a/.zgroup")).await?);
+    /// assert!(store.exists(&StoreKey::new("a/b/.zattrs")).await?);
+    /// // Groups created below it are v2 too.
+    /// let child = group.create_group("c").await?;
+    /// assert_eq!(child.zarr_format(), ZarrFormat::V2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NodeExists`] if an ancestor is an array; store errors.
+    pub async fn create_with_format(
+        store: Arc<S>,
+        path: &str,
+        metadata: GroupMetadata,
+        format: ZarrFormat,
+    ) -> Result<Self> {
         let path = NodePath::new(path)?;
-        if let Some((_, ZarrFormat::V2)) = read_node(&*store, &path).await? {
-            return Err(Error::V2ReadOnly {
-                path: path.as_str().to_owned(),
-            });
+        if let Some((_, existing)) = read_node(&*store, &path).await?
+            && existing != format
+        {
+            erase_metadata(&*store, &path, existing).await?;
         }
-        ensure_ancestors(&*store, &path).await?;
+        ensure_ancestors(&*store, &path, format).await?;
         write_metadata(
             &*store,
             &path,
             &NodeMetadata::Group(Box::new(metadata.clone())),
+            format,
         )
         .await?;
-        tracing::debug!(group = %path, "created group");
+        tracing::debug!(group = %path, %format, "created group");
         Ok(Self {
             store,
             path,
             metadata: Arc::new(metadata),
-            format: ZarrFormat::V3,
+            format,
         })
     }
 
-    /// Create the child group `name` (a relative path).
+    /// Create the child group `name` (a relative path), in this group's format; an
+    /// existing group there is opened.
     ///
     /// # Errors
     /// As [`Group::create`].
     pub async fn create_group(&self, name: &str) -> Result<Group<S>> {
-        Group::create(Arc::clone(&self.store), self.child_path(name)?.as_str()).await
+        Group::create_in(
+            Arc::clone(&self.store),
+            self.child_path(name)?.as_str(),
+            self.format,
+        )
+        .await
     }
 
-    /// Replace the group's attributes and write its `zarr.json`.
+    /// Replace the group's attributes and write its `zarr.json` (`.zattrs` for Zarr v2).
     ///
     /// # Errors
     /// Store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
-        if self.format == ZarrFormat::V2 {
-            return Err(Error::V2ReadOnly {
-                path: self.path.as_str().to_owned(),
-            });
-        }
         let mut metadata = GroupMetadata::clone(&self.metadata);
         metadata.attributes = attributes;
-        write_metadata(
-            &*self.store,
-            &self.path,
-            &NodeMetadata::Group(Box::new(metadata.clone())),
-        )
-        .await?;
+        match self.format {
+            ZarrFormat::V2 => {
+                write_attributes_v2(&*self.store, &self.path, &metadata.attributes).await?;
+            }
+            ZarrFormat::V3 => {
+                write_metadata(
+                    &*self.store,
+                    &self.path,
+                    &NodeMetadata::Group(Box::new(metadata.clone())),
+                    ZarrFormat::V3,
+                )
+                .await?;
+            }
+        }
         self.metadata = Arc::new(metadata);
         Ok(())
     }
 
     /// Merge `attributes` into the group's attributes (replacing keys that exist) and write
-    /// its `zarr.json`.
+    /// them.
     ///
     /// # Errors
     /// Store errors.

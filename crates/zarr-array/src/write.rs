@@ -157,7 +157,6 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
         key: StoreKey,
         value: Option<Bytes>,
     ) -> Result<()> {
-        array.check_writable()?;
         let _cache = array.index_cache_write_guard();
         let _guards = lock_shards_of(array, std::slice::from_ref(&key)).await;
         self.put_many(array, vec![(key, value)], 1).await
@@ -165,7 +164,6 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
 
     /// Erase many values (taking the shards' locks, as [`Sink::put`]).
     pub(crate) async fn erase_many(&self, array: &Array<S>, keys: &[StoreKey]) -> Result<()> {
-        array.check_writable()?;
         let _cache = array.index_cache_write_guard();
         match self {
             Sink::Store(store) => Ok(store.erase_values(keys).await?),
@@ -340,7 +338,6 @@ where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
 {
-    array.check_writable()?;
     let _cache = array.index_cache_write_guard();
     let sink = array.sink();
     let io = array.options.io_concurrency();
@@ -871,7 +868,6 @@ pub(crate) async fn clear_outside<S: WritableStore + ?Sized>(
     array: &Array<S>,
     shape: &[u64],
 ) -> Result<()> {
-    array.check_writable()?;
     let metadata = &array.metadata;
     let old = &metadata.shape;
     if old.contains(&0) {

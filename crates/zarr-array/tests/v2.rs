@@ -1,6 +1,7 @@
 //! Zarr v2 hierarchies, written here byte by byte as the v2 specification lays them out, read
-//! through `Array`, `Group` and `Node`; every write to them is refused. (Arrays written by
-//! zarr-python with `zarr_format=2` are read in `interop.rs`.)
+//! and written through `Array`, `Group` and `Node`; v2 arrays and groups created by the
+//! builder. (zarr-python's v2 arrays are read, and ours checked by zarr-python, in
+//! `interop.rs`.)
 
 use std::sync::Arc;
 
@@ -264,54 +265,176 @@ async fn zarr_json_wins_over_v2_metadata_at_the_same_path() {
     assert_eq!(*array.data_type(), DataType::UInt8);
 }
 
+async fn get(store: &MemoryStore, key: &str) -> Option<Bytes> {
+    zarr_store::ReadableStore::get(store, &StoreKey::try_new(key).unwrap())
+        .await
+        .unwrap()
+}
+
+async fn get_json(store: &MemoryStore, key: &str) -> Value {
+    serde_json::from_slice(&get(store, key).await.unwrap()).unwrap()
+}
+
 #[tokio::test]
-async fn writes_to_v2_nodes_are_refused_and_change_nothing() {
+async fn writes_to_v2_arrays_store_chunks_as_v2_lays_them_out() {
+    let store = Arc::new(MemoryStore::new());
+    // Chunk (1, 1), the missing one, is interior: written whole, its bytes are exactly what
+    // the specification's layout gives, in either order and byte order.
+    for (path, order, dtype, sep) in [("c", "C", "<i4", "."), ("f", "F", ">i4", "/")] {
+        write_v2_array(&store, path, order, dtype, sep).await;
+        let array = Array::open(Arc::clone(&store), &format!("/{path}"))
+            .await
+            .unwrap();
+        let values: Vec<i32> = (2..4)
+            .flat_map(|i| (3..6).map(move |j| 10 * i + j))
+            .collect();
+        array.write([2..4, 3..6], &values).await.unwrap();
+        let stored = get(&store, &format!("{path}/1{sep}1")).await.unwrap();
+        let want = chunk((5, 7), (2, 3), (1, 1), order, dtype.starts_with('>'), 77);
+        assert_eq!(stored, want, "{path}");
+        let whole: Vec<i32> = array.read(array.full_region()).await.unwrap();
+        assert_eq!(whole, expected(5, 7, &[], (2, 3)), "{path}");
+        // A partial write merges into the stored chunk.
+        array.write([0..1, 0..1], &[-5i32]).await.unwrap();
+        let back: Vec<i32> = array.read([0..2, 0..3]).await.unwrap();
+        assert_eq!(back, [-5, 1, 2, 10, 11, 12], "{path}");
+    }
+}
+
+#[tokio::test]
+async fn attributes_and_resizes_of_v2_arrays_rewrite_only_their_documents() {
+    let store = Arc::new(MemoryStore::new());
+    write_v2_array(&store, "a", "C", "<i4", ".").await;
+    // v2 readers ignore keys they do not know; a resize keeps them.
+    let mut doc = get_json(&store, "a/.zarray").await;
+    doc["x_written_by"] = json!("someone else");
+    put_json(&store, "a/.zarray", doc.clone()).await;
+    let mut array = Array::open(Arc::clone(&store), "/a").await.unwrap();
+    let attributes = json!({"units": "K"}).as_object().unwrap().clone();
+    array.set_attributes(attributes.clone()).await.unwrap();
+    assert_eq!(get_json(&store, "a/.zattrs").await, json!({"units": "K"}));
+    assert_eq!(get_json(&store, "a/.zarray").await, doc, "unchanged");
+    assert!(get(&store, "a/zarr.json").await.is_none());
+
+    array.resize(vec![2, 2]).await.unwrap();
+    doc["shape"] = json!([2, 2]);
+    assert_eq!(get_json(&store, "a/.zarray").await, doc);
+    assert!(get(&store, "a/0.1").await.is_none(), "outside: erased");
+    let again = Array::open(Arc::clone(&store), "/a").await.unwrap();
+    assert_eq!(again.shape(), [2, 2]);
+    assert_eq!(again.attributes(), &attributes);
+    array.resize(vec![3, 4]).await.unwrap();
+    let grown: Vec<i32> = array.read(array.full_region()).await.unwrap();
+    assert_eq!(grown, [0, 1, -1, -1, 10, 11, -1, -1, -1, -1, -1, -1]);
+}
+
+#[tokio::test]
+async fn v2_groups_take_attributes_and_v2_children() {
     let store = Arc::new(MemoryStore::new());
     put_json(&store, ".zgroup", json!({"zarr_format": 2})).await;
-    write_v2_array(&store, "a", "C", "<i4", ".").await;
-    let before = store.len();
-    let mut array = Array::open(Arc::clone(&store), "/a").await.unwrap();
-    let refused = |e: Error| {
-        assert!(matches!(e, Error::V2ReadOnly { .. }), "{e}");
-        assert!(e.to_string().contains("Zarr v2"), "{e}");
-    };
-    refused(array.write([0..1, 0..1], &[5i32]).await.unwrap_err());
-    refused(
-        array
-            .write(array.full_region(), &[0i32; 35])
-            .await
-            .unwrap_err(),
-    );
-    refused(array.erase_chunk(&[0, 0]).await.unwrap_err());
-    refused(
-        array
-            .set_attributes(serde_json::Map::new())
-            .await
-            .unwrap_err(),
-    );
-    refused(array.resize(vec![2, 2]).await.unwrap_err());
-    refused(array.resize(vec![9, 9]).await.unwrap_err());
     let mut root = Group::open(Arc::clone(&store), "/").await.unwrap();
-    refused(
-        root.set_attributes(serde_json::Map::new())
-            .await
-            .unwrap_err(),
+    root.set_attributes(json!({"title": "t"}).as_object().unwrap().clone())
+        .await
+        .unwrap();
+    assert_eq!(get_json(&store, ".zattrs").await, json!({"title": "t"}));
+    let child = root.create_group("new/deeper").await.unwrap();
+    assert_eq!(child.zarr_format(), ZarrFormat::V2);
+    assert_eq!(
+        get_json(&store, "new/.zgroup").await,
+        json!({"zarr_format": 2})
     );
-    refused(root.create_group("new").await.unwrap_err());
-    refused(
-        ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])
-            .create(Arc::clone(&store), "/new/array")
+    assert_eq!(get_json(&store, "new/deeper/.zattrs").await, json!({}));
+    assert!(get(&store, "new/zarr.json").await.is_none());
+    let array = ArrayBuilder::new(vec![3], DataType::UInt8, vec![2])
+        .zarr_format(ZarrFormat::V2)
+        .create(Arc::clone(&store), "/new/deeper/x")
+        .await
+        .unwrap();
+    array.write(0..3, &[1u8, 2, 3]).await.unwrap();
+    assert_eq!(&get(&store, "new/deeper/x/1").await.unwrap()[..], [3, 0]);
+    let names: Vec<String> = root
+        .tree()
+        .await
+        .unwrap()
+        .iter()
+        .map(|(path, _)| path.as_str().to_owned())
+        .collect();
+    assert_eq!(names, ["/new", "/new/deeper", "/new/deeper/x"]);
+    // A v3 group written over the v2 root replaces it: nothing of v2 is left to shadow.
+    Group::create_with(Arc::clone(&store), "/", zarr_core::GroupMetadata::new())
+        .await
+        .unwrap();
+    assert!(get(&store, ".zgroup").await.is_none() && get(&store, ".zattrs").await.is_none());
+    let root = Group::open(Arc::clone(&store), "/").await.unwrap();
+    assert_eq!(root.zarr_format(), ZarrFormat::V3);
+    assert!(root.attributes().is_empty());
+}
+
+#[test]
+fn the_blocking_api_creates_v2_groups_and_arrays() {
+    let store = Arc::new(MemoryStore::new());
+    let group = blocking::Group::create_with_format(
+        Arc::clone(&store),
+        "/g",
+        zarr_core::GroupMetadata::new(),
+        ZarrFormat::V2,
+    )
+    .unwrap();
+    let child = group.create_group("h").unwrap();
+    assert_eq!(child.zarr_format(), ZarrFormat::V2);
+    let array = blocking::Array::create(
+        &ArrayBuilder::new(vec![2, 2], DataType::Float64, vec![1, 2])
+            .zarr_format(ZarrFormat::V2)
+            .transpose(vec![1, 0])
+            .gzip(1),
+        Arc::clone(&store),
+        "/g/h/a",
+    )
+    .unwrap();
+    array.write([0..2, 0..2], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+    let zarray = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(get_json(&store, "g/h/a/.zarray"));
+    assert_eq!(zarray["order"], "F");
+    assert_eq!(zarray["dtype"], "<f8");
+    assert_eq!(zarray["compressor"], json!({"id": "gzip", "level": 1}));
+    assert_eq!(zarray["filters"], Value::Null);
+    assert_eq!(zarray["fill_value"], 0.0);
+    let back = blocking::Array::open(store, "/g/h/a").unwrap();
+    assert_eq!(back.zarr_format(), ZarrFormat::V2);
+    let values: Vec<f64> = back.read([1..2, 0..2]).unwrap();
+    assert_eq!(values, [3.0, 4.0]);
+}
+
+#[tokio::test]
+async fn arrays_zarr_v2_cannot_store_are_refused_before_anything_is_written() {
+    let store = Arc::new(MemoryStore::new());
+    let v2 = |builder: ArrayBuilder| builder.zarr_format(ZarrFormat::V2);
+    let base = || ArrayBuilder::new(vec![4, 4], DataType::UInt16, vec![2, 2]);
+    for (builder, what) in [
+        (v2(base().sharding(vec![1, 1])), "sharding_indexed"),
+        (v2(base().dimension_names(["y", "x"])), "dimension_names"),
+        (
+            v2(ArrayBuilder::new(vec![4], DataType::BFloat16, vec![2])),
+            "bfloat16",
+        ),
+        (
+            v2(base().sharding_transformer(vec![2, 2])),
+            "storage_transformers",
+        ),
+        (
+            v2(base().chunk_key_encoding(zarr_core::ChunkKeyEncoding::default())),
+            "chunk_key_encoding",
+        ),
+    ] {
+        let e = builder
+            .create(Arc::clone(&store), "/x/y")
             .await
-            .unwrap_err(),
-    );
-    refused(
-        Group::create_with(Arc::clone(&store), "/", zarr_core::GroupMetadata::new())
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(store.len(), before, "nothing was written");
-    let whole: Vec<i32> = array.read(array.full_region()).await.unwrap();
-    assert_eq!(whole, expected(5, 7, &[(1, 1)], (2, 3)));
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(what) && e.contains("Zarr v2"), "{what}: {e}");
+    }
+    assert_eq!(store.len(), 0, "nothing was written");
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::{Map, Value};
 use zarr::array::ArrayBuilder;
+use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{DataType, FillValue};
 
 use crate::layout::{Layout, codecs_from_flags, shape_text};
@@ -48,6 +49,10 @@ pub(crate) struct CreateArgs {
     /// Replace a node that is already there (its chunks are erased).
     #[arg(long)]
     overwrite: bool,
+    /// The format to write: 3 (`zarr.json`), or 2 (`.zarray`, for readers that know only
+    /// Zarr v2; no --shards or --dimension-names then).
+    #[arg(long, value_name = "2|3", default_value = "3", value_parser = ["2", "3"])]
+    zarr_format: String,
 }
 
 /// Parse a data type name as it appears in metadata.
@@ -141,7 +146,12 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
     let mut builder = ArrayBuilder::new(shape, data_type.clone(), grid)
         .codecs(codecs)
         .attributes(parse_attributes(&args.attributes)?)
-        .overwrite(args.overwrite);
+        .overwrite(args.overwrite)
+        .zarr_format(if args.zarr_format == "2" {
+            ZarrFormat::V2
+        } else {
+            ZarrFormat::V3
+        });
     if let Some(text) = &args.fill_value {
         builder = builder.fill_value(parse_fill_value(text, &data_type)?);
     }

@@ -233,7 +233,7 @@ fn print_array(name: &str, array: &Array<dyn Store>, stats: &ChunkStats) -> Resu
     outln!("array        {name}");
     outln!("path         {}", array.path());
     if array.zarr_format() == zarr::metadata::v2::ZarrFormat::V2 {
-        outln!("format       Zarr v2 (.zarray, shown as its v3 equivalent; read-only)");
+        outln!("format       Zarr v2 (.zarray, shown as its v3 equivalent)");
     }
     outln!("shape        {}", shape_text(&metadata.shape));
     outln!("data type    {}", metadata.data_type);
@@ -326,7 +326,7 @@ fn print_group(name: &str, group: &Group<dyn Store>, children: &[Node<dyn Store>
     outln!("group        {name}");
     outln!("path         {}", group.path());
     if group.zarr_format() == zarr::metadata::v2::ZarrFormat::V2 {
-        outln!("format       Zarr v2 (.zgroup; read-only)");
+        outln!("format       Zarr v2 (.zgroup)");
     }
     print_attributes(group.attributes())?;
     if let Some(consolidated) = &group.metadata().consolidated_metadata {

@@ -203,3 +203,60 @@ fn verbose_shows_the_library_tracing_and_quiet_hides_notes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn create_writes_zarr_v2_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("v2.zarr");
+    let array = format!("{}/g/t", store.display());
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "4,6",
+        "--dtype",
+        "float32",
+        "--chunks",
+        "2,3",
+        "--codec",
+        "zstd:2",
+        "--fill-value",
+        "NaN",
+        "--attr",
+        "units=K",
+        "--zarr-format",
+        "2",
+    ]);
+    let zarray: Value =
+        serde_json::from_slice(&std::fs::read(store.join("g/t/.zarray")).unwrap()).unwrap();
+    assert_eq!(zarray["dtype"], "<f4");
+    assert_eq!(zarray["fill_value"], "NaN");
+    assert_eq!(
+        zarray["compressor"],
+        json!({"id": "zstd", "level": 2, "checksum": false})
+    );
+    let zattrs: Value =
+        serde_json::from_slice(&std::fs::read(store.join("g/t/.zattrs")).unwrap()).unwrap();
+    assert_eq!(zattrs, json!({"units": "K"}));
+    assert!(store.join("g/.zgroup").exists() && !store.join("g/zarr.json").exists());
+    let info = ok(&["info", &array]);
+    assert!(info.contains("Zarr v2"), "{info}");
+    let err = fails(
+        &[
+            "create",
+            &format!("{}/s", store.display()),
+            "--shape",
+            "4",
+            "--dtype",
+            "uint8",
+            "--chunks",
+            "2",
+            "--shards",
+            "4",
+            "--zarr-format",
+            "2",
+        ],
+        1,
+    );
+    assert!(err.contains("Zarr v2"), "{err}");
+}
