@@ -16,7 +16,7 @@ use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 use crate::codecs::{ArrayCodecs, shared_default_registry};
 use crate::element::{Element, as_bytes, as_bytes_mut};
 use crate::error::{Error, Result};
-use crate::group::{require_node, write_attributes_v2, write_metadata};
+use crate::group::{require_node, v2_key, write_attributes_v2, write_metadata};
 use crate::region::IntoRegion;
 
 /// The default number of store requests an operation keeps in flight.
@@ -1098,7 +1098,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
 
     /// Rewrite the `shape` of this Zarr v2 array's `.zarray`.
     async fn store_shape_v2(&self, shape: &[u64]) -> Result<()> {
-        let key = StoreKey::try_new(format!("{}{}", self.path.prefix(), zarr_core::v2::ZARRAY))?;
+        let key = v2_key(&self.path, zarr_core::v2::ZARRAY)?;
         let in_v2 = |source: zarr_core::Error| Error::V2Metadata {
             path: self.path.as_str().to_owned(),
             source: Box::new(source),

@@ -436,7 +436,7 @@ impl ArrayBuilder {
     }
 
     /// Create the array at `path`: check the codecs, create missing ancestor groups, and
-    /// write `zarr.json`.
+    /// write `zarr.json` (for Zarr v2, `.zarray` and `.zattrs`).
     ///
     /// # Errors
     /// As [`build_metadata`](Self::build_metadata); [`Error::Codecs`] for codecs that cannot

@@ -86,7 +86,7 @@ pub(crate) async fn require_node<S: ReadableStore + ?Sized>(
 }
 
 /// The store key of the document `name` (`.zarray`, `.zgroup`, `.zattrs`) of a v2 node.
-fn v2_key(path: &NodePath, name: &str) -> Result<StoreKey> {
+pub(crate) fn v2_key(path: &NodePath, name: &str) -> Result<StoreKey> {
     Ok(StoreKey::try_new(format!("{}{name}", path.prefix()))?)
 }
 
