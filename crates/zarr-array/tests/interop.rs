@@ -647,9 +647,9 @@ async fn check_v2_array(store: &Arc<FilesystemStore>, entry: &Value) -> Vec<Stri
 }
 
 /// (3) zarr-python writes Zarr v2 (`zarr_format=2`): every numpy type it stores, both byte
-/// orders, order F, every blosc/zstd/gzip/zlib variant, both key separators, missing and edge
-/// chunks, 0-d and zero-length arrays, strings and bytes, nested groups; we read every node
-/// exactly, and refuse to write to them.
+/// orders, order F, every blosc/zstd/gzip/zlib/bz2/lzma variant and numcodecs filter, both key
+/// separators, missing and edge chunks, 0-d and zero-length arrays, strings and bytes, nested
+/// groups; we read every node exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn we_read_zarr_v2_written_by_zarr_python() {
     let Some(python) = python("we_read_zarr_v2_written_by_zarr_python") else {

@@ -443,9 +443,9 @@ async fn bad_v2_metadata_and_chunks_are_typed_errors_naming_the_node() {
     let cases = [
         ("structured", json!({"dtype": [["a", "<i4"]]}), "structured"),
         (
-            "bz2",
-            json!({"compressor": {"id": "bz2", "level": 1}}),
-            "bz2",
+            "zfpy",
+            json!({"compressor": {"id": "zfpy", "mode": 4, "tolerance": 0.01}}),
+            "zfpy",
         ),
         (
             "categorize",

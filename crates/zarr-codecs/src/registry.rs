@@ -12,9 +12,13 @@ use crate::codecs::bytes::BytesCodec;
 use crate::codecs::crc32c::Crc32cCodec;
 use crate::codecs::gzip::GzipCodec;
 use crate::codecs::numcodecs::alias::{ALIASES, NumcodecsAlias};
+use crate::codecs::numcodecs::bz2::Bz2Codec;
 use crate::codecs::numcodecs::checksum::{Checksum, ChecksumCodec};
+use crate::codecs::numcodecs::jenkins::JenkinsLookup3Codec;
 use crate::codecs::numcodecs::lz4::Lz4Codec;
+use crate::codecs::numcodecs::lzma::LzmaCodec;
 use crate::codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilterCodec};
+use crate::codecs::numcodecs::packbits::PackBitsCodec;
 use crate::codecs::numcodecs::shuffle::ShuffleCodec;
 use crate::codecs::transpose::TransposeCodec;
 use crate::codecs::zlib::ZlibCodec;
@@ -37,10 +41,11 @@ pub type CodecConstructor = Arc<
 ///
 /// [`CodecRegistry::with_defaults`] knows every codec of this crate: `bytes`, `transpose`,
 /// `gzip`, `zstd`, `blosc` and `crc32c`, and the numcodecs codecs zarr-python writes:
-/// `numcodecs.zlib`, `numcodecs.lz4`, `numcodecs.shuffle`, the checksums `numcodecs.crc32`,
-/// `numcodecs.adler32`, `numcodecs.crc32c` and `numcodecs.fletcher32`, the filters
-/// `numcodecs.delta`, `numcodecs.fixedscaleoffset`, `numcodecs.bitround`,
-/// `numcodecs.quantize` and `numcodecs.astype`, and `numcodecs.blosc`, `numcodecs.zstd` and
+/// `numcodecs.zlib`, `numcodecs.bz2`, `numcodecs.lzma`, `numcodecs.lz4`, `numcodecs.shuffle`,
+/// the checksums `numcodecs.crc32`, `numcodecs.adler32`, `numcodecs.crc32c`,
+/// `numcodecs.fletcher32` and `numcodecs.jenkins_lookup3`, the filters `numcodecs.delta`,
+/// `numcodecs.fixedscaleoffset`, `numcodecs.bitround`, `numcodecs.quantize`,
+/// `numcodecs.astype` and `numcodecs.packbits`, and `numcodecs.blosc`, `numcodecs.zstd` and
 /// `numcodecs.gzip` (numcodecs' configurations of the codecs above). Other crates add theirs
 /// the same way a user does:
 ///
@@ -140,6 +145,26 @@ impl CodecRegistry {
                 let size = repr.element_size().unwrap_or(1);
                 Ok(Codec::BytesToBytes(Arc::new(ShuffleCodec::from_metadata(
                     meta, size,
+                )?)))
+            })
+            .register(Bz2Codec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(Bz2Codec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(LzmaCodec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(LzmaCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(JenkinsLookup3Codec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(
+                    JenkinsLookup3Codec::from_metadata(meta)?,
+                )))
+            })
+            .register(PackBitsCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToArray(Arc::new(PackBitsCodec::from_metadata(
+                    meta,
                 )?)))
             });
         for checksum in [

@@ -586,6 +586,29 @@ def build_matrix() -> list[dict[str, Any]]:
     array("codec/numcodecs_blosc_zlib", "float64", [40], [16], 0.5,
           [bytes_le(), nc("blosc", cname="lz4", clevel=9, shuffle=1, blocksize=0), nc("zlib", level=1)],
           "float64, numcodecs.blosc + numcodecs.zlib", peer_bugs=no_ts)
+    array("codec/numcodecs_bz2", "int32", [3, 300], [2, 128], -1,
+          [bytes_le(), nc("bz2", level=5)], "int32 [3,300], numcodecs.bz2 level 5",
+          peer_bugs=no_ts)
+    array("codec/numcodecs_lzma_default", "float64", [500], [200], 0.0,
+          [bytes_le(), nc("lzma")], "float64, numcodecs.lzma (.xz, CRC-64, preset 6)",
+          peer_bugs=no_ts)
+    array("codec/numcodecs_lzma_xz_sha256", "uint32", [90], [40], 3,
+          [bytes_le(), nc("lzma", format=1, check=10, preset=9 | 0x80000000)],
+          "uint32, numcodecs.lzma .xz with SHA-256 at preset 9 extreme", peer_bugs=no_ts)
+    array("codec/numcodecs_lzma_alone", "int16", [7, 9], [4, 4], 0,
+          [bytes_le(), nc("lzma", format=2, preset=1)],
+          "int16 [7,9], numcodecs.lzma legacy .lzma container", peer_bugs=no_ts)
+    array("codec/numcodecs_lzma_raw_delta", "uint16", [300], [128], 0,
+          [bytes_le(), nc("lzma", format=3,
+                          filters=[{"id": 3, "dist": 2}, {"id": 33, "preset": 1}])],
+          "uint16, numcodecs.lzma raw stream: delta (2 bytes) + LZMA2", peer_bugs=no_ts)
+    array("codec/numcodecs_jenkins_lookup3", "int64", [40], [16], 5,
+          [bytes_le(), nc("jenkins_lookup3", initval=7), zstd(1)],
+          "int64, numcodecs.jenkins_lookup3 (initval 7) + zstd", peer_bugs=no_ts)
+    array("codec/numcodecs_packbits", "bool", [5, 13], [3, 7], False,
+          [nc("packbits"), bytes_le(), gzip(1)],
+          "bool [5,13] chunks [3,7], numcodecs.packbits + gzip (padding in every chunk)",
+          peer_bugs=no_ts)
     array("codec/numcodecs_sharded_delta_lz4", "int32", [12, 10], [6, 10], 4,
           [sharding([3, 5], [nc("delta", dtype="<i4"), bytes_le(), nc("lz4")])],
           "int32 sharded, inner chain numcodecs.delta + bytes + numcodecs.lz4, missing inner "
@@ -877,7 +900,7 @@ def expected_array(case: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def split_codecs(codecs: list[dict[str, Any]]) -> tuple[list, dict, list]:
-    array_to_array = {"transpose", "numcodecs.delta", "numcodecs.fixedscaleoffset",
+    array_to_array = {"transpose", "numcodecs.delta", "numcodecs.fixedscaleoffset", "numcodecs.packbits",
                       "numcodecs.astype", "numcodecs.bitround", "numcodecs.quantize"}
     array_to_bytes = {"bytes", "sharding_indexed", "vlen-utf8", "vlen-bytes"}
     filters, serializer, compressors = [], None, []
@@ -1120,6 +1143,17 @@ def v2_cases() -> list[dict[str, Any]]:
                   numcodecs.CRC32()], compressors=numcodecs.LZ4())
     case("filters/adler32_end_fletcher32", "<f8", "float64", (7, 5), (3, 2),
          filters=[numcodecs.Adler32(location="end")], compressors=numcodecs.Fletcher32())
+    case("compressors/bz2", "<u2", "uint16", (7, 5), (3, 2), compressors=numcodecs.BZ2(5))
+    case("compressors/lzma", "<f8", "float64", (7, 5), (3, 2),
+         compressors=numcodecs.LZMA(preset=1))
+    case("compressors/lzma_raw_filters", "<i4", "int32", (7, 5), (3, 2),
+         compressors=numcodecs.LZMA(format=3, filters=[{"id": 3, "dist": 4},
+                                                       {"id": 33, "preset": 1}]))
+    case("filters/jenkins_lookup3_zlib", "<i2", "int16", (7, 5), (3, 2),
+         filters=[numcodecs.JenkinsLookup3(initval=11)], compressors=numcodecs.Zlib(1))
+    case("filters/packbits", "|b1", "bool", (7, 5), (3, 2), filters=[numcodecs.PackBits()])
+    case("filters/packbits_order_f_bz2", "|b1", "bool", (5, 4, 3), (2, 3, 2), order="F",
+         filters=[numcodecs.PackBits()], compressors=numcodecs.BZ2(1))
     case("compressors/lz4", "<u2", "uint16", (7, 5), (3, 2), compressors=numcodecs.LZ4())
     case("compressors/lz4_accel", "<f8", "float64", (9,), (4,),
          compressors=numcodecs.LZ4(acceleration=10))

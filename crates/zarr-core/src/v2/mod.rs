@@ -13,14 +13,14 @@
 //! | structured `dtype` `[["a", "<i4"], ["p", [["x", "<f4"], ["y", "<f4"]]]]` (one byte order) | `struct` in the `structured` form, `bytes` with that order; a base64 `fill_value` in that order |
 //! | `order: "F"` | `transpose` with the axes reversed, before `bytes` |
 //! | `compressor` `blosc`, `zstd`, `gzip`, `zlib` | `blosc` (shuffle 0/1/2 as its names, -1 as numcodecs resolves it), `zstd`, `gzip`, `numcodecs.zlib` |
-//! | `filters` `delta`, `fixedscaleoffset`, `bitround`, `quantize`, `astype` | `numcodecs.<id>` before `bytes`, in order; the last one's `astype` sets the stored byte order |
-//! | `lz4`, `shuffle`, `crc32`, `adler32`, `crc32c`, `fletcher32` (as a filter or the compressor) | `numcodecs.<id>` after `bytes`, in order |
+//! | `filters` `delta`, `fixedscaleoffset`, `bitround`, `quantize`, `astype`, `packbits` | `numcodecs.<id>` before `bytes`, in order; the last one's `astype` sets the stored byte order |
+//! | `lz4`, `shuffle`, `crc32`, `adler32`, `crc32c`, `fletcher32`, `jenkins_lookup3`, `bz2`, `lzma` (as a filter or the compressor) | `numcodecs.<id>` after `bytes`, in order |
 //! | `dimension_separator` (default `.`) | the `v2` chunk key encoding (`0` for a 0-d array) |
 //! | `fill_value: null` | the data type's default (zero, `false`, empty) |
 //!
 //! Structured data types with subarray or object fields or with both byte orders, object
 //! arrays without a string or bytes filter, and the other numcodecs filters and compressors
-//! (`bz2`, `lzma`, `packbits`, `categorize`, ...) are refused with an error naming them.
+//! (`categorize`, `pcodec`, `zfpy`, ...) are refused with an error naming them.
 //!
 //! ```
 //! use zarr_core::v2::ArrayMetadataV2;
@@ -468,11 +468,11 @@ impl ArrayMetadataV2 {
                 }));
             }
             DtypeV2::Fixed(_, order) => {
-                // numcodecs' numeric filters come first: they see the elements, and the last
+                // numcodecs' element filters come first: they see the elements, and the last
                 // one's `astype` is what is stored.
                 let (mut order, mut size) = (*order, element_size);
                 while let Some((i, filter)) =
-                    filters.next_if(|(_, f)| NUMERIC_FILTERS.contains(&codec_id(f)))
+                    filters.next_if(|(_, f)| ELEMENT_FILTERS.contains(&codec_id(f)))
                 {
                     let field = format!("{ZARRAY}: filters[{i}]");
                     (order, size) = numeric_filter_output(filter, order, size, &field)?;
@@ -497,11 +497,11 @@ impl ArrayMetadataV2 {
         }
         for (i, filter) in filters {
             let field = format!("{ZARRAY}: filters[{i}]");
-            if NUMERIC_FILTERS.contains(&codec_id(filter)) {
+            if ELEMENT_FILTERS.contains(&codec_id(filter)) {
                 return Err(Error::invalid(
                     field,
                     format!(
-                        "the numeric filter `{}` follows a filter that works on bytes (or the object codec): no v3 chain can do that",
+                        "the element filter `{}` follows a filter that works on bytes (or the object codec): no v3 chain can do that",
                         codec_id(filter)
                     ),
                 ));
@@ -724,18 +724,30 @@ fn codec_id(codec: &Map<String, Value>) -> &str {
     codec.get("id").and_then(Value::as_str).unwrap_or("")
 }
 
-/// numcodecs' numeric filters (array->array codecs in v3, `numcodecs.<id>`).
-const NUMERIC_FILTERS: [&str; 5] = [
+/// numcodecs' filters that work on elements (array->array codecs in v3, `numcodecs.<id>`):
+/// the numeric ones and `packbits` (booleans).
+const ELEMENT_FILTERS: [&str; 6] = [
     "delta",
     "fixedscaleoffset",
     "bitround",
     "quantize",
     "astype",
+    "packbits",
 ];
 
 /// numcodecs' byte codecs read under their `numcodecs.<id>` v3 name with the same
 /// configuration.
-const NUMCODECS_BYTES: [&str; 6] = ["lz4", "shuffle", "crc32", "adler32", "crc32c", "fletcher32"];
+const NUMCODECS_BYTES: [&str; 9] = [
+    "lz4",
+    "shuffle",
+    "crc32",
+    "adler32",
+    "crc32c",
+    "fletcher32",
+    "jenkins_lookup3",
+    "bz2",
+    "lzma",
+];
 
 /// A numcodecs codec's v3 form: `numcodecs.<id>` with the rest of its configuration.
 fn numcodecs_v3(codec: &Map<String, Value>) -> ExtensionObject {
@@ -766,6 +778,8 @@ fn numeric_filter_output(
         }
     };
     let (input, output) = match codec_id(filter) {
+        // Booleans in, bytes out.
+        "packbits" => (None, Some((ByteOrder::NotApplicable, Some(1)))),
         "astype" => (typed("decode_dtype")?, typed("encode_dtype")?),
         "bitround" => (None, None),
         _ => (typed("dtype")?, typed("astype")?),
@@ -900,9 +914,9 @@ fn compressor_to_v3(
                 kind: ExtensionKind::Codec,
                 name: other.to_owned(),
                 field: format!(
-                    "{field} (v2 codecs read here: blosc, zstd, gzip, zlib, lz4, shuffle, crc32, \
-                     adler32, crc32c, fletcher32, and the filters {})",
-                    NUMERIC_FILTERS.join(", ")
+                    "{field} (v2 codecs read here: blosc, zstd, gzip, zlib, {}, and the filters {})",
+                    NUMCODECS_BYTES.join(", "),
+                    ELEMENT_FILTERS.join(", ")
                 ),
             });
         }
@@ -1189,6 +1203,26 @@ mod tests {
             serde_json::to_value(meta.codecs[6].configuration.as_ref().unwrap()).unwrap(),
             json!({"acceleration": 2})
         );
+        // packbits turns booleans into bytes; bz2, lzma and jenkins_lookup3 are byte codecs.
+        let meta = v3(json!({"dtype": "|b1", "fill_value": false,
+            "filters": [{"id": "packbits"}, {"id": "jenkins_lookup3", "initval": 0, "prefix": null}],
+            "compressor": {"id": "lzma", "format": 1, "check": -1, "preset": null, "filters": null}}))
+        .unwrap();
+        let ids: Vec<&str> = meta.codecs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "numcodecs.packbits",
+                "bytes",
+                "numcodecs.jenkins_lookup3",
+                "numcodecs.lzma"
+            ]
+        );
+        let meta = v3(json!({"compressor": {"id": "bz2", "level": 9}})).unwrap();
+        assert_eq!(
+            meta.codecs[1],
+            ExtensionObject::with_configuration("numcodecs.bz2", object(json!({"level": 9})))
+        );
         // A big-endian astype makes the stored bytes big-endian.
         let meta = v3(json!({"dtype": "<f8",
             "filters": [{"id": "astype", "encode_dtype": ">f4", "decode_dtype": "<f8"}]}))
@@ -1221,8 +1255,8 @@ mod tests {
 
     #[test]
     fn what_has_no_equivalent_is_named() {
-        let e = v3(json!({"compressor": {"id": "bz2", "level": 1}})).unwrap_err();
-        assert!(e.to_string().contains("bz2"), "{e}");
+        let e = v3(json!({"compressor": {"id": "zfpy", "mode": 4, "tolerance": 0.1}})).unwrap_err();
+        assert!(e.to_string().contains("zfpy"), "{e}");
         let e = v3(json!({"filters": [{"id": "categorize", "dtype": "<U1"}]})).unwrap_err();
         assert!(e.to_string().contains("categorize"), "{e}");
         // A numeric filter after a byte filter; a filter dtype of the other byte order.

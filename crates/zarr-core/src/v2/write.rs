@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use super::{ArrayMetadataV2, ByteOrder, DtypeV2, NUMERIC_FILTERS, Order, ZARRAY};
+use super::{ArrayMetadataV2, ByteOrder, DtypeV2, ELEMENT_FILTERS, Order, ZARRAY};
 use crate::error::{Error, Result};
 use crate::extension::ExtensionObject;
 use crate::{ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue};
@@ -106,7 +106,7 @@ fn typestr(data_type: &DataType, order: ByteOrder, field: &str) -> Result<Value>
 impl ArrayMetadataV2 {
     /// The v2 form of `metadata`, for writing `.zarray`: the data type and the `bytes`
     /// codec's byte order become `dtype`, a leading `transpose` that reverses the axes
-    /// becomes `order: "F"`, numcodecs' numeric filters (`numcodecs.delta`, ...) and every
+    /// becomes `order: "F"`, numcodecs' element filters (`numcodecs.delta`, ...) and every
     /// bytes->bytes codec but the last become `filters`, the last one `compressor`, and the
     /// `v2` chunk key encoding's separator `dimension_separator`. This is the inverse of
     /// [`to_v3`](Self::to_v3): reading the result back gives the same array.
@@ -193,7 +193,7 @@ impl ArrayMetadataV2 {
         while let Some((_, filter)) = codecs.next_if(|(_, c)| {
             c.name
                 .strip_prefix("numcodecs.")
-                .is_some_and(|id| NUMERIC_FILTERS.contains(&id))
+                .is_some_and(|id| ELEMENT_FILTERS.contains(&id))
         }) {
             filters.push(numcodec(filter));
         }
@@ -241,7 +241,7 @@ impl ArrayMetadataV2 {
                     format!(
                         "`{}` has no Zarr v2 equivalent (v2 stores elements with `bytes`, \
                          `vlen-utf8` or `vlen-bytes`, after an optional reversing \
-                         `transpose` and numcodecs' numeric filters)",
+                         `transpose` and numcodecs' element filters)",
                         c.name
                     ),
                 ));
@@ -409,7 +409,7 @@ fn byte_codec(codec: &ExtensionObject, field: &str) -> Result<Map<String, Value>
         }
         name if name.starts_with("numcodecs.") => {
             let map = numcodec(codec);
-            if NUMERIC_FILTERS.contains(&super::codec_id(&map)) {
+            if ELEMENT_FILTERS.contains(&super::codec_id(&map)) {
                 return Err(no_v2(
                     field,
                     format!("`{name}` works on elements, so it must come before `bytes`"),
@@ -548,6 +548,23 @@ mod tests {
         for extra in variants {
             round_trip(&zarray(json!("<i4"), extra));
         }
+        // numcodecs' bz2, lzma and jenkins_lookup3, and packbits on booleans.
+        for extra in [
+            json!({"compressor": {"id": "bz2", "level": 9}}),
+            json!({"compressor": {"id": "lzma", "format": 1, "check": -1, "preset": null, "filters": null}}),
+            json!({"filters": [{"id": "jenkins_lookup3", "initval": 3, "prefix": null}],
+                   "compressor": {"id": "lzma", "format": 3, "check": -1, "preset": null,
+                                  "filters": [{"id": 3, "dist": 4}, {"id": 33, "preset": 1}]}}),
+        ] {
+            let (_, written) = round_trip(&zarray(json!("<i4"), extra.clone()));
+            assert_eq!(written["compressor"], extra["compressor"]);
+        }
+        let (meta, written) = round_trip(&zarray(
+            json!("|b1"),
+            json!({"filters": [{"id": "packbits"}], "fill_value": false}),
+        ));
+        assert_eq!(meta.codecs[0].name, "numcodecs.packbits");
+        assert_eq!(written["filters"], json!([{"id": "packbits"}]));
         for (dtype, fill) in [
             ("<f8", json!("NaN")),
             ("<f4", json!("-Infinity")),

@@ -7,9 +7,13 @@
 //! ...), with numpy type strings such as `"<i4"` or `"uint16"`.
 
 pub(crate) mod alias;
+pub(crate) mod bz2;
 pub(crate) mod checksum;
+pub(crate) mod jenkins;
 pub(crate) mod lz4;
+pub(crate) mod lzma;
 pub(crate) mod numeric;
+pub(crate) mod packbits;
 pub(crate) mod shuffle;
 
 use half::f16;
