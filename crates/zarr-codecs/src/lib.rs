@@ -163,6 +163,7 @@ pub use codecs::numcodecs::lz4::Lz4Codec;
 pub use codecs::numcodecs::lzma::{LzmaCodec, LzmaFormat};
 pub use codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilter, NumericFilterCodec};
 pub use codecs::numcodecs::packbits::PackBitsCodec;
+pub use codecs::numcodecs::pcodec::{PcodecCodec, PcodecDelta, PcodecMode};
 pub use codecs::numcodecs::shuffle::ShuffleCodec;
 pub use codecs::transpose::TransposeCodec;
 pub use codecs::zlib::ZlibCodec;

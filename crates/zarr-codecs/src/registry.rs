@@ -19,6 +19,7 @@ use crate::codecs::numcodecs::lz4::Lz4Codec;
 use crate::codecs::numcodecs::lzma::LzmaCodec;
 use crate::codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilterCodec};
 use crate::codecs::numcodecs::packbits::PackBitsCodec;
+use crate::codecs::numcodecs::pcodec::PcodecCodec;
 use crate::codecs::numcodecs::shuffle::ShuffleCodec;
 use crate::codecs::transpose::TransposeCodec;
 use crate::codecs::zlib::ZlibCodec;
@@ -45,7 +46,8 @@ pub type CodecConstructor = Arc<
 /// the checksums `numcodecs.crc32`, `numcodecs.adler32`, `numcodecs.crc32c`,
 /// `numcodecs.fletcher32` and `numcodecs.jenkins_lookup3`, the filters `numcodecs.delta`,
 /// `numcodecs.fixedscaleoffset`, `numcodecs.bitround`, `numcodecs.quantize`,
-/// `numcodecs.astype` and `numcodecs.packbits`, and `numcodecs.blosc`, `numcodecs.zstd` and
+/// `numcodecs.astype` and `numcodecs.packbits`, the serializer `numcodecs.pcodec`, and
+/// `numcodecs.blosc`, `numcodecs.zstd` and
 /// `numcodecs.gzip` (numcodecs' configurations of the codecs above). Other crates add theirs
 /// the same way a user does:
 ///
@@ -164,6 +166,11 @@ impl CodecRegistry {
             })
             .register(PackBitsCodec::NAME, |meta, _, _| {
                 Ok(Codec::ArrayToArray(Arc::new(PackBitsCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(PcodecCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToBytes(Arc::new(PcodecCodec::from_metadata(
                     meta,
                 )?)))
             });

@@ -14,6 +14,7 @@ pub(crate) mod lz4;
 pub(crate) mod lzma;
 pub(crate) mod numeric;
 pub(crate) mod packbits;
+pub(crate) mod pcodec;
 pub(crate) mod shuffle;
 
 use half::f16;
