@@ -10,6 +10,7 @@ use zarr_core::{DataType, ExtensionObject};
 
 use crate::array_bytes::ArrayBytes;
 use crate::codec::ArrayToBytesCodec;
+use crate::codecs::numcodecs::NumType;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::representation::ChunkRepresentation;
@@ -235,41 +236,20 @@ impl PcodecCodec {
         config
     }
 
-    fn number_type(decoded: &ChunkRepresentation) -> Result<NumberKind> {
-        Ok(match decoded.data_type() {
-            DataType::Int16 => NumberKind::I16,
-            DataType::Int32 => NumberKind::I32,
-            DataType::Int64 => NumberKind::I64,
-            DataType::UInt16 => NumberKind::U16,
-            DataType::UInt32 => NumberKind::U32,
-            DataType::UInt64 => NumberKind::U64,
-            DataType::Float16 => NumberKind::F16,
-            DataType::Float32 => NumberKind::F32,
-            DataType::Float64 => NumberKind::F64,
-            other => {
-                return Err(Error::incompatible(
-                    Self::NAME,
-                    format!(
-                        "pco compresses 16-, 32- and 64-bit integers and floats, not `{other}`"
-                    ),
-                ));
-            }
-        })
+    /// The chunk's numeric type, if pco (as numcodecs uses it) takes it.
+    fn number_type(decoded: &ChunkRepresentation) -> Result<NumType> {
+        match NumType::of(decoded.data_type()) {
+            Some(t) if t.size() > 1 => Ok(t),
+            _ => Err(unsupported_type(decoded.data_type())),
+        }
     }
 }
 
-/// The numeric types pco takes here.
-#[derive(Debug, Clone, Copy)]
-enum NumberKind {
-    I16,
-    I32,
-    I64,
-    U16,
-    U32,
-    U64,
-    F16,
-    F32,
-    F64,
+fn unsupported_type(data_type: &DataType) -> Error {
+    Error::incompatible(
+        PcodecCodec::NAME,
+        format!("pco compresses 16-, 32- and 64-bit integers and floats, not `{data_type}`"),
+    )
 }
 
 /// A pco number read from and written to the machine's byte order.
@@ -332,15 +312,17 @@ fn decompress<T: Element>(encoded: &[u8], out: &mut [u8]) -> Result<()> {
 macro_rules! dispatch {
     ($kind:expr, $f:ident, $($arg:expr),*) => {
         match $kind {
-            NumberKind::I16 => $f::<i16>($($arg),*),
-            NumberKind::I32 => $f::<i32>($($arg),*),
-            NumberKind::I64 => $f::<i64>($($arg),*),
-            NumberKind::U16 => $f::<u16>($($arg),*),
-            NumberKind::U32 => $f::<u32>($($arg),*),
-            NumberKind::U64 => $f::<u64>($($arg),*),
-            NumberKind::F16 => $f::<f16>($($arg),*),
-            NumberKind::F32 => $f::<f32>($($arg),*),
-            NumberKind::F64 => $f::<f64>($($arg),*),
+            NumType::I16 => $f::<i16>($($arg),*),
+            NumType::I32 => $f::<i32>($($arg),*),
+            NumType::I64 => $f::<i64>($($arg),*),
+            NumType::U16 => $f::<u16>($($arg),*),
+            NumType::U32 => $f::<u32>($($arg),*),
+            NumType::U64 => $f::<u64>($($arg),*),
+            NumType::F16 => $f::<f16>($($arg),*),
+            NumType::F32 => $f::<f32>($($arg),*),
+            NumType::F64 => $f::<f64>($($arg),*),
+            // `number_type` refuses them before this.
+            NumType::I8 | NumType::U8 => Err(unsupported_type(&$kind.data_type())),
         }
     };
 }
