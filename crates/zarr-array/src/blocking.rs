@@ -327,6 +327,27 @@ impl<S: ReadableStore + ?Sized> Group<S> {
         block_on(crate::Group::open(store, path))?.map(Self)
     }
 
+    /// [`crate::Group::open_consolidated`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::open_consolidated`], and [`Error::BlockingInAsync`].
+    pub fn open_consolidated(store: Arc<S>, path: &str) -> Result<Self> {
+        block_on(crate::Group::open_consolidated(store, path))?.map(Self)
+    }
+
+    /// [`crate::Group::is_consolidated`].
+    pub fn is_consolidated(&self) -> bool {
+        self.0.is_consolidated()
+    }
+
+    /// [`crate::Group::open_group`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::open_group`], and [`Error::BlockingInAsync`].
+    pub fn open_group(&self, name: &str) -> Result<Self> {
+        block_on(self.0.open_group(name))?.map(Self)
+    }
+
     /// [`crate::Group::open_array`].
     ///
     /// # Errors
@@ -409,5 +430,15 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
     /// As [`crate::Group::tree_listed`], and [`Error::BlockingInAsync`].
     pub fn tree_listed(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
         block_on(self.0.tree_listed())?
+    }
+}
+
+impl<S: ReadableStore + ListableStore + WritableStore + ?Sized> Group<S> {
+    /// [`crate::Group::consolidate_metadata`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::consolidate_metadata`], and [`Error::BlockingInAsync`].
+    pub fn consolidate_metadata(&mut self) -> Result<usize> {
+        block_on(self.0.consolidate_metadata())?
     }
 }

@@ -105,6 +105,18 @@ pub enum Error {
         found: &'static str,
     },
 
+    /// Consolidated metadata cannot be read or written for the group: it has none
+    /// ([`Group::open_consolidated`](crate::Group::open_consolidated)), or the hierarchy
+    /// below it mixes Zarr v2 and v3 nodes
+    /// ([`Group::consolidate_metadata`](crate::Group::consolidate_metadata)).
+    #[error("consolidated metadata of group {path:?}: {reason}")]
+    Consolidated {
+        /// The group's path.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// Creating a node where an array already is, or under an array.
     #[error("cannot create {path:?}: {reason}")]
     NodeExists {

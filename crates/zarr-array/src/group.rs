@@ -1,11 +1,12 @@
 //! Groups, nodes and the hierarchy.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use zarr_core::v2::{self, ZarrFormat};
-use zarr_core::{GroupMetadata, NodeMetadata, NodePath};
+use zarr_core::{ArrayMetadata, ConsolidatedMetadata, GroupMetadata, NodeMetadata, NodePath};
 use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableStore};
 
 use crate::array::{Array, ArrayOptions};
@@ -221,6 +222,9 @@ pub struct Group<S: ?Sized> {
     metadata: Arc<GroupMetadata>,
     /// The format of its metadata.
     format: ZarrFormat,
+    /// The hierarchy's metadata as consolidated metadata recorded it, when the group was
+    /// opened with [`Group::open_consolidated`] (or is below one that was).
+    consolidated: Option<Arc<Snapshot>>,
 }
 
 impl<S: ?Sized> Clone for Group<S> {
@@ -230,6 +234,7 @@ impl<S: ?Sized> Clone for Group<S> {
             path: self.path.clone(),
             metadata: Arc::clone(&self.metadata),
             format: self.format,
+            consolidated: self.consolidated.clone(),
         }
     }
 }
@@ -277,6 +282,7 @@ impl<S: ReadableStore + ?Sized> Group<S> {
                 path,
                 metadata: Arc::new(*metadata),
                 format,
+                consolidated: None,
             }),
             (other, _) => Err(Error::WrongNodeType {
                 path: path.as_str().to_owned(),
@@ -295,20 +301,124 @@ impl<S: ReadableStore + ?Sized> Group<S> {
         Ok(())
     }
 
-    /// Open the child array `name` (a relative path such as `raw` or `a/b`).
+    /// Open the group at `path` with the consolidated metadata stored with it: zarr-python's
+    /// inline `consolidated_metadata` in a Zarr v3 group's `zarr.json`, or a Zarr v2 group's
+    /// `.zmetadata`. One or two store requests in all; the group, and every group opened
+    /// from it, then answers [`open_array`](Self::open_array),
+    /// [`open_group`](Self::open_group), [`children`](Self::children) and
+    /// [`tree`](Self::tree) from that record, without store requests, as zarr-python does
+    /// for a consolidated hierarchy. This is what makes opening a deep hierarchy on object
+    /// storage cheap.
+    ///
+    /// The record is a snapshot: a node created, resized or given new attributes after the
+    /// last [`consolidate_metadata`](Self::consolidate_metadata) is seen as it was then
+    /// (a node the record does not list is still opened from the store). Use
+    /// [`Group::open`] for the store's current state.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, Group};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let mut root = Group::create(store.clone(), "/").await?;
+    /// ArrayBuilder::new(vec![100], DataType::Float32, vec![10])
+    ///     .create(store.clone(), "/images/raw")
+    ///     .await?;
+    /// assert_eq!(root.consolidate_metadata().await?, 2); // the group and the array
+    ///
+    /// let root = Group::open_consolidated(store, "/").await?;
+    /// let raw = root.open_array("images/raw").await?; // no store request
+    /// assert_eq!(raw.shape(), &[100]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Group::open`]; [`Error::Consolidated`] if the group has no consolidated metadata
+    /// (or only of a kind other than `"inline"`); metadata errors naming the entry that is
+    /// malformed.
+    pub async fn open_consolidated(store: Arc<S>, path: &str) -> Result<Self> {
+        let mut group = Self::open(store, path).await?;
+        match Snapshot::read(&group).await? {
+            Some(snapshot) => {
+                group.consolidated = Some(Arc::new(snapshot));
+                Ok(group)
+            }
+            None => Err(Error::Consolidated {
+                path: group.path.as_str().to_owned(),
+                reason: match group.format {
+                    ZarrFormat::V2 => format!("there is no {}", v2::ZMETADATA),
+                    ZarrFormat::V3 => {
+                        "its zarr.json has no inline `consolidated_metadata`".to_owned()
+                    }
+                },
+            }),
+        }
+    }
+
+    /// Whether the group answers from consolidated metadata (it was opened with
+    /// [`Group::open_consolidated`], or from a group that was).
+    pub fn is_consolidated(&self) -> bool {
+        self.consolidated.is_some()
+    }
+
+    /// The consolidated record of the node at `path`, if the group has one and it lists it.
+    fn recorded(&self, path: &NodePath) -> Option<(&NodeMetadata, ZarrFormat)> {
+        let snapshot = self.consolidated.as_ref()?;
+        snapshot.nodes.get(path).map(|(m, f)| (m, *f))
+    }
+
+    /// Open the child array `name` (a relative path such as `raw` or `a/b`). A group opened
+    /// with [`Group::open_consolidated`] takes the array's metadata from its record, without
+    /// a store request.
     ///
     /// # Errors
     /// As [`Array::open`].
     pub async fn open_array(&self, name: &str) -> Result<Array<S>> {
-        Array::open(Arc::clone(&self.store), self.child_path(name)?.as_str()).await
+        let path = self.child_path(name)?;
+        match self.recorded(&path) {
+            Some((NodeMetadata::Array(metadata), format)) => Ok(Array::from_metadata(
+                Arc::clone(&self.store),
+                path,
+                ArrayMetadata::clone(metadata),
+                ArrayOptions::default(),
+            )?
+            .with_format(format)),
+            Some((NodeMetadata::Group(_), _)) => Err(Error::WrongNodeType {
+                path: path.as_str().to_owned(),
+                expected: "an array",
+                found: "a group",
+            }),
+            None => Array::open(Arc::clone(&self.store), path.as_str()).await,
+        }
     }
 
-    /// Open the child group `name`.
+    /// Open the child group `name`. A group opened with [`Group::open_consolidated`] takes
+    /// the group's metadata from its record, without a store request, and passes the
+    /// record on.
     ///
     /// # Errors
     /// As [`Group::open`].
     pub async fn open_group(&self, name: &str) -> Result<Group<S>> {
-        Group::open(Arc::clone(&self.store), self.child_path(name)?.as_str()).await
+        let path = self.child_path(name)?;
+        match self.recorded(&path) {
+            Some((NodeMetadata::Group(metadata), format)) => Ok(Group {
+                store: Arc::clone(&self.store),
+                path,
+                metadata: Arc::new(GroupMetadata::clone(metadata)),
+                format,
+                consolidated: self.consolidated.clone(),
+            }),
+            Some((NodeMetadata::Array(_), _)) => Err(Error::WrongNodeType {
+                path: path.as_str().to_owned(),
+                expected: "a group",
+                found: "an array",
+            }),
+            None => Group::open(Arc::clone(&self.store), path.as_str()).await,
+        }
     }
 
     fn child_path(&self, name: &str) -> Result<NodePath> {
@@ -340,6 +450,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
                     path: node_path,
                     metadata: Arc::new(*metadata),
                     format,
+                    consolidated: None,
                 });
             }
             Some((NodeMetadata::Array(_), _)) => {
@@ -417,6 +528,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
             path,
             metadata: Arc::new(metadata),
             format,
+            consolidated: None,
         })
     }
 
@@ -474,80 +586,59 @@ impl<S: WritableStore + ?Sized> Group<S> {
 impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
     /// The group's direct children, in name order: one `list_dir` of the group's prefix, then
     /// one `zarr.json` read per child. Directories without `zarr.json` are not nodes and are
-    /// skipped.
+    /// skipped. A group opened with [`Group::open_consolidated`] answers from its record
+    /// instead, without store requests.
     ///
     /// # Errors
     /// Store and metadata errors.
     pub async fn children(&self) -> Result<Vec<Node<S>>> {
-        let prefix = node_prefix(&self.path)?;
-        let listing = self.store.list_dir(&prefix).await?;
-        let mut out = Vec::new();
-        for child in listing.prefixes {
-            let name = child
-                .as_str()
-                .strip_prefix(prefix.as_str())
-                .unwrap_or(child.as_str())
-                .trim_end_matches('/');
-            let Ok(path) = self.path.child(name) else {
-                // Not a valid node name (e.g. an array's `c/` chunk directory).
-                continue;
-            };
-            if let Some((metadata, format)) = read_node(&*self.store, &path).await? {
-                out.push(Node::from_metadata(
-                    Arc::clone(&self.store),
-                    path,
-                    metadata,
-                    format,
-                )?);
-            }
-        }
-        Ok(out)
+        let nodes = match self.consolidated.as_ref().filter(|s| s.covers(&self.path)) {
+            Some(snapshot) => snapshot.children_of(&self.path),
+            None => listed_children(&*self.store, &self.path).await?,
+        };
+        nodes
+            .into_iter()
+            .map(|(path, metadata, format)| self.node(path, metadata, format))
+            .collect()
     }
 
-    /// Every node below the group, in path order, with its metadata. Uses the group's
-    /// consolidated metadata when it has some (no listing at all): v3 consolidated metadata
-    /// of the `"inline"` kind in `zarr.json`, or a Zarr v2 group's `.zmetadata`; otherwise one
-    /// listing per group, like [`tree_listed`](Self::tree_listed).
+    /// A node below this group, passing on the group's consolidated record.
+    fn node(&self, path: NodePath, metadata: NodeMetadata, format: ZarrFormat) -> Result<Node<S>> {
+        let mut node = Node::from_metadata(Arc::clone(&self.store), path, metadata, format)?;
+        if let Node::Group(group) = &mut node {
+            group.consolidated = self.consolidated.clone();
+        }
+        Ok(node)
+    }
+
+    /// Every node below the group, in path order, with its metadata. Uses consolidated
+    /// metadata when there is some (no listing at all): the record of a group opened with
+    /// [`Group::open_consolidated`], v3 consolidated metadata of the `"inline"` kind in the
+    /// group's `zarr.json`, or a Zarr v2 group's `.zmetadata`; otherwise one listing per
+    /// group, like [`tree_listed`](Self::tree_listed).
     ///
     /// Consolidated metadata is not refreshed when the hierarchy changes: use
-    /// [`tree_listed`](Self::tree_listed) when it may be stale.
+    /// [`tree_listed`](Self::tree_listed) when it may be stale, and
+    /// [`consolidate_metadata`](Self::consolidate_metadata) to refresh it.
     ///
     /// # Errors
     /// Store and metadata errors.
     pub async fn tree(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
-        if self.format == ZarrFormat::V2 {
-            let key = StoreKey::try_new(format!("{}{}", self.path.prefix(), v2::ZMETADATA))?;
-            if let Some(bytes) = self.store.get(&key).await? {
-                let nodes = v2::consolidated_nodes(&bytes).map_err(|source| Error::V2Metadata {
-                    path: self.path.as_str().to_owned(),
-                    source: Box::new(source),
-                })?;
-                let mut out = Vec::with_capacity(nodes.len());
-                for (relative, metadata) in nodes {
-                    out.push((self.child_path(&relative)?, metadata));
-                }
-                out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-                return Ok(out);
+        let read;
+        let snapshot = match self.consolidated.as_ref().filter(|s| s.covers(&self.path)) {
+            Some(snapshot) => Some(&**snapshot),
+            None => {
+                read = Snapshot::read(self).await?;
+                read.as_ref()
             }
+        };
+        match snapshot {
+            Some(snapshot) => Ok(snapshot
+                .below(&self.path)
+                .map(|(path, metadata, _)| (path, metadata))
+                .collect()),
+            None => self.tree_listed().await,
         }
-        if let Some(consolidated) = self
-            .metadata
-            .consolidated_metadata
-            .as_ref()
-            .filter(|c| c.is_inline())
-        {
-            let mut nodes = Vec::new();
-            for (relative, metadata) in consolidated.nodes()? {
-                let mut path = self.path.clone();
-                for name in relative.names() {
-                    path = path.child(name)?;
-                }
-                nodes.push((path, metadata));
-            }
-            nodes.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-            return Ok(nodes);
-        }
-        self.tree_listed().await
     }
 
     /// Every node below the group, in path order, with its metadata, from one listing per
@@ -556,32 +647,286 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
     /// # Errors
     /// Store and metadata errors.
     pub async fn tree_listed(&self) -> Result<Vec<(NodePath, NodeMetadata)>> {
-        let mut out = Vec::new();
-        let mut stack = vec![self.clone()];
-        while let Some(group) = stack.pop() {
-            let mut groups = Vec::new();
-            for child in group.children().await? {
-                match child {
-                    Node::Array(array) => {
-                        out.push((
-                            array.path().clone(),
-                            NodeMetadata::Array(Box::new(array.metadata().clone())),
-                        ));
+        Ok(walk_listed(&*self.store, &self.path)
+            .await?
+            .into_iter()
+            .map(|(path, metadata, _)| (path, metadata))
+            .collect())
+    }
+}
+
+impl<S: ReadableStore + ListableStore + WritableStore + ?Sized> Group<S> {
+    /// Record the metadata of every node below the group in the group itself, as
+    /// zarr-python's `consolidate_metadata` does, so that readers can open the whole
+    /// hierarchy with one request ([`Group::open_consolidated`], zarr-python's
+    /// `open_consolidated`, or any reader that uses consolidated metadata). Returns the
+    /// number of nodes recorded.
+    ///
+    /// The hierarchy is walked with listings (ignoring any consolidated metadata already
+    /// there). A Zarr v3 group gets inline `consolidated_metadata` in its `zarr.json`
+    /// (its attributes as stored are kept); a Zarr v2 group gets a `.zmetadata` document
+    /// holding each node's `.zarray` or `.zgroup` and `.zattrs` as stored. Nothing keeps the
+    /// record current afterwards: call this again after changing the hierarchy.
+    ///
+    /// # Errors
+    /// [`Error::Consolidated`] if a node below the group is of the other Zarr format (a
+    /// record holds one format); store and metadata errors.
+    pub async fn consolidate_metadata(&mut self) -> Result<usize> {
+        let nodes = walk_listed(&*self.store, &self.path).await?;
+        if let Some((path, _, format)) = nodes.iter().find(|(_, _, f)| *f != self.format) {
+            return Err(Error::Consolidated {
+                path: self.path.as_str().to_owned(),
+                reason: format!(
+                    "{path} is a Zarr {format} node in a Zarr {} hierarchy; a record holds \
+                     one format",
+                    self.format
+                ),
+            });
+        }
+        let relative = |path: &NodePath| -> String {
+            let base = self.path.names().count();
+            path.names().skip(base).collect::<Vec<_>>().join("/")
+        };
+        match self.format {
+            ZarrFormat::V3 => {
+                // The group's own document as stored now, so that attributes written through
+                // another handle are kept.
+                let mut own = match require_node(&*self.store, &self.path).await? {
+                    (NodeMetadata::Group(metadata), _) => *metadata,
+                    (other, _) => {
+                        return Err(Error::WrongNodeType {
+                            path: self.path.as_str().to_owned(),
+                            expected: "a group",
+                            found: kind(&other),
+                        });
                     }
-                    Node::Group(g) => {
-                        out.push((
-                            g.path.clone(),
-                            NodeMetadata::Group(Box::new(GroupMetadata::clone(&g.metadata))),
-                        ));
-                        groups.push(g);
-                    }
+                };
+                let mut entries = Map::new();
+                for (path, metadata, _) in &nodes {
+                    let document = match metadata {
+                        NodeMetadata::Array(array) => array.to_value()?,
+                        NodeMetadata::Group(group) => {
+                            // As zarr-python records a group below: its own record empty,
+                            // the nodes below it listed here.
+                            let mut group = GroupMetadata::clone(group);
+                            group.consolidated_metadata =
+                                Some(ConsolidatedMetadata::inline(Map::new()));
+                            group.to_value()
+                        }
+                    };
+                    entries.insert(relative(path), document);
+                }
+                own.consolidated_metadata = Some(ConsolidatedMetadata::inline(entries));
+                let document = NodeMetadata::Group(Box::new(own.clone()));
+                write_metadata(&*self.store, &self.path, &document, ZarrFormat::V3).await?;
+                self.metadata = Arc::new(own);
+            }
+            ZarrFormat::V2 => {
+                let mut entries = Map::new();
+                self.add_v2_documents(&mut entries, &self.path, "", v2::ZGROUP)
+                    .await?;
+                for (path, metadata, _) in &nodes {
+                    let name = match metadata {
+                        NodeMetadata::Array(_) => v2::ZARRAY,
+                        NodeMetadata::Group(_) => v2::ZGROUP,
+                    };
+                    let prefix = format!("{}/", relative(path));
+                    self.add_v2_documents(&mut entries, path, &prefix, name)
+                        .await?;
+                }
+                let text = v2::zmetadata_json(entries).map_err(|source| Error::V2Metadata {
+                    path: self.path.as_str().to_owned(),
+                    source: Box::new(source),
+                })?;
+                let key = v2_key(&self.path, v2::ZMETADATA)?;
+                self.store.set(&key, Bytes::from(text.into_bytes())).await?;
+            }
+        }
+        tracing::debug!(group = %self.path, nodes = nodes.len(), "consolidated metadata");
+        if self.consolidated.is_some() {
+            self.consolidated = Some(Arc::new(Snapshot::new(
+                self.path.clone(),
+                nodes.iter().cloned(),
+            )));
+        }
+        Ok(nodes.len())
+    }
+
+    /// Add the Zarr v2 documents of the node at `path` (`document`, and `.zattrs` when
+    /// stored) to a `.zmetadata` record, under `prefix`.
+    async fn add_v2_documents(
+        &self,
+        entries: &mut Map<String, Value>,
+        path: &NodePath,
+        prefix: &str,
+        document: &str,
+    ) -> Result<()> {
+        for name in [document, v2::ZATTRS] {
+            if let Some(bytes) = self.store.get(&v2_key(path, name)?).await? {
+                let value: Value =
+                    serde_json::from_slice(&bytes).map_err(|e| Error::V2Metadata {
+                        path: path.as_str().to_owned(),
+                        source: Box::new(zarr_core::Error::Json(e)),
+                    })?;
+                entries.insert(format!("{prefix}{name}"), value);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The direct children of the group at `path`, from one `list_dir` and one metadata read
+/// per child, in name order.
+async fn listed_children<S: ReadableStore + ListableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+) -> Result<Vec<(NodePath, NodeMetadata, ZarrFormat)>> {
+    let prefix = node_prefix(path)?;
+    let listing = store.list_dir(&prefix).await?;
+    let mut out = Vec::new();
+    for child in listing.prefixes {
+        let name = child
+            .as_str()
+            .strip_prefix(prefix.as_str())
+            .unwrap_or(child.as_str())
+            .trim_end_matches('/');
+        let Ok(child_path) = path.child(name) else {
+            // Not a valid node name (e.g. an array's `c/` chunk directory).
+            continue;
+        };
+        if let Some((metadata, format)) = read_node(store, &child_path).await? {
+            out.push((child_path, metadata, format));
+        }
+    }
+    Ok(out)
+}
+
+/// Every node below the group at `path`, in path order, from one listing per group.
+async fn walk_listed<S: ReadableStore + ListableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+) -> Result<Vec<(NodePath, NodeMetadata, ZarrFormat)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![path.clone()];
+    while let Some(group) = stack.pop() {
+        for (child, metadata, format) in listed_children(store, &group).await? {
+            if matches!(metadata, NodeMetadata::Group(_)) {
+                stack.push(child.clone());
+            }
+            out.push((child, metadata, format));
+        }
+    }
+    out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    Ok(out)
+}
+
+/// The metadata of a hierarchy below a group, as its consolidated metadata recorded it.
+#[derive(Debug)]
+struct Snapshot {
+    /// The consolidating group.
+    root: NodePath,
+    /// Every node recorded below it, by path.
+    nodes: BTreeMap<NodePath, (NodeMetadata, ZarrFormat)>,
+}
+
+impl Snapshot {
+    fn new(
+        root: NodePath,
+        nodes: impl IntoIterator<Item = (NodePath, NodeMetadata, ZarrFormat)>,
+    ) -> Self {
+        Self {
+            root,
+            nodes: nodes.into_iter().map(|(p, m, f)| (p, (m, f))).collect(),
+        }
+    }
+
+    /// The record stored with `group`: its `.zmetadata` (Zarr v2, one store request) or the
+    /// inline `consolidated_metadata` of its `zarr.json` (v3); `None` if there is none.
+    async fn read<S: ReadableStore + ?Sized>(group: &Group<S>) -> Result<Option<Self>> {
+        let mut nodes = Vec::new();
+        match group.format {
+            ZarrFormat::V2 => {
+                let key = v2_key(&group.path, v2::ZMETADATA)?;
+                let Some(bytes) = group.store.get(&key).await? else {
+                    return Ok(None);
+                };
+                let entries =
+                    v2::consolidated_nodes(&bytes).map_err(|source| Error::V2Metadata {
+                        path: group.path.as_str().to_owned(),
+                        source: Box::new(source),
+                    })?;
+                for (relative, metadata) in entries {
+                    nodes.push((group.child_path(&relative)?, metadata, ZarrFormat::V2));
                 }
             }
-            stack.extend(groups.into_iter().rev());
+            ZarrFormat::V3 => {
+                let Some(consolidated) = group
+                    .metadata
+                    .consolidated_metadata
+                    .as_ref()
+                    .filter(|c| c.is_inline())
+                else {
+                    return Ok(None);
+                };
+                add_inline(&mut nodes, &group.path, consolidated)?;
+            }
         }
-        out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-        Ok(out)
+        Ok(Some(Self::new(group.path.clone(), nodes)))
     }
+
+    /// Whether the record describes the group at `path` and everything below it.
+    fn covers(&self, path: &NodePath) -> bool {
+        *path == self.root || self.nodes.contains_key(path)
+    }
+
+    /// The recorded nodes whose parent is `path`, in name order.
+    fn children_of(&self, path: &NodePath) -> Vec<(NodePath, NodeMetadata, ZarrFormat)> {
+        self.nodes
+            .iter()
+            .filter(|(p, _)| p.parent().as_ref() == Some(path))
+            .map(|(p, (m, f))| (p.clone(), m.clone(), *f))
+            .collect()
+    }
+
+    /// The recorded nodes below `path`, in path order.
+    fn below<'a>(
+        &'a self,
+        path: &'a NodePath,
+    ) -> impl Iterator<Item = (NodePath, NodeMetadata, ZarrFormat)> + 'a {
+        let mut nodes: Vec<_> = self
+            .nodes
+            .iter()
+            .filter(move |(p, _)| p.ancestors().contains(path))
+            .map(|(p, (m, f))| (p.clone(), m.clone(), *f))
+            .collect();
+        nodes.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        nodes.into_iter()
+    }
+}
+
+/// Add the nodes of inline consolidated metadata recorded at `base`, and of any non-empty
+/// record nested in a group entry (a layout some writers use), with absolute paths.
+fn add_inline(
+    nodes: &mut Vec<(NodePath, NodeMetadata, ZarrFormat)>,
+    base: &NodePath,
+    consolidated: &ConsolidatedMetadata,
+) -> Result<()> {
+    for (relative, metadata) in consolidated.nodes()? {
+        let mut path = base.clone();
+        for name in relative.names() {
+            path = path.child(name)?;
+        }
+        if let NodeMetadata::Group(group) = &metadata
+            && let Some(nested) = group
+                .consolidated_metadata
+                .as_ref()
+                .filter(|c| c.is_inline() && !c.metadata.is_empty())
+        {
+            add_inline(nodes, &path, nested)?;
+        }
+        nodes.push((path, metadata, ZarrFormat::V3));
+    }
+    Ok(())
 }
 
 /// A node of the hierarchy: an array or a group.
@@ -622,6 +967,7 @@ impl<S: ?Sized> Node<S> {
                 path,
                 metadata: Arc::new(*metadata),
                 format,
+                consolidated: None,
             }),
             NodeMetadata::Array(metadata) => Self::Array(
                 Array::from_metadata(store, path, *metadata, ArrayOptions::default())?

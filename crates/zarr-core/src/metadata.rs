@@ -667,6 +667,18 @@ pub struct ConsolidatedMetadata {
 }
 
 impl ConsolidatedMetadata {
+    /// Inline consolidated metadata holding `metadata` (documents keyed by path relative to
+    /// the group, such as `"sub"` and `"sub/arr"`), marked `"must_understand": false` as
+    /// zarr-python writes it.
+    pub fn inline(metadata: serde_json::Map<String, Value>) -> Self {
+        Self {
+            kind: "inline".to_owned(),
+            metadata,
+            must_understand: Some(false),
+            extra: Map::new(),
+        }
+    }
+
     fn from_json(value: &Value) -> Result<Self> {
         let field = "consolidated_metadata";
         let map = json::as_object(value, field)?;

@@ -6,7 +6,8 @@ Usage:
                                case with its metadata and the regions to write, no values
   peer.py write DIR            write the matrix into a fresh store at DIR with zarr-python
                                (and tensorstore for the cases marked so), then DIR/manifest.json
-                               with the expected values of every array
+                               with the expected values of every array; the root's metadata
+                               is then consolidated
   peer.py write-v2 DIR         write Zarr v2 arrays and groups with zarr-python
                                (zarr_format=2: every numpy type it stores, both byte orders,
                                order F, blosc/zstd/gzip/zlib, both key separators, missing and
@@ -25,10 +26,13 @@ Usage:
                                open every node of THEIRS/manifest.json (from write-v2) in
                                OURS, the Zarr v2 copy the Rust crate wrote, and compare
                                .zarray, attributes, fill value and values with zarr-python's
-                               own; print the problems (JSON)
+                               own, and OURS/.zmetadata with zarr-python's; print the problems
+                               (JSON)
   peer.py verify DIR MANIFEST  open every node MANIFEST lists (written by the Rust crate) with
                                zarr-python, and with tensorstore where the entry asks for it,
-                               and compare exactly; exit 1 listing every mismatch
+                               and compare exactly; if the root has consolidated metadata,
+                               open the hierarchy from it and compare each node with its own
+                               documents; exit 1 listing every mismatch
 
 Values in manifests, one per element in C order:
   bool -> true/false; integers -> JSON integers;
@@ -1031,6 +1035,10 @@ def cmd_write(out: Path) -> None:
     if problems:
         sys.exit("peer.py write: the peers do not read back what they wrote:\n"
                  + "\n".join(problems))
+    # The Rust side opens the hierarchy from zarr-python's consolidated metadata too.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "not part of the Zarr format 3 specification"
+        zarr.consolidate_metadata(LocalStore(out), zarr_format=3)
     text = "[\n" + ",\n".join(json.dumps(e, allow_nan=False, ensure_ascii=False)
                               for e in manifest) + "\n]\n"
     (out / "manifest.json").write_text(text, encoding="utf-8")
@@ -1442,7 +1450,8 @@ def cmd_verify(root: Path, manifest_path: Path) -> None:
         # The hierarchy as zarr-python discovers it from the root must be exactly the nodes
         # listed (every group written explicitly, nothing extra).
         try:
-            g = zarr.open_group(LocalStore(root, read_only=True), mode="r", zarr_format=3)
+            g = zarr.open_group(LocalStore(root, read_only=True), mode="r", zarr_format=3,
+                                use_consolidated=False)
             found = sorted(name for name, _ in g.members(max_depth=None))
             want = sorted(e["path"] for e in entries if e["path"])
             if found != want:
@@ -1451,6 +1460,13 @@ def cmd_verify(root: Path, manifest_path: Path) -> None:
                                 "the manifest")
         except Exception as e:  # noqa: BLE001
             problems.append(f"/ ({ZP}): cannot list the hierarchy: {e!r}")
+    consolidated = "consolidated_metadata" in json.loads((root / "zarr.json").read_text())
+    if consolidated:
+        unreadable = frozenset(e["path"] for e in entries
+                               if "zarr-python" not in e.get("peers", ["zarr-python"])
+                               or "zarr-python" in e.get("peer_bugs", {}))
+        problems += consolidated_problems(root, [e["path"] for e in entries if e["path"]], 3,
+                                          unreadable)
     for e in entries:
         for peer, why in e.get("peer_bugs", {}).items():
             if peer in e.get("peers", []):
@@ -1464,7 +1480,57 @@ def cmd_verify(root: Path, manifest_path: Path) -> None:
             print(f"  - {p}")
         sys.exit(1)
     print(f"peer.py verify: {len(entries)} nodes ({n_arrays} arrays) read exactly by {ZP}; "
-          f"{n_ts} of the arrays also by {TS}")
+          f"{n_ts} of the arrays also by {TS}"
+          + ("; the hierarchy opened from our consolidated metadata" if consolidated else ""))
+
+
+def consolidated_problems(root: Path, paths: list[str], zarr_format: int,
+                          unreadable: frozenset[str] = frozenset()) -> list[str]:
+    """zarr-python opens the hierarchy at ROOT from the consolidated metadata the Rust crate
+    wrote: it must list exactly PATHS, each node with the metadata its own documents give
+    and, for arrays zarr-python can read (not in UNREADABLE), the same values."""
+    store = LocalStore(root, read_only=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = zarr.open_consolidated(store, mode="r", zarr_format=zarr_format)
+            members = dict(g.members(max_depth=None))
+    except Exception as e:  # noqa: BLE001
+        return [f"/ ({ZP}): cannot open our consolidated metadata: {e!r}"]
+    problems = []
+    if sorted(members) != sorted(paths):
+        problems.append(f"/ ({ZP}): our consolidated metadata lists "
+                        f"{sorted(set(members) - set(paths))} more and "
+                        f"{sorted(set(paths) - set(members))} fewer nodes than were written")
+
+    def doc(node: Any) -> str:
+        d = node.metadata.to_dict()
+        d.pop("consolidated_metadata", None)
+        return json.dumps(d, sort_keys=True, default=repr)
+
+    for name, node in sorted(members.items()):
+        try:
+            if isinstance(node, zarr.Array):
+                direct: Any = zarr.open_array(store, path=name, mode="r",
+                                              zarr_format=zarr_format)
+            else:
+                direct = zarr.open_group(store, path=name, mode="r", zarr_format=zarr_format,
+                                         use_consolidated=False)
+            if doc(node) != doc(direct):
+                problems.append(f"{name} ({ZP}): consolidated metadata {doc(node)} differs "
+                                f"from the node's own {doc(direct)}")
+            elif isinstance(node, zarr.Array) and name not in unreadable:
+                got, want = np.asarray(node[...]), np.asarray(direct[...])
+                same = (list(got.reshape(-1)) == list(want.reshape(-1))
+                        if got.dtype.kind in "OTUS"  # objects, numpy 2 strings, fixed text
+                        else got.dtype == want.dtype and got.tobytes() == want.tobytes())
+                if not same:
+                    problems.append(f"{name} ({ZP}): opened from our consolidated metadata, "
+                                    "it reads other values")
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"{name} ({ZP}): cannot open from our consolidated metadata: "
+                            f"{e!r}")
+    return problems
 
 
 # --- Zarr v2 written by the Rust crate ------------------------------------------------------
@@ -1560,6 +1626,18 @@ def cmd_compare_v2(theirs: Path, ours: Path) -> None:
         except Exception as ex:  # noqa: BLE001 - every failure is reported
             detail = traceback.format_exception_only(type(ex), ex)[-1].strip()
             problems.append(f"{path or '/'}: cannot be read: {detail}")
+    # Our .zmetadata: the same documents zarr-python's lists for its own copy, and the
+    # hierarchy opens from it.
+    mine = json.loads((ours / ".zmetadata").read_text(encoding="utf-8"))
+    reference = json.loads((theirs / ".zmetadata").read_text(encoding="utf-8"))
+    version = mine.get("zarr_consolidated_format")
+    if version != 1:
+        problems.append(f".zmetadata: zarr_consolidated_format {version!r}")
+    keys, want = set(mine["metadata"]), set(reference["metadata"])
+    if keys != want:
+        problems.append(f".zmetadata lists {sorted(keys - want)} more and "
+                        f"{sorted(want - keys)} fewer documents than zarr-python's")
+    problems += consolidated_problems(ours, [e["path"] for e in entries if e["path"]], 2)
     print(json.dumps({"problems": problems, "lossy_hex": lossy_hex}))
 
 

@@ -44,7 +44,7 @@
 use serde_json::{Map, Value, json};
 
 mod write;
-pub use write::{zattrs_json, zgroup_json};
+pub use write::{zattrs_json, zgroup_json, zmetadata_json};
 
 use crate::error::{Error, ExtensionKind, Result};
 use crate::extension::ExtensionObject;
@@ -1302,6 +1302,21 @@ mod tests {
         assert!(e.to_string().contains("a/.zarray"), "{e}");
         let e = consolidated_nodes(br#"{"zarr_consolidated_format": 2, "metadata": {}}"#);
         assert!(e.is_err());
+    }
+
+    #[test]
+    fn zmetadata_written_reads_back() {
+        let mut entries = Map::new();
+        entries.insert(".zgroup".into(), json!({"zarr_format": 2}));
+        entries.insert("g/.zgroup".into(), json!({"zarr_format": 2}));
+        entries.insert("g/.zattrs".into(), json!({"x": [1, 2]}));
+        let text = zmetadata_json(entries).unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["zarr_consolidated_format"], 1);
+        let nodes = consolidated_nodes(text.as_bytes()).unwrap();
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].0, "g");
+        assert_eq!(nodes[0].1.attributes()["x"], json!([1, 2]));
     }
 
     #[test]

@@ -322,6 +322,21 @@ pub fn zattrs_json(attributes: &Map<String, Value>) -> Result<String> {
     pretty(&Value::Object(attributes.clone()))
 }
 
+/// A `.zmetadata` document (zarr-python's v2 consolidated metadata) holding `entries`, as
+/// indented JSON text: `{"metadata": {".zgroup": {...}, "a/.zarray": {...}, ...},
+/// "zarr_consolidated_format": 1}`. The entries are the nodes' documents keyed by store key
+/// relative to the consolidating group; [`consolidated_nodes`](super::consolidated_nodes)
+/// reads the result back.
+///
+/// # Errors
+/// [`Error::Json`] if the entries cannot be written as JSON.
+pub fn zmetadata_json(entries: Map<String, Value>) -> Result<String> {
+    let mut doc = Map::new();
+    doc.insert("metadata".into(), Value::Object(entries));
+    doc.insert("zarr_consolidated_format".into(), Value::from(1));
+    pretty(&Value::Object(doc))
+}
+
 fn pretty(value: &Value) -> Result<String> {
     let mut text = serde_json::to_string_pretty(value).map_err(Error::Json)?;
     text.push('\n');

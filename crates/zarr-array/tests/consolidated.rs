@@ -1,0 +1,365 @@
+//! Consolidated metadata: `Group::consolidate_metadata` writes it (Zarr v3 inline
+//! `consolidated_metadata`, Zarr v2 `.zmetadata`), `Group::open_consolidated` answers from
+//! it without store requests. (zarr-python reads what we consolidate, and we read what it
+//! consolidates, in `interop.rs`.)
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use zarr_array::{ArrayBuilder, Error, Group, Node, blocking};
+use zarr_core::DataType;
+use zarr_core::v2::ZarrFormat;
+use zarr_store::{
+    MemoryStore, ReadableStore, ReadableStoreExt, RecordingStore, StoreKey, WritableStore,
+};
+
+type Store = RecordingStore<MemoryStore>;
+
+async fn json_at(store: &impl ReadableStore, key: &str) -> Value {
+    let bytes = store
+        .get(&StoreKey::try_new(key).unwrap())
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no {key}"));
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// `/` (attributes `{"title": "root"}`), `/b` (float64, 3), `/g` (attributes `{"x": 1}`),
+/// `/g/a` (int32, 4 in chunks of 2, holding 1..=4), `/g/h`; in `format`.
+async fn hierarchy(format: ZarrFormat) -> (Arc<Store>, Group<Store>) {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let root = Group::create_with_format(
+        Arc::clone(&store),
+        "/",
+        zarr_core::GroupMetadata::new()
+            .with_attributes(json!({"title": "root"}).as_object().unwrap().clone()),
+        format,
+    )
+    .await
+    .unwrap();
+    let mut g = root.create_group("g").await.unwrap();
+    g.set_attributes(json!({"x": 1}).as_object().unwrap().clone())
+        .await
+        .unwrap();
+    g.create_group("h").await.unwrap();
+    let a = ArrayBuilder::new(vec![4], DataType::Int32, vec![2])
+        .zarr_format(format)
+        .attribute("units", "m")
+        .create(Arc::clone(&store), "/g/a")
+        .await
+        .unwrap();
+    a.write(0..4, &[1i32, 2, 3, 4]).await.unwrap();
+    ArrayBuilder::new(vec![3], DataType::Float64, vec![3])
+        .zarr_format(format)
+        .create(Arc::clone(&store), "/b")
+        .await
+        .unwrap();
+    (store, root)
+}
+
+fn paths(tree: &[(zarr_core::NodePath, zarr_core::NodeMetadata)]) -> Vec<&str> {
+    tree.iter().map(|(p, _)| p.as_str()).collect()
+}
+
+#[tokio::test]
+async fn v3_consolidation_writes_zarr_pythons_layout() {
+    let (store, mut root) = hierarchy(ZarrFormat::V3).await;
+    // Attributes written through another handle after `root` was opened are kept.
+    let mut other = Group::open(Arc::clone(&store), "/").await.unwrap();
+    other
+        .update_attributes(json!({"late": true}).as_object().unwrap().clone())
+        .await
+        .unwrap();
+
+    assert_eq!(root.consolidate_metadata().await.unwrap(), 4);
+    let doc = json_at(&*store, "zarr.json").await;
+    assert_eq!(doc["attributes"], json!({"title": "root", "late": true}));
+    assert_eq!(root.attributes()["late"], true);
+    let consolidated = &doc["consolidated_metadata"];
+    assert_eq!(consolidated["kind"], "inline");
+    assert_eq!(consolidated["must_understand"], false);
+    let entries = consolidated["metadata"].as_object().unwrap();
+    let mut keys: Vec<&str> = entries.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["b", "g", "g/a", "g/h"]);
+    // Each entry is the node's own document; groups below carry an empty record of their
+    // own, as zarr-python writes them.
+    assert_eq!(entries["g/a"], json_at(&*store, "g/a/zarr.json").await);
+    assert_eq!(entries["g"]["attributes"], json!({"x": 1}));
+    assert_eq!(
+        entries["g/h"]["consolidated_metadata"],
+        json!({"kind": "inline", "must_understand": false, "metadata": {}})
+    );
+    // The groups below are not rewritten.
+    assert!(
+        json_at(&*store, "g/zarr.json")
+            .await
+            .get("consolidated_metadata")
+            .is_none()
+    );
+    // `tree` of a plain-opened root now reads the record, and agrees with the listing.
+    let reopened = Group::open(Arc::clone(&store), "/").await.unwrap();
+    store.clear();
+    let tree = reopened.tree().await.unwrap();
+    assert_eq!(store.stats().calls(), 0);
+    assert_eq!(paths(&tree), ["/b", "/g", "/g/a", "/g/h"]);
+    let listed = reopened.tree_listed().await.unwrap();
+    assert_eq!(paths(&listed), paths(&tree));
+}
+
+#[tokio::test]
+async fn open_consolidated_answers_without_store_requests() {
+    let (store, mut root) = hierarchy(ZarrFormat::V3).await;
+    root.consolidate_metadata().await.unwrap();
+
+    store.clear();
+    let root = Group::open_consolidated(Arc::clone(&store), "/")
+        .await
+        .unwrap();
+    assert!(root.is_consolidated());
+    assert_eq!(store.stats().gets, 1, "{:?}", store.operations());
+
+    store.clear();
+    let children = root.children().await.unwrap();
+    let names: Vec<&str> = children.iter().map(|n| n.path().as_str()).collect();
+    assert_eq!(names, ["/b", "/g"]);
+    let g = root.open_group("g").await.unwrap();
+    assert!(g.is_consolidated());
+    assert_eq!(g.attributes()["x"], 1);
+    let below: Vec<String> = g
+        .children()
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n.path().as_str().to_owned())
+        .collect();
+    assert_eq!(below, ["/g/a", "/g/h"]);
+    assert_eq!(paths(&g.tree().await.unwrap()), ["/g/a", "/g/h"]);
+    let a = g.open_array("a").await.unwrap();
+    let same = root.open_array("g/a").await.unwrap();
+    assert_eq!(a.metadata(), same.metadata());
+    assert_eq!(a.attributes()["units"], "m");
+    assert_eq!(store.stats().calls(), 0, "{:?}", store.operations());
+    // Data reads go to the store as usual: only the chunks.
+    assert_eq!(a.read::<i32>(0..4).await.unwrap(), [1, 2, 3, 4]);
+    assert_eq!(store.stats().gets, 2);
+
+    // Asking for the wrong kind of node is a typed error, from the record too.
+    assert!(matches!(
+        root.open_array("g").await,
+        Err(Error::WrongNodeType { .. })
+    ));
+    assert!(matches!(
+        root.open_group("b").await,
+        Err(Error::WrongNodeType { .. })
+    ));
+}
+
+#[tokio::test]
+async fn the_record_is_a_snapshot_until_consolidated_again() {
+    let (store, mut root) = hierarchy(ZarrFormat::V3).await;
+    root.consolidate_metadata().await.unwrap();
+    let mut b = root.open_array("b").await.unwrap();
+    b.resize(vec![10]).await.unwrap();
+    ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])
+        .create(Arc::clone(&store), "/late")
+        .await
+        .unwrap();
+
+    let snapshot = Group::open_consolidated(Arc::clone(&store), "/")
+        .await
+        .unwrap();
+    assert_eq!(snapshot.open_array("b").await.unwrap().shape(), &[3]);
+    // A node the record does not list is opened from the store.
+    assert_eq!(snapshot.open_array("late").await.unwrap().shape(), &[2]);
+    assert_eq!(snapshot.children().await.unwrap().len(), 2);
+    // The store's current state, without the record.
+    assert_eq!(root.children().await.unwrap().len(), 3);
+
+    let mut snapshot = snapshot;
+    assert_eq!(snapshot.consolidate_metadata().await.unwrap(), 5);
+    assert_eq!(snapshot.open_array("b").await.unwrap().shape(), &[10]);
+    assert_eq!(snapshot.children().await.unwrap().len(), 3);
+    let again = Group::open_consolidated(store, "/").await.unwrap();
+    assert_eq!(again.open_array("b").await.unwrap().shape(), &[10]);
+}
+
+#[tokio::test]
+async fn a_subgroup_consolidates_its_own_hierarchy() {
+    let (store, _) = hierarchy(ZarrFormat::V3).await;
+    let mut g = Group::open(Arc::clone(&store), "/g").await.unwrap();
+    assert_eq!(g.consolidate_metadata().await.unwrap(), 2);
+    let doc = json_at(&*store, "g/zarr.json").await;
+    let entries = doc["consolidated_metadata"]["metadata"]
+        .as_object()
+        .unwrap();
+    let mut keys: Vec<&str> = entries.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["a", "h"]);
+    let g = Group::open_consolidated(store, "/g").await.unwrap();
+    assert_eq!(
+        g.open_array("a")
+            .await
+            .unwrap()
+            .read::<i32>(1..3)
+            .await
+            .unwrap(),
+        [2, 3]
+    );
+}
+
+#[tokio::test]
+async fn v2_consolidation_writes_zmetadata() {
+    let (store, mut root) = hierarchy(ZarrFormat::V2).await;
+    assert_eq!(root.consolidate_metadata().await.unwrap(), 4);
+    let doc = json_at(&*store, ".zmetadata").await;
+    assert_eq!(doc["zarr_consolidated_format"], 1);
+    let entries = doc["metadata"].as_object().unwrap();
+    let mut keys: Vec<&str> = entries.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            ".zattrs",
+            ".zgroup",
+            "b/.zarray",
+            "b/.zattrs",
+            "g/.zattrs",
+            "g/.zgroup",
+            "g/a/.zarray",
+            "g/a/.zattrs",
+            "g/h/.zattrs",
+            "g/h/.zgroup",
+        ]
+    );
+    // The documents as stored, byte for byte through JSON.
+    assert_eq!(
+        entries["g/a/.zarray"],
+        json_at(&*store, "g/a/.zarray").await
+    );
+    assert_eq!(entries[".zattrs"], json!({"title": "root"}));
+    // No zarr.json anywhere: the hierarchy stays Zarr v2.
+    assert!(
+        !store
+            .inner()
+            .exists(&StoreKey::new("zarr.json"))
+            .await
+            .unwrap()
+    );
+
+    store.clear();
+    let root = Group::open_consolidated(Arc::clone(&store), "/")
+        .await
+        .unwrap();
+    let opening = store.stats().gets;
+    let a = root.open_array("g/a").await.unwrap();
+    assert_eq!(a.zarr_format(), ZarrFormat::V2);
+    let g = root.open_group("g").await.unwrap();
+    assert_eq!(g.zarr_format(), ZarrFormat::V2);
+    assert_eq!(paths(&root.tree().await.unwrap()).len(), 4);
+    assert_eq!(store.stats().gets, opening, "{:?}", store.operations());
+    assert_eq!(a.read::<i32>(0..4).await.unwrap(), [1, 2, 3, 4]);
+    // A v2 array opened from the record is written as v2.
+    a.write(0..1, &[9i32]).await.unwrap();
+    assert!(store.inner().exists(&StoreKey::new("g/a/0")).await.unwrap());
+}
+
+#[tokio::test]
+async fn mixed_formats_are_refused_and_nothing_is_written() {
+    let (store, mut root) = hierarchy(ZarrFormat::V3).await;
+    Group::create_with_format(
+        Arc::clone(&store),
+        "/old",
+        zarr_core::GroupMetadata::new(),
+        ZarrFormat::V2,
+    )
+    .await
+    .unwrap();
+    let before = json_at(&*store, "zarr.json").await;
+    let e = root.consolidate_metadata().await.unwrap_err();
+    assert!(matches!(e, Error::Consolidated { .. }), "{e}");
+    assert!(e.to_string().contains("/old"), "{e}");
+    assert_eq!(json_at(&*store, "zarr.json").await, before);
+}
+
+#[tokio::test]
+async fn missing_or_malformed_records_are_typed_errors() {
+    let (store, _) = hierarchy(ZarrFormat::V3).await;
+    let e = Group::open_consolidated(Arc::clone(&store), "/")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Consolidated { .. }), "{e}");
+    let (v2_store, _) = hierarchy(ZarrFormat::V2).await;
+    let e = Group::open_consolidated(v2_store, "/").await.unwrap_err();
+    assert!(e.to_string().contains(".zmetadata"), "{e}");
+
+    // An entry that is not node metadata is named.
+    let bad = json!({"zarr_format": 3, "node_type": "group", "consolidated_metadata": {
+        "kind": "inline", "must_understand": false,
+        "metadata": {"ok": {"zarr_format": 3, "node_type": "group"},
+                     "broken": {"zarr_format": 3, "node_type": "array"}}}});
+    store
+        .set(
+            &StoreKey::new("zarr.json"),
+            Bytes::from(serde_json::to_vec(&bad).unwrap()),
+        )
+        .await
+        .unwrap();
+    let e = Group::open_consolidated(store, "/").await.unwrap_err();
+    assert!(e.to_string().contains("broken"), "{e}");
+}
+
+#[tokio::test]
+async fn records_nested_in_group_entries_are_read() {
+    // A layout other writers may use: the nodes below `g` recorded in `g`'s entry.
+    let store = Arc::new(MemoryStore::new());
+    let array = json!({"zarr_format": 3, "node_type": "array", "shape": [2],
+        "data_type": "uint8", "chunk_grid": {"name": "regular",
+        "configuration": {"chunk_shape": [2]}}, "chunk_key_encoding": {"name": "default"},
+        "fill_value": 7, "codecs": [{"name": "bytes"}]});
+    let doc = json!({"zarr_format": 3, "node_type": "group", "consolidated_metadata": {
+        "kind": "inline", "must_understand": false, "metadata": {
+            "g": {"zarr_format": 3, "node_type": "group", "consolidated_metadata": {
+                "kind": "inline", "must_understand": false, "metadata": {"a": array}}}}}});
+    store
+        .set(
+            &StoreKey::new("zarr.json"),
+            Bytes::from(serde_json::to_vec(&doc).unwrap()),
+        )
+        .await
+        .unwrap();
+    let root = Group::open_consolidated(store, "/").await.unwrap();
+    assert_eq!(paths(&root.tree().await.unwrap()), ["/g", "/g/a"]);
+    // Nothing is stored but the root's zarr.json: the array comes from the record, and
+    // reads as its fill value.
+    let a = root.open_array("g/a").await.unwrap();
+    assert_eq!(a.read::<u8>(0..2).await.unwrap(), [7, 7]);
+    let Node::Group(g) = &root.children().await.unwrap()[0] else {
+        panic!("g is a group");
+    };
+    assert_eq!(g.children().await.unwrap().len(), 1);
+}
+
+#[test]
+fn blocking_api() {
+    let store = Arc::new(MemoryStore::new());
+    let mut root = blocking::Group::create(Arc::clone(&store), "/").unwrap();
+    root.create_group("g").unwrap();
+    blocking::Array::create(
+        &ArrayBuilder::new(vec![2], DataType::UInt16, vec![2]),
+        Arc::clone(&store),
+        "/g/a",
+    )
+    .unwrap()
+    .write(0..2, &[5u16, 6])
+    .unwrap();
+    assert_eq!(root.consolidate_metadata().unwrap(), 2);
+    let root = blocking::Group::open_consolidated(store, "/").unwrap();
+    assert!(root.is_consolidated());
+    let g = root.open_group("g").unwrap();
+    assert_eq!(
+        g.open_array("a").unwrap().read::<u16>(0..2).unwrap(),
+        [5, 6]
+    );
+}
