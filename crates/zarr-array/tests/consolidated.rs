@@ -363,3 +363,28 @@ fn blocking_api() {
         [5, 6]
     );
 }
+
+#[tokio::test]
+async fn arrays_with_unknown_codecs_are_listed_and_recorded() {
+    let store = Arc::new(MemoryStore::new());
+    let mut root = Group::create(Arc::clone(&store), "/").await.unwrap();
+    let doc = json!({"zarr_format": 3, "node_type": "array", "shape": [2],
+        "data_type": "uint8", "chunk_grid": {"name": "regular",
+        "configuration": {"chunk_shape": [2]}}, "chunk_key_encoding": {"name": "default"},
+        "fill_value": 0, "codecs": [{"name": "bytes"}, {"name": "not_a_codec"}]});
+    store
+        .set(
+            &StoreKey::new("odd/zarr.json"),
+            Bytes::from(serde_json::to_vec(&doc).unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(paths(&root.tree_listed().await.unwrap()), ["/odd"]);
+    assert!(root.children().await.is_err());
+    // Consolidation records the document as stored; opening the array still fails, naming
+    // the codec.
+    assert_eq!(root.consolidate_metadata().await.unwrap(), 1);
+    let root = Group::open_consolidated(store, "/").await.unwrap();
+    let e = root.open_array("odd").await.unwrap_err();
+    assert!(e.to_string().contains("not_a_codec"), "{e}");
+}

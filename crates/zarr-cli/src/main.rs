@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod bench;
 mod cast;
+mod consolidate;
 mod copy;
 mod create;
 mod demo;
@@ -123,6 +124,18 @@ Examples:
   zarr tree data.zarr
   zarr tree gs://bucket/data.zarr")]
     Tree(tree::TreeArgs),
+    /// Record the metadata of every node below a group in the group (consolidated
+    /// metadata), so that readers open the whole hierarchy with one request.
+    ///
+    /// Zarr v3 groups get zarr-python's inline `consolidated_metadata` in their zarr.json,
+    /// Zarr v2 groups a `.zmetadata` document. zarr-python (`zarr.open_consolidated`), this
+    /// library (`Group::open_consolidated`) and `zarr tree` use it. The record is not kept
+    /// current: run the command again after changing the hierarchy.
+    #[command(after_help = "\
+Examples:
+  zarr consolidate data.zarr
+  zarr consolidate s3://bucket/data.zarr --path /images")]
+    Consolidate(consolidate::ConsolidateArgs),
     /// Print or export values of an array region.
     ///
     /// The region is numpy-like: one entry per dimension, separated by commas; `a:b`, `a:`,
@@ -236,6 +249,7 @@ fn run(cli: Cli) -> Result<()> {
         match cli.command {
             Command::Info(args) => info::run(args).await,
             Command::Tree(args) => tree::run(args).await,
+            Command::Consolidate(args) => consolidate::run(args).await,
             Command::Get(args) => get::run(args).await,
             Command::Create(args) => create::run_create(args, global).await,
             Command::Put(args) => put::run_put(args, global).await,

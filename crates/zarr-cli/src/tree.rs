@@ -4,6 +4,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use zarr::array::Node;
 use zarr::metadata::NodeMetadata;
+use zarr::metadata::v2::{self, ZarrFormat};
+use zarr::store::{ReadableStoreExt as _, StoreKey};
 
 use crate::TargetArgs;
 use crate::layout::{chunking_text, shape_text};
@@ -52,12 +54,24 @@ pub(crate) async fn run(args: TreeArgs) -> Result<()> {
         .tree()
         .await
         .with_context(|| format!("walking {}", target.describe()))?;
-    let consolidated = if group
-        .metadata()
-        .consolidated_metadata
-        .as_ref()
-        .is_some_and(|c| c.is_inline())
-    {
+    let recorded = match group.zarr_format() {
+        ZarrFormat::V3 => group
+            .metadata()
+            .consolidated_metadata
+            .as_ref()
+            .is_some_and(|c| c.is_inline()),
+        // `tree` read the group's `.zmetadata` if there is one.
+        ZarrFormat::V2 => group
+            .store()
+            .exists(&StoreKey::try_new(format!(
+                "{}{}",
+                group.path().prefix(),
+                v2::ZMETADATA
+            ))?)
+            .await
+            .with_context(|| format!("reading {}", target.describe()))?,
+    };
+    let consolidated = if recorded {
         "  (from consolidated metadata)"
     } else {
         ""

@@ -260,3 +260,56 @@ fn create_writes_zarr_v2_when_asked() {
     );
     assert!(err.contains("Zarr v2"), "{err}");
 }
+
+#[test]
+fn consolidate_records_the_hierarchy_for_tree_and_readers() {
+    for (format, record) in [("3", "zarr.json"), ("2", ".zmetadata")] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("c.zarr");
+        for (path, dtype) in [("images/raw", "uint16"), ("labels", "int8")] {
+            ok(&[
+                "create",
+                &format!("{}/{path}", store.display()),
+                "--shape",
+                "4,4",
+                "--dtype",
+                dtype,
+                "--chunks",
+                "2,2",
+                "--zarr-format",
+                format,
+            ]);
+        }
+        let before = ok(&["tree", store.to_str().unwrap()]);
+        assert!(before.starts_with("/\n"), "{before}");
+        let out = ok(&["consolidate", store.to_str().unwrap()]);
+        assert_eq!(
+            out,
+            format!(
+                "recorded the metadata of 3 nodes below / in {}\n",
+                if format == "3" {
+                    "its zarr.json"
+                } else {
+                    ".zmetadata"
+                }
+            )
+        );
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(store.join(record)).unwrap()).unwrap();
+        let entries = match format {
+            "3" => &doc["consolidated_metadata"]["metadata"],
+            _ => &doc["metadata"],
+        };
+        assert!(entries.as_object().unwrap().len() >= 3, "{doc}");
+        let after = ok(&["tree", store.to_str().unwrap()]);
+        assert_eq!(
+            after,
+            before.replacen("/\n", "/  (from consolidated metadata)\n", 1)
+        );
+        // A subgroup through --path, and an array refused.
+        let out = ok(&["consolidate", store.to_str().unwrap(), "--path", "images"]);
+        assert!(out.contains("1 node below /images"), "{out}");
+        let err = fails(&["consolidate", &format!("{}/labels", store.display())], 1);
+        assert!(err.contains("/labels is an array"), "{err}");
+    }
+}
