@@ -7,7 +7,11 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures::{StreamExt as _, TryStreamExt as _};
 use zarr::array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Group, Node};
-use zarr::metadata::{ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, NodePath};
+use zarr::metadata::v2::ZarrFormat;
+use zarr::metadata::{
+    ArrayMetadata, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue, GroupMetadata,
+    NodeMetadata, NodePath,
+};
 use zarr::store::{Store, StorePrefix};
 
 use crate::cast;
@@ -56,6 +60,12 @@ pub(crate) struct CopyArgs {
     /// copy would write) and skip blocks whose destination chunks are all stored.
     #[arg(long)]
     resume: bool,
+    /// The format to write: 3 (`zarr.json`), or 2 (`.zarray`/`.zgroup`, for readers that
+    /// know only Zarr v2: no sharding, so give `--shards none` for a sharded source;
+    /// dimension names go to xarray's `_ARRAY_DIMENSIONS` attribute; chunk keys `0.1`
+    /// unless the source's are v2 keys already).
+    #[arg(long, value_name = "2|3", default_value = "3", value_parser = ["2", "3"])]
+    zarr_format: String,
 }
 
 /// The per-array choices, parsed once.
@@ -70,6 +80,8 @@ struct Plan {
     block_size: u64,
     /// Copying a group: `--chunks` and `--shards` apply to the arrays of their rank only.
     group: bool,
+    /// The format of everything written.
+    format: ZarrFormat,
 }
 
 pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
@@ -90,6 +102,11 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
         resume: args.resume,
         block_size: args.block_size,
         group: false,
+        format: if args.zarr_format == "2" {
+            ZarrFormat::V2
+        } else {
+            ZarrFormat::V3
+        },
     };
     let src = resolve(
         &TargetArgs {
@@ -139,7 +156,7 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
                 .await
                 .with_context(|| format!("walking {}", src.describe()))?;
             plan.group = true;
-            create_group(&dst, &dst.path, group.metadata()).await?;
+            create_group(&dst, &dst.path, group.metadata(), plan.format).await?;
             let base = group.path().names().count();
             let mut arrays = 0;
             for (path, metadata) in nodes {
@@ -149,7 +166,9 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
                     target_path = target_path.child(name)?;
                 }
                 match metadata {
-                    NodeMetadata::Group(g) => create_group(&dst, target_path.as_str(), &g).await?,
+                    NodeMetadata::Group(g) => {
+                        create_group(&dst, target_path.as_str(), &g, plan.format).await?;
+                    }
                     NodeMetadata::Array(_) => {
                         let array = Array::open(Arc::clone(&src.store), path.as_str())
                             .await
@@ -173,9 +192,14 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
     Ok(())
 }
 
-async fn create_group(dst: &Target, path: &str, source: &GroupMetadata) -> Result<()> {
+async fn create_group(
+    dst: &Target,
+    path: &str,
+    source: &GroupMetadata,
+    format: ZarrFormat,
+) -> Result<()> {
     let metadata = GroupMetadata::new().with_attributes(source.attributes.clone());
-    Group::create_with(Arc::clone(&dst.store), path, metadata)
+    Group::create_with_format(Arc::clone(&dst.store), path, metadata, format)
         .await
         .with_context(|| format!("creating group {path} in {}", dst.describe()))?;
     Ok(())
@@ -256,6 +280,17 @@ fn destination_metadata(src: &ArrayMetadata, plan: &Plan) -> Result<ArrayMetadat
             codecs,
         },
     };
+    let v2 = plan.format == ZarrFormat::V2;
+    if v2 && layout.inner.is_some() {
+        usage!(
+            "Zarr v2 has no sharding{}; give --shards none",
+            if shard_flag.is_none() {
+                " and the source is sharded"
+            } else {
+                ""
+            }
+        );
+    }
     let (grid, codecs) = layout.to_metadata_parts()?;
     let fill_value = if data_type == src.data_type {
         src.fill_value.clone()
@@ -265,13 +300,36 @@ fn destination_metadata(src: &ArrayMetadata, plan: &Plan) -> Result<ArrayMetadat
                 .context("converting the fill value")?,
         )
     };
+    let mut attributes = src.attributes.clone();
+    let chunk_key_encoding = match src.chunk_key_encoding {
+        ChunkKeyEncoding::Default { .. } if v2 => ChunkKeyEncoding::V2 {
+            separator: ChunkKeySeparator::Dot,
+        },
+        other => other,
+    };
+    if v2 && let Some(names) = &src.dimension_names {
+        // Zarr v2 has no dimension names; xarray keeps them in an attribute, one per
+        // dimension.
+        let Some(names) = names.iter().cloned().collect::<Option<Vec<String>>>() else {
+            bail!(
+                "Zarr v2 cannot store dimension names {names:?}: xarray's \
+                 `_ARRAY_DIMENSIONS` attribute needs a name for every dimension"
+            );
+        };
+        attributes
+            .entry("_ARRAY_DIMENSIONS")
+            .or_insert_with(|| names.into());
+    }
     let mut metadata = ArrayBuilder::new(src.shape.clone(), data_type, grid)
         .codecs(codecs)
         .fill_value(fill_value)
-        .chunk_key_encoding(src.chunk_key_encoding)
-        .attributes(src.attributes.clone())
+        .chunk_key_encoding(chunk_key_encoding)
+        .attributes(attributes)
+        .zarr_format(plan.format)
         .build_metadata()?;
-    metadata.dimension_names.clone_from(&src.dimension_names);
+    if !v2 {
+        metadata.dimension_names.clone_from(&src.dimension_names);
+    }
     Ok(metadata)
 }
 
@@ -311,6 +369,7 @@ async fn copy_array(
             .fill_value(metadata.fill_value.clone())
             .chunk_key_encoding(metadata.chunk_key_encoding)
             .attributes(metadata.attributes.clone())
+            .zarr_format(plan.format)
             .overwrite(plan.overwrite || plan.resume);
             let named: Option<Vec<String>> = metadata
                 .dimension_names

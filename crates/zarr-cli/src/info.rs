@@ -211,6 +211,8 @@ fn array_json(array: &Array<dyn Store>, stats: &ChunkStats) -> Result<Value> {
     let mut out = Map::new();
     out.insert("path".into(), array.path().as_str().into());
     out.insert("node_type".into(), "array".into());
+    // The format it is stored in; `metadata` is its v3 description either way.
+    out.insert("format".into(), format_number(array.zarr_format()).into());
     out.insert("metadata".into(), metadata.to_value()?);
     out.insert("grid_shape".into(), json!(array.grid_shape()?));
     if let Some(inner) = &layout.inner {
@@ -367,9 +369,18 @@ fn group_json(group: &Group<dyn Store>, children: &[Node<dyn Store>]) -> Value {
     json!({
         "path": group.path().as_str(),
         "node_type": "group",
+        "format": format_number(group.zarr_format()),
         "metadata": group.metadata().to_value(),
         "children": kids,
     })
+}
+
+/// 2 or 3.
+fn format_number(format: zarr::metadata::v2::ZarrFormat) -> u8 {
+    match format {
+        zarr::metadata::v2::ZarrFormat::V2 => 2,
+        zarr::metadata::v2::ZarrFormat::V3 => 3,
+    }
 }
 
 fn print_attributes(attributes: &Map<String, Value>) -> Result<()> {

@@ -207,6 +207,110 @@ fn copy_round_trips_sharded_strings() {
     assert!(ok(&["verify", &back]).contains("0 problems"));
 }
 
+#[test]
+fn copy_writes_zarr_v2_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let dst = dir.path().join("v2.zarr");
+    let dst_text = dst.display().to_string();
+    let small = ["--block-size", "500", "--codec", "zstd:3"];
+    ok(&[&["copy", &src, &dst_text, "--zarr-format", "2"][..], &small].concat());
+    let zarray: Value =
+        serde_json::from_slice(&std::fs::read(dst.join(".zarray")).unwrap()).unwrap();
+    assert_eq!(zarray["zarr_format"], 2);
+    assert_eq!(zarray["dtype"], "<u2");
+    assert_eq!(zarray["fill_value"], 7);
+    assert_eq!(zarray["compressor"]["id"], "zstd");
+    assert!(!dst.join("zarr.json").exists());
+    // v2 chunk keys, and the dimension names where xarray keeps them.
+    assert!(dst.join("0.0").exists() && dst.join("2.2").exists());
+    let zattrs: Value =
+        serde_json::from_slice(&std::fs::read(dst.join(".zattrs")).unwrap()).unwrap();
+    assert_eq!(
+        zattrs,
+        serde_json::json!({"origin": "test", "_ARRAY_DIMENSIONS": ["y", "x"]})
+    );
+    assert_eq!(raw(&dst_text), raw(&src));
+    assert_eq!(info(&dst_text)["format"], 2);
+    assert_eq!(info(&src)["format"], 3);
+    // Resuming a v2 copy compares its metadata with what the copy would write.
+    std::fs::remove_file(dst.join("1.0")).unwrap();
+    let out = zarr_env(
+        &[
+            &["copy", &src, &dst_text, "--zarr-format", "2", "--resume"][..],
+            &small,
+        ]
+        .concat(),
+        &[],
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success() && err.contains("skipped"), "{err}");
+    assert_eq!(raw(&dst_text), raw(&src));
+
+    // A whole group, sharded arrays un-sharded on the way; strings included.
+    let demo = dir.path().join("demo.zarr");
+    ok(&["demo", demo.to_str().unwrap()]);
+    let v2_demo = dir.path().join("demo-v2.zarr").display().to_string();
+    let err = fails(
+        &[
+            "copy",
+            demo.to_str().unwrap(),
+            &v2_demo,
+            "--zarr-format",
+            "2",
+        ],
+        2,
+    );
+    assert!(err.contains("--shards none"), "{err}");
+    ok(&[
+        "copy",
+        demo.to_str().unwrap(),
+        &v2_demo,
+        "--zarr-format",
+        "2",
+        "--shards",
+        "none",
+        "--overwrite",
+    ]);
+    assert!(Path::new(&v2_demo).join(".zgroup").exists());
+    assert_eq!(
+        ok(&["tree", &v2_demo]).replace("(chunks 64x64)", "(shards 256x256 of chunks 64x64)"),
+        ok(&["tree", demo.to_str().unwrap()])
+    );
+    for node in ["labels", "timeseries/temperature"] {
+        assert_eq!(
+            ok(&["get", "-f", "json", &format!("{v2_demo}/{node}")]),
+            ok(&["get", "-f", "json", &format!("{}/{node}", demo.display())]),
+            "{node}"
+        );
+    }
+
+    // Dimension names v2 cannot keep are refused by name.
+    let partial = dir.path().join("partial.zarr");
+    std::fs::create_dir(&partial).unwrap();
+    std::fs::write(
+        partial.join("zarr.json"),
+        serde_json::json!({"zarr_format": 3, "node_type": "array", "shape": [2, 2],
+            "data_type": "uint8", "chunk_grid": {"name": "regular",
+            "configuration": {"chunk_shape": [2, 2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}], "dimension_names": ["y", null]})
+        .to_string(),
+    )
+    .unwrap();
+    let err = fails(
+        &[
+            "copy",
+            partial.to_str().unwrap(),
+            dir.path().join("p2.zarr").to_str().unwrap(),
+            "--zarr-format",
+            "2",
+        ],
+        1,
+    );
+    assert!(err.contains("_ARRAY_DIMENSIONS"), "{err}");
+}
+
 /// The S3 test server (moto) that `cargo xtask ci` starts: copy there and back.
 #[test]
 fn copy_to_s3_and_back() {

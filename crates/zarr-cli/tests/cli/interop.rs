@@ -22,8 +22,18 @@ print("ok")
 "#;
 
 const DEMO: &str = r#"
-import sys, zarr
-root = zarr.open_group(sys.argv[1], mode="r")
+import sys, warnings, zarr
+path, zarr_format, consolidated = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "consolidated"
+warnings.simplefilter("ignore")  # consolidated metadata "not part of the v3 specification"
+if consolidated:
+    root = zarr.open_consolidated(path, mode="r", zarr_format=zarr_format)
+    assert root.metadata.consolidated_metadata is not None
+    names = sorted(name for name, _ in root.members(max_depth=None))
+    assert names == ["images", "images/raw", "labels", "timeseries",
+                     "timeseries/temperature"], names
+else:
+    root = zarr.open_group(path, mode="r", zarr_format=zarr_format, use_consolidated=False)
+assert root.metadata.zarr_format == zarr_format
 raw = root["images/raw"][:]
 assert raw.shape == (512, 512) and str(raw.dtype) == "uint16", raw
 assert raw[0, 0] == 1000 and raw[0, 1] == 1
@@ -189,15 +199,37 @@ fn numpy_loads_our_npy_and_zarr_python_reads_the_demo() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // The demo as written; its Zarr v2 copy (`copy --zarr-format 2`); both consolidated.
     let demo = dir.path().join("demo.zarr");
     ok(&["demo", demo.to_str().unwrap()]);
-    let out = Command::new(&python)
-        .args(["-c", DEMO, demo.to_str().unwrap()])
-        .output()
-        .expect("ZARR_TEST_PYTHON runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let v2 = dir.path().join("demo-v2.zarr");
+    let (demo_text, v2_text) = (demo.to_str().unwrap(), v2.to_str().unwrap());
+    ok(&[
+        "copy",
+        demo_text,
+        v2_text,
+        "--zarr-format",
+        "2",
+        "--shards",
+        "none",
+    ]);
+    for (store, format, how) in [
+        (demo_text, "3", "plain"),
+        (v2_text, "2", "plain"),
+        (demo_text, "3", "consolidated"),
+        (v2_text, "2", "consolidated"),
+    ] {
+        if how == "consolidated" {
+            ok(&["consolidate", store]);
+        }
+        let out = Command::new(&python)
+            .args(["-c", DEMO, store, format, how])
+            .output()
+            .expect("ZARR_TEST_PYTHON runs");
+        assert!(
+            out.status.success(),
+            "{store} ({how}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
