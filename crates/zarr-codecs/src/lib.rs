@@ -152,6 +152,7 @@ mod view;
 pub use array_bytes::{ArrayBytes, VlenBytes};
 pub use chain::{CodecChain, DEFAULT_SIZE_LIMIT};
 pub use codec::{ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec, ExpectedSize};
+pub use codecs::bitpacking::{BitPackingCodec, PaddingEncoding};
 pub use codecs::blosc::{BloscCodec, BloscCompressor, BloscShuffle};
 pub use codecs::bytes::{BytesCodec, Endian};
 pub use codecs::crc32c::Crc32cCodec;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use zarr_core::ExtensionObject;
 
 use crate::codec::Codec;
+use crate::codecs::bitpacking::BitPackingCodec;
 use crate::codecs::blosc::BloscCodec;
 use crate::codecs::bytes::BytesCodec;
 use crate::codecs::crc32c::Crc32cCodec;
@@ -162,6 +163,11 @@ impl CodecRegistry {
             .register(JenkinsLookup3Codec::NAME, |meta, _, _| {
                 Ok(Codec::BytesToBytes(Arc::new(
                     JenkinsLookup3Codec::from_metadata(meta)?,
+                )))
+            })
+            .register(BitPackingCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToBytes(Arc::new(
+                    BitPackingCodec::from_metadata(meta)?,
                 )))
             })
             .register(PackBitsCodec::NAME, |meta, _, _| {

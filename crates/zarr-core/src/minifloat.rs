@@ -66,6 +66,13 @@ impl MiniFloat {
             .map_or("", |(_, n)| n)
     }
 
+    /// The number of bits of a value: 8 for the `float8_*` formats, 6 and 4 for `float6_*`
+    /// and `float4_*` (whose values sit in the low bits of a byte).
+    pub fn bits(self) -> u32 {
+        let (e, m, _, _) = self.layout();
+        e + m + u32::from(self.signed())
+    }
+
     /// (exponent bits, mantissa bits, bias, special values)
     fn layout(self) -> (u32, u32, i32, Special) {
         match self {
@@ -289,6 +296,11 @@ mod tests {
         assert_eq!(MiniFloat::F4E2M1FN.decode(0x7), 6.0);
         assert_eq!(MiniFloat::F4E2M1FN.decode(0xf), -6.0);
         assert_eq!(MiniFloat::F4E2M1FN.decode(0x1), 0.5);
+        let bits = |f: MiniFloat| f.bits();
+        assert_eq!(bits(MiniFloat::E4M3FN), 8);
+        assert_eq!(bits(MiniFloat::E8M0FNU), 8);
+        assert_eq!(bits(MiniFloat::F6E3M2FN), 6);
+        assert_eq!(bits(MiniFloat::F4E2M1FN), 4);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The codecs this crate implements, and helpers they share.
 
+pub(crate) mod bitpacking;
 pub(crate) mod blosc;
 pub(crate) mod bytes;
 pub(crate) mod crc32c;
