@@ -303,8 +303,9 @@ impl<S: ReadableStore + ?Sized> Group<S> {
 
     /// Open the group at `path` with the consolidated metadata stored with it: zarr-python's
     /// inline `consolidated_metadata` in a Zarr v3 group's `zarr.json`, or a Zarr v2 group's
-    /// `.zmetadata`. One or two store requests in all; the group, and every group opened
-    /// from it, then answers [`open_array`](Self::open_array),
+    /// `.zmetadata`. That is one store request for a v3 group (its `zarr.json`), and for a
+    /// v2 group the requests that find its `.zgroup` and `.zattrs` plus one for
+    /// `.zmetadata`; the group, and every group opened from it, then answers [`open_array`](Self::open_array),
     /// [`open_group`](Self::open_group), [`children`](Self::children) and
     /// [`tree`](Self::tree) from that record, without store requests, as zarr-python does
     /// for a consolidated hierarchy. This is what makes opening a deep hierarchy on object

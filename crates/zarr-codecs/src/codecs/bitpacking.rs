@@ -373,7 +373,7 @@ impl ArrayToBytesCodec for BitPackingCodec {
 
     fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
         let plan = self.plan(decoded)?;
-        let mut out = vec![0u8; plan.count * plan.components.bytes];
+        let mut out = vec![0u8; decoded.fixed_size_usize()?];
         self.unpack(&plan, &bytes, &mut out)?;
         Ok(ArrayBytes::fixed(out))
     }
@@ -385,7 +385,7 @@ impl ArrayToBytesCodec for BitPackingCodec {
         out: &mut [u8],
     ) -> Result<()> {
         let plan = self.plan(decoded)?;
-        let expected = plan.count * plan.components.bytes;
+        let expected = decoded.fixed_size_usize()?;
         if out.len() != expected {
             return Err(Error::output_size(expected, out.len()));
         }
