@@ -13,7 +13,7 @@ use zarr::store::{FilesystemStore, Store};
 
 use crate::create::parse_data_type;
 use crate::info::{bytes_text, chunk_stats};
-use crate::layout::{Layout, chunking_text, codec_text, codecs_from_flags, shape_text};
+use crate::layout::{Layout, chosen_codecs, chunking_text, codec_text, shape_text};
 use crate::outln;
 use crate::progress::note;
 use crate::region::parse_shape;
@@ -37,13 +37,16 @@ pub(crate) struct BenchArgs {
     /// Codecs, as for `zarr create` (default zstd:1).
     #[arg(long = "codec", value_name = "CODEC")]
     codecs: Vec<String>,
+    /// The whole codec list as JSON, as for `zarr create`.
+    #[arg(long = "codecs", value_name = "JSON", conflicts_with = "codecs")]
+    codecs_json: Option<String>,
     /// Where to make the temporary store (default: the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     dir: Option<std::path::PathBuf>,
     /// Run the comparison with zarrs, tensorstore, zarr-python and the machine's limits
     /// (the `zarr-compare` harness, beside this program or on PATH; `cargo xtask bench`
     /// builds and runs it from a clone of the repository).
-    #[arg(long, conflicts_with_all = ["size", "dtype", "chunks", "shards", "codecs", "dir"])]
+    #[arg(long, conflicts_with_all = ["size", "dtype", "chunks", "shards", "codecs", "codecs_json", "dir"])]
     compare: bool,
     /// With --compare: the reduced run (a small array, few repetitions).
     #[arg(long, requires = "compare")]
@@ -172,12 +175,13 @@ pub(crate) async fn run(args: BenchArgs, global: Global) -> Result<()> {
     let columns = 1024u64;
     let rows = ((args.size << 20) / (columns * element)).max(1);
     let shape = vec![rows, columns];
-    let flags = if args.codecs.is_empty() {
-        vec!["zstd:1".to_owned()]
-    } else {
-        args.codecs.clone()
-    };
-    let codecs = codecs_from_flags(&flags, &data_type)?;
+    let codecs = chosen_codecs(
+        &args.codecs,
+        args.codecs_json.as_deref(),
+        Some("zstd:1"),
+        &data_type,
+    )?
+    .unwrap_or_default();
     let layout = match &args.shards {
         Some(text) => {
             let shards = parse_shape(text, "--shards", 1)?;

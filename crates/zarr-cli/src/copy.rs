@@ -16,7 +16,7 @@ use zarr::store::{Store, StorePrefix};
 
 use crate::cast;
 use crate::create::parse_data_type;
-use crate::layout::{Layout, chunking_text, codecs_from_flags, shape_text};
+use crate::layout::{Layout, chosen_codecs, chunking_text, shape_text};
 use crate::progress::{bar, note};
 use crate::region::{parse_shape, slabs};
 use crate::target::{Access, Target, resolve};
@@ -45,6 +45,10 @@ pub(crate) struct CopyArgs {
     /// in order; repeat for several.
     #[arg(long = "codec", value_name = "CODEC")]
     codecs: Vec<String>,
+    /// Replace the codecs with this list, as JSON as `zarr.json` holds it (the inner chunks'
+    /// codecs when sharded), or `@FILE`: any registered codec (see `zarr create --codecs`).
+    #[arg(long = "codecs", value_name = "JSON", conflicts_with = "codecs")]
+    codecs_json: Option<String>,
     /// Convert the elements to this data type (bool, integers, float16/32/64; values that
     /// do not fit are an error).
     #[arg(long, visible_alias = "dtype", value_name = "TYPE")]
@@ -74,6 +78,8 @@ struct Plan {
     /// `None`: as the source; `Some(None)`: no sharding; `Some(Some(shape))`: these shards.
     shards: Option<Option<Vec<u64>>>,
     codecs: Vec<String>,
+    /// `--codecs JSON`, which replaces `codecs` when given.
+    codecs_json: Option<String>,
     data_type: Option<DataType>,
     overwrite: bool,
     resume: bool,
@@ -97,6 +103,7 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
             Some(s) => Some(Some(parse_shape(s, "--shards", 1)?)),
         },
         codecs: args.codecs.clone(),
+        codecs_json: args.codecs_json.clone(),
         data_type: args.data_type.as_deref().map(parse_data_type).transpose()?,
         overwrite: args.overwrite,
         resume: args.resume,
@@ -206,7 +213,11 @@ async fn create_group(
 }
 
 /// The destination metadata for `src` under `plan`.
-fn destination_metadata(src: &ArrayMetadata, plan: &Plan) -> Result<ArrayMetadata> {
+fn destination_metadata(
+    src: &ArrayMetadata,
+    src_format: ZarrFormat,
+    plan: &Plan,
+) -> Result<ArrayMetadata> {
     let source = Layout::of(src)?;
     let data_type = plan
         .data_type
@@ -260,13 +271,14 @@ fn destination_metadata(src: &ArrayMetadata, plan: &Plan) -> Result<ArrayMetadat
             );
         }
     }
-    let codecs = if plan.codecs.is_empty() {
-        if data_type != src.data_type && data_type.fixed_size().is_none() {
-            bail!("cannot keep the source's codecs for {}", data_type.name());
+    let codecs = match chosen_codecs(&plan.codecs, plan.codecs_json.as_deref(), None, &data_type)? {
+        Some(codecs) => codecs,
+        None => {
+            if data_type != src.data_type && data_type.fixed_size().is_none() {
+                bail!("cannot keep the source's codecs for {}", data_type.name());
+            }
+            source.codecs
         }
-        source.codecs
-    } else {
-        codecs_from_flags(&plan.codecs, &data_type)?
     };
     let layout = match shards {
         Some(shards) => Layout {
@@ -329,8 +341,32 @@ fn destination_metadata(src: &ArrayMetadata, plan: &Plan) -> Result<ArrayMetadat
         .build_metadata()?;
     if !v2 {
         metadata.dimension_names.clone_from(&src.dimension_names);
+        if src_format == ZarrFormat::V2 && src.dimension_names.is_none() {
+            // xarray keeps a v2 array's dimension names in an attribute and a v3 array's in
+            // `dimension_names`: move them, so xarray sees the same dimensions in the copy.
+            if let Some(names) = xarray_dimensions(&metadata.attributes, rank) {
+                metadata.attributes.remove("_ARRAY_DIMENSIONS");
+                metadata.dimension_names = Some(names.into_iter().map(Some).collect());
+            }
+        }
     }
     Ok(metadata)
+}
+
+/// xarray's `_ARRAY_DIMENSIONS` attribute when it names each of `rank` dimensions.
+fn xarray_dimensions(
+    attributes: &serde_json::Map<String, serde_json::Value>,
+    rank: usize,
+) -> Option<Vec<String>> {
+    let Some(serde_json::Value::Array(list)) = attributes.get("_ARRAY_DIMENSIONS") else {
+        return None;
+    };
+    if list.len() != rank {
+        return None;
+    }
+    list.iter()
+        .map(|name| name.as_str().map(str::to_owned))
+        .collect()
 }
 
 async fn copy_array(
@@ -340,7 +376,7 @@ async fn copy_array(
     plan: &Plan,
     global: Global,
 ) -> Result<()> {
-    let metadata = destination_metadata(src.metadata(), plan)
+    let metadata = destination_metadata(src.metadata(), src.zarr_format(), plan)
         .with_context(|| format!("planning the copy of {}", src.path()))?;
     let node_path = NodePath::new(path)?;
     let existing = match Array::open(Arc::clone(&dst.store), path).await {

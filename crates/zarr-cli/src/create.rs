@@ -7,7 +7,7 @@ use zarr::array::ArrayBuilder;
 use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{DataType, FillValue};
 
-use crate::layout::{Layout, codecs_from_flags, shape_text};
+use crate::layout::{Layout, chosen_codecs, shape_text};
 use crate::progress::note;
 use crate::region::parse_shape;
 use crate::target::{Access, resolve};
@@ -36,6 +36,12 @@ pub(crate) struct CreateArgs {
     /// blosc[:CNAME[:LEVEL]], crc32c, or none. Repeat for several. Default: zstd:3.
     #[arg(long = "codec", value_name = "CODEC")]
     codecs: Vec<String>,
+    /// The whole codec list as JSON, as `zarr.json` holds it (the inner chunks' codecs with
+    /// --shards), or `@FILE`: any registered codec, e.g.
+    /// `[{"name":"packbits"}]` or `[{"name":"numcodecs.delta","configuration":{"dtype":"<i4"}},
+    /// {"name":"bytes"},{"name":"zstd","configuration":{"level":3}}]`.
+    #[arg(long = "codecs", value_name = "JSON", conflicts_with = "codecs")]
+    codecs_json: Option<String>,
     /// The fill value, as JSON (`0`, `1.5`, `"NaN"`, `true`, `"text"`); a bare word is taken
     /// as a string (`NaN`, `Infinity`, text).
     #[arg(long, allow_hyphen_values = true)]
@@ -125,21 +131,23 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         }
         None => None,
     };
-    let codec_flags = if args.codecs.is_empty() {
-        vec!["zstd:3".to_owned()]
-    } else {
-        args.codecs.clone()
-    };
+    let codecs = chosen_codecs(
+        &args.codecs,
+        args.codecs_json.as_deref(),
+        Some("zstd:3"),
+        &data_type,
+    )?
+    .unwrap_or_default();
     let layout = match shards {
         Some(shards) => Layout {
             grid: Some(shards),
             inner: Some(chunks),
-            codecs: codecs_from_flags(&codec_flags, &data_type)?,
+            codecs,
         },
         None => Layout {
             grid: Some(chunks),
             inner: None,
-            codecs: codecs_from_flags(&codec_flags, &data_type)?,
+            codecs,
         },
     };
     let (grid, codecs) = layout.to_metadata_parts()?;

@@ -112,6 +112,59 @@ pub(crate) fn codecs_from_flags(
     Ok(list)
 }
 
+/// The codec list of a node being written: `--codecs JSON` when given (the whole list, as
+/// metadata holds it), else the `--codec` flags, else `default` flags. `None` when neither
+/// option was given and there is no default (keep the source's codecs).
+pub(crate) fn chosen_codecs(
+    flags: &[String],
+    json: Option<&str>,
+    default: Option<&str>,
+    data_type: &DataType,
+) -> Result<Option<Vec<ExtensionObject>>> {
+    if let Some(text) = json {
+        return codecs_from_json(text).map(Some);
+    }
+    if !flags.is_empty() {
+        return codecs_from_flags(flags, data_type).map(Some);
+    }
+    match default {
+        Some(flag) => codecs_from_flags(&[flag.to_owned()], data_type).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// `--codecs JSON`: a codec list as `zarr.json` holds it (`[{"name": "bytes"}, ...]`; a bare
+/// name stands for a codec without configuration), or `@FILE` to read it from a file. Any
+/// registered codec may appear; the list is checked when the array is created.
+pub(crate) fn codecs_from_json(text: &str) -> Result<Vec<ExtensionObject>> {
+    let (origin, text) = match text.strip_prefix('@') {
+        Some(path) => {
+            let content = std::fs::read_to_string(path)
+                .with_context(|| format!("--codecs: reading {path}"))?;
+            (format!("--codecs @{path}"), content)
+        }
+        None => ("--codecs".to_owned(), text.to_owned()),
+    };
+    let value: Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(err) => usage!("{origin}: not JSON: {err}"),
+    };
+    let Value::Array(list) = value else {
+        usage!("{origin}: expected a JSON list of codecs, like [{{\"name\": \"bytes\"}}]");
+    };
+    if list.is_empty() {
+        usage!("{origin}: the list is empty; it needs at least an array-to-bytes codec");
+    }
+    let mut codecs = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        match ExtensionObject::from_json(item, "codecs") {
+            Ok(codec) => codecs.push(codec),
+            Err(err) => usage!("{origin}: codec {i}: {err}"),
+        }
+    }
+    Ok(codecs)
+}
+
 /// One `--codec` flag: `zstd[:LEVEL]`, `gzip[:LEVEL]`, `blosc[:CNAME[:CLEVEL]]`, `crc32c`
 /// or `none`.
 pub(crate) fn parse_codec(spec: &str, data_type: &DataType) -> Result<Option<ExtensionObject>> {

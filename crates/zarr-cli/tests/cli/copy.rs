@@ -247,6 +247,38 @@ fn copy_writes_zarr_v2_when_asked() {
     assert!(out.status.success() && err.contains("skipped"), "{err}");
     assert_eq!(raw(&dst_text), raw(&src));
 
+    // Back to v3: the attribute becomes `dimension_names` again, where xarray looks in v3.
+    let back = dir.path().join("back.zarr").display().to_string();
+    ok(&["copy", &dst_text, &back]);
+    let meta = info(&back);
+    assert_eq!(meta["format"], 3);
+    assert_eq!(
+        meta["metadata"]["dimension_names"],
+        serde_json::json!(["y", "x"])
+    );
+    assert_eq!(
+        meta["metadata"]["attributes"],
+        serde_json::json!({"origin": "test"})
+    );
+    assert_eq!(raw(&back), raw(&src));
+    // An attribute that does not name every dimension stays an attribute.
+    let odd = dir.path().join("odd.zarr");
+    let odd_text = odd.display().to_string();
+    ok(&["copy", &dst_text, &odd_text, "--zarr-format", "2"]);
+    std::fs::write(
+        odd.join(".zattrs"),
+        r#"{"_ARRAY_DIMENSIONS": ["y"], "origin": "test"}"#,
+    )
+    .unwrap();
+    let odd_back = dir.path().join("odd-back.zarr").display().to_string();
+    ok(&["copy", &odd_text, &odd_back]);
+    let meta = info(&odd_back);
+    assert!(meta["metadata"].get("dimension_names").is_none(), "{meta}");
+    assert_eq!(
+        meta["metadata"]["attributes"]["_ARRAY_DIMENSIONS"],
+        serde_json::json!(["y"])
+    );
+
     // A whole group, sharded arrays un-sharded on the way; strings included.
     let demo = dir.path().join("demo.zarr");
     ok(&["demo", demo.to_str().unwrap()]);

@@ -313,3 +313,134 @@ fn consolidate_records_the_hierarchy_for_tree_and_readers() {
         assert!(err.contains("/labels is an array"), "{err}");
     }
 }
+
+/// `--codecs JSON` takes any registered codec, as `zarr.json` lists them.
+#[test]
+fn create_takes_a_codec_list_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw_of = |target: &str| {
+        let file = dir.path().join("out.raw");
+        ok(&["get", target, "-f", "raw", "-o", file.to_str().unwrap()]);
+        std::fs::read(file).unwrap()
+    };
+    let info =
+        |target: &str| -> Value { serde_json::from_str(&ok(&["info", "--json", target])).unwrap() };
+
+    // packbits (zarr-extensions): 20 booleans in one chunk of 3 bytes.
+    let flags = dir.path().join("flags.zarr");
+    let flags_text = flags.display().to_string();
+    ok(&[
+        "create",
+        &flags_text,
+        "--shape",
+        "20",
+        "--dtype",
+        "bool",
+        "--codecs",
+        r#"[{"name": "packbits"}]"#,
+    ]);
+    let bits: Vec<u8> = (0..20u8).map(|i| u8::from(i % 3 == 0)).collect();
+    let npy = dir.path().join("flags.npy");
+    write_npy(&npy, "|b1", &[20], &bits);
+    ok(&["put", &flags_text, "-i", npy.to_str().unwrap()]);
+    assert_eq!(std::fs::read(flags.join("c/0")).unwrap().len(), 3);
+    assert_eq!(raw_of(&flags_text), bits);
+    assert_eq!(
+        info(&flags_text)["metadata"]["codecs"],
+        json!([{"name": "packbits"}])
+    );
+
+    // A numcodecs filter before the serializer, read from a file, in shards.
+    let list = dir.path().join("codecs.json");
+    std::fs::write(
+        &list,
+        r#"[{"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}},
+            {"name": "bytes", "configuration": {"endian": "big"}},
+            "crc32c"]"#,
+    )
+    .unwrap();
+    let series = dir.path().join("series.zarr").display().to_string();
+    ok(&[
+        "create",
+        &series,
+        "--shape",
+        "16",
+        "--dtype",
+        "int32",
+        "--chunks",
+        "4",
+        "--shards",
+        "8",
+        "--codecs",
+        &format!("@{}", list.display()),
+    ]);
+    let values: Vec<u8> = (0..16i32)
+        .flat_map(|i| (i * i - 40).to_le_bytes())
+        .collect();
+    let npy = dir.path().join("series.npy");
+    write_npy(&npy, "<i4", &[16], &values);
+    ok(&["put", &series, "-i", npy.to_str().unwrap()]);
+    assert_eq!(raw_of(&series), values);
+    let inner = &info(&series)["metadata"]["codecs"][0]["configuration"]["codecs"];
+    let names: Vec<&str> = inner
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["numcodecs.delta", "bytes", "crc32c"]);
+
+    // `copy --codecs` re-encodes with the list given.
+    let copied = dir.path().join("copied.zarr").display().to_string();
+    ok(&[
+        "copy",
+        &series,
+        &copied,
+        "--shards",
+        "none",
+        "--codecs",
+        r#"[{"name": "bytes", "configuration": {"endian": "little"}},
+            {"name": "gzip", "configuration": {"level": 1}}]"#,
+    ]);
+    assert_eq!(raw_of(&copied), values);
+    assert_eq!(
+        info(&copied)["metadata"]["codecs"][1]["name"],
+        json!("gzip")
+    );
+
+    // Bad lists are refused before anything is written, naming the problem.
+    let bad = dir.path().join("bad.zarr").display().to_string();
+    let create = |codecs: &str| {
+        vec![
+            "create".to_owned(),
+            bad.clone(),
+            "--shape".to_owned(),
+            "4".to_owned(),
+            "--dtype".to_owned(),
+            "uint16".to_owned(),
+            "--codecs".to_owned(),
+            codecs.to_owned(),
+        ]
+    };
+    let run = |codecs: &str, code: i32| {
+        let args = create(codecs);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails(&args, code)
+    };
+    assert!(run("[{", 2).contains("--codecs: not JSON"));
+    assert!(run(r#"{"name": "bytes"}"#, 2).contains("a JSON list of codecs"));
+    assert!(run("[]", 2).contains("the list is empty"));
+    assert!(run("[42]", 2).contains("codec 0"));
+    let err = run(r#"[{"name": "bytes"}, {"name": "no.such.codec"}]"#, 1);
+    assert!(err.contains("no.such.codec"), "{err}");
+    let err = run(r#"[{"name": "bytes"}]"#, 1);
+    assert!(err.contains("`endian` is required"), "{err}");
+    let err = run(r#"[{"name": "zstd", "configuration": {"level": 1}}]"#, 1);
+    assert!(err.contains("comes before the array->bytes codec"), "{err}");
+    assert!(!std::path::Path::new(&bad).join("zarr.json").exists());
+    let mut both = create(r#"[{"name": "bytes"}]"#);
+    both.extend(["--codec".to_owned(), "zstd".to_owned()]);
+    let both: Vec<&str> = both.iter().map(String::as_str).collect();
+    let err = fails(&both, 2);
+    assert!(err.contains("cannot be used with"), "{err}");
+}
