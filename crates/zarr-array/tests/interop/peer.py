@@ -1179,6 +1179,15 @@ def v2_cases() -> list[dict[str, Any]]:
     case("compressors/lz4_accel", "<f8", "float64", (9,), (4,),
          compressors=numcodecs.LZ4(acceleration=10))
     case("compressors/crc32c", "|u1", "uint8", (9,), (4,), compressors=numcodecs.CRC32C())
+    # pcodec compresses the elements (v3: numcodecs.pcodec in place of bytes).
+    case("compressors/pcodec_i4", "<i4", "int32", (7, 5), (3, 2),
+         compressors=numcodecs.PCodec())
+    case("compressors/pcodec_delta_i8_order_f", "<i8", "int64", (5, 4, 3), (2, 3, 2),
+         order="F", filters=[numcodecs.Delta(dtype="<i8")],
+         compressors=numcodecs.PCodec(level=3, delta_spec="try_consecutive",
+                                      delta_encoding_order=1))
+    case("compressors/pcodec_f4_classic", "<f4", "float32", (9,), (4,),
+         compressors=numcodecs.PCodec(mode_spec="classic", delta_spec="none"))
     case("shapes/zero_d", "<f8", "float64", (), ())
     case("shapes/zero_length", "<i4", "int32", (0, 3), (2, 2))
     case("shapes/one_chunk", "<u8", "uint64", (4, 4), (4, 4))

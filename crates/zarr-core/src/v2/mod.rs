@@ -15,12 +15,13 @@
 //! | `compressor` `blosc`, `zstd`, `gzip`, `zlib` | `blosc` (shuffle 0/1/2 as its names, -1 as numcodecs resolves it), `zstd`, `gzip`, `numcodecs.zlib` |
 //! | `filters` `delta`, `fixedscaleoffset`, `bitround`, `quantize`, `astype`, `packbits` | `numcodecs.<id>` before `bytes`, in order; the last one's `astype` sets the stored byte order |
 //! | `lz4`, `shuffle`, `crc32`, `adler32`, `crc32c`, `fletcher32`, `jenkins_lookup3`, `bz2`, `lzma` (as a filter or the compressor) | `numcodecs.<id>` after `bytes`, in order |
+//! | `compressor` `pcodec` (little-endian elements, no byte filters) | `numcodecs.pcodec` in place of `bytes`, after any element filters |
 //! | `dimension_separator` (default `.`) | the `v2` chunk key encoding (`0` for a 0-d array) |
 //! | `fill_value: null` | the data type's default (zero, `false`, empty) |
 //!
 //! Structured data types with subarray or object fields or with both byte orders, object
 //! arrays without a string or bytes filter, and the other numcodecs filters and compressors
-//! (`categorize`, `pcodec`, `zfpy`, ...) are refused with an error naming them.
+//! (`categorize`, `zfpy`, ...) are refused with an error naming them.
 //!
 //! ```
 //! use zarr_core::v2::ArrayMetadataV2;
@@ -479,6 +480,32 @@ impl ArrayMetadataV2 {
                     codecs.push(numcodecs_v3(filter));
                 }
                 element_size = size;
+                if let Some(compressor) = self.compressor.as_ref().filter(|c| codec_id(c) == PCODEC)
+                {
+                    // numcodecs' pcodec compresses the elements themselves: in v3 it is the
+                    // array->bytes codec, in place of `bytes`, and nothing can follow it.
+                    let field = format!("{ZARRAY}: compressor");
+                    if let Some((i, filter)) = filters.peek() {
+                        return Err(Error::invalid(
+                            field,
+                            format!(
+                                "`pcodec` compresses elements, but the byte filter `{}` \
+                                 (filters[{i}]) comes before it: no v3 chain can do that",
+                                codec_id(filter)
+                            ),
+                        ));
+                    }
+                    if order == ByteOrder::Big && size.is_some_and(|s| s > 1) {
+                        return Err(Error::invalid(
+                            field,
+                            "`pcodec` takes little-endian elements only (numcodecs refuses \
+                             big-endian ones)",
+                        ));
+                    }
+                    codecs.push(numcodecs_v3(compressor));
+                    let fill_value = self.fill_value_v3(&data_type)?;
+                    return self.v3_with(data_type, fill_value, codecs, attributes);
+                }
                 let bytes = match (order, size) {
                     (ByteOrder::Big, Some(size)) if size > 1 => {
                         ExtensionObject::with_configuration(
@@ -517,6 +544,17 @@ impl ArrayMetadataV2 {
             )?);
         }
         let fill_value = self.fill_value_v3(&data_type)?;
+        self.v3_with(data_type, fill_value, codecs, attributes)
+    }
+
+    /// The v3 metadata with this array's shape, chunks and chunk keys.
+    fn v3_with(
+        &self,
+        data_type: DataType,
+        fill_value: FillValue,
+        codecs: Vec<ExtensionObject>,
+        attributes: Map<String, Value>,
+    ) -> Result<ArrayMetadata> {
         let grid = ChunkGrid::Regular(RegularChunkGrid::try_new(self.chunks.clone())?);
         Ok(
             ArrayMetadata::new(self.shape.clone(), data_type, grid, fill_value, codecs)?
@@ -735,6 +773,9 @@ const ELEMENT_FILTERS: [&str; 6] = [
     "packbits",
 ];
 
+/// numcodecs' compressor of elements (`numcodecs.pcodec` in v3, an array->bytes codec).
+const PCODEC: &str = "pcodec";
+
 /// numcodecs' byte codecs read under their `numcodecs.<id>` v3 name with the same
 /// configuration.
 const NUMCODECS_BYTES: [&str; 9] = [
@@ -914,7 +955,8 @@ fn compressor_to_v3(
                 kind: ExtensionKind::Codec,
                 name: other.to_owned(),
                 field: format!(
-                    "{field} (v2 codecs read here: blosc, zstd, gzip, zlib, {}, and the filters {})",
+                    "{field} (v2 codecs read here: blosc, zstd, gzip, zlib, {}, pcodec as the \
+                     compressor, and the filters {})",
                     NUMCODECS_BYTES.join(", "),
                     ELEMENT_FILTERS.join(", ")
                 ),
@@ -1269,6 +1311,19 @@ mod tests {
         assert!(e.to_string().contains("byte order"), "{e}");
         let e = v3(json!({"dtype": "|O"})).unwrap_err();
         assert!(e.to_string().contains("object codec"), "{e}");
+        // pcodec compresses little-endian elements, with no byte filter before it.
+        let pcodec = json!({"id": "pcodec", "level": 8});
+        let meta = v3(json!({"compressor": pcodec})).unwrap();
+        assert_eq!(
+            names(&meta),
+            [r#"{"name":"numcodecs.pcodec","configuration":{"level":8}}"#]
+        );
+        let e = v3(json!({"compressor": pcodec, "filters": [{"id": "shuffle"}]})).unwrap_err();
+        assert!(e.to_string().contains("`shuffle` (filters[0])"), "{e}");
+        let e = v3(json!({"compressor": pcodec, "dtype": ">i2"})).unwrap_err();
+        assert!(e.to_string().contains("little-endian"), "{e}");
+        let e = v3(json!({"filters": [pcodec]})).unwrap_err();
+        assert!(e.to_string().contains("pcodec as the compressor"), "{e}");
         let e = v3(json!({"zarr_format": 3})).unwrap_err();
         assert!(e.to_string().contains("zarr_format"), "{e}");
         let e = v3(json!({"chunks": [4]})).unwrap_err();

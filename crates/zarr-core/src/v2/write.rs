@@ -197,7 +197,24 @@ impl ArrayMetadataV2 {
         }) {
             filters.push(numcodec(filter));
         }
+        let mut pcodec = None;
         let dtype = match codecs.next() {
+            Some((i, c)) if c.name == "numcodecs.pcodec" => {
+                // numcodecs' pcodec compresses the elements: v2's compressor, with nothing
+                // after it (the filters come before the compressor in v2).
+                if let Some((j, next)) = codecs.peek() {
+                    return Err(no_v2(
+                        format!("codecs[{j}]"),
+                        format!(
+                            "`{}` follows `numcodecs.pcodec` (codecs[{i}]), which is v2's \
+                             compressor: nothing can follow it there",
+                            next.name
+                        ),
+                    ));
+                }
+                pcodec = Some(numcodec(c));
+                DtypeV2::of(data_type, ByteOrder::Little)
+            }
             Some((i, c)) if c.name == "bytes" => {
                 let big = c
                     .configuration
@@ -253,8 +270,14 @@ impl ArrayMetadataV2 {
         let mut byte_codecs = codecs
             .map(|(i, c)| byte_codec(c, &format!("codecs[{i}]")))
             .collect::<Result<Vec<_>>>()?;
-        let compressor = byte_codecs.pop();
-        filters.extend(byte_codecs);
+        let compressor = match pcodec {
+            Some(pcodec) => Some(pcodec),
+            None => {
+                let compressor = byte_codecs.pop();
+                filters.extend(byte_codecs);
+                compressor
+            }
+        };
         let byte_order = match &dtype {
             DtypeV2::Fixed(_, order) => *order,
             DtypeV2::Object => ByteOrder::NotApplicable,
@@ -574,6 +597,19 @@ mod tests {
             let (_, written) = round_trip(&zarray(json!("<i4"), extra.clone()));
             assert_eq!(written["compressor"], extra["compressor"]);
         }
+        // pcodec as the compressor is the array->bytes codec in v3, after element filters.
+        let pcodec = json!({"id": "pcodec", "level": 8, "mode_spec": "auto",
+            "delta_spec": "auto", "paging_spec": "equal_pages_up_to",
+            "delta_encoding_order": null, "equal_pages_up_to": 262144});
+        for filters in [json!(null), json!([{"id": "delta", "dtype": "<i4"}])] {
+            let (meta, written) = round_trip(&zarray(
+                json!("<i4"),
+                json!({"compressor": pcodec, "filters": filters}),
+            ));
+            assert_eq!(meta.codecs.last().unwrap().name, "numcodecs.pcodec");
+            assert_eq!(written["compressor"], pcodec);
+            assert_eq!(written["filters"], filters);
+        }
         let (meta, written) = round_trip(&zarray(
             json!("|b1"),
             json!({"filters": [{"id": "packbits"}], "fill_value": false}),
@@ -672,6 +708,16 @@ mod tests {
                 vec![bytes(), codec("numcodecs.delta", json!({"dtype": "<i2"}))],
             ),
             "before `bytes`",
+        );
+        refused(
+            base(
+                DataType::Int16,
+                vec![
+                    codec("numcodecs.pcodec", json!({"level": 3})),
+                    codec("crc32c", Value::Null),
+                ],
+            ),
+            "follows `numcodecs.pcodec`",
         );
         let mut grid = base(DataType::Int16, vec![bytes()]);
         grid.chunk_grid = ChunkGrid::Rectilinear(
