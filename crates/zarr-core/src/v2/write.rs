@@ -222,14 +222,15 @@ impl ArrayMetadataV2 {
                     .and_then(|config| config.get("endian"))
                     .and_then(Value::as_str)
                     == Some("big");
-                let dtype = DtypeV2::of(
-                    data_type,
-                    if big {
-                        ByteOrder::Big
-                    } else {
-                        ByteOrder::Little
-                    },
-                );
+                let stored = if big {
+                    ByteOrder::Big
+                } else {
+                    ByteOrder::Little
+                };
+                // numcodecs' element filters see the elements in the dtype's byte order and
+                // store what the last one produces: with filters, the dtype takes the order
+                // the first filter that names its input type names.
+                let dtype = DtypeV2::of(data_type, filters_input_order(&filters).unwrap_or(stored));
                 if dtype == DtypeV2::Object {
                     return Err(no_v2(
                         format!("codecs[{i}]"),
@@ -283,7 +284,7 @@ impl ArrayMetadataV2 {
             DtypeV2::Object => ByteOrder::NotApplicable,
         };
         let fill_value = fill_value(&metadata.fill_value, data_type, byte_order)?;
-        Ok(Self {
+        let written = Self {
             shape: metadata.shape.clone(),
             chunks,
             dtype,
@@ -292,7 +293,30 @@ impl ArrayMetadataV2 {
             fill_value,
             order,
             dimension_separator,
-        })
+        };
+        if written.filters.iter().any(|f| {
+            let id = f.get("id").and_then(Value::as_str).unwrap_or_default();
+            ELEMENT_FILTERS.contains(&id)
+        }) {
+            // The byte order numcodecs' filters leave is fixed by their types: a `bytes` codec
+            // of the other order would be read back (by any v2 reader) as other values.
+            let stored = |m: &ArrayMetadata| {
+                m.codecs
+                    .iter()
+                    .find(|c| c.name == "bytes")
+                    .and_then(|c| c.configuration.as_ref()?.get("endian").cloned())
+            };
+            let back = written.to_v3(Map::new());
+            if back.as_ref().map(stored).ok() != Some(stored(metadata)) {
+                return Err(no_v2(
+                    "codecs",
+                    "numcodecs' element filters here would store the other byte order than \
+                     the `bytes` codec does (in v2 their types decide it): give the filters' \
+                     types and `bytes` the same byte order",
+                ));
+            }
+        }
+        Ok(written)
     }
 
     /// The `.zarray` document.
@@ -410,6 +434,24 @@ fn numcodec(codec: &ExtensionObject) -> Map<String, Value> {
         map.extend(config.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     map
+}
+
+/// The byte order the first of numcodecs' element `filters` that names its input type takes
+/// the elements in (`None` when none does before one that changes the type).
+fn filters_input_order(filters: &[Map<String, Value>]) -> Option<ByteOrder> {
+    for filter in filters {
+        let key = match filter.get("id").and_then(Value::as_str) {
+            // These keep the elements' type and order.
+            Some("bitround" | "packbits") => continue,
+            Some("astype") => "decode_dtype",
+            _ => "dtype",
+        };
+        return match DtypeV2::from_json(filter.get(key)?, "filters") {
+            Ok(DtypeV2::Fixed(t, order)) if t.fixed_size().is_some_and(|n| n > 1) => Some(order),
+            _ => None,
+        };
+    }
+    None
 }
 
 /// A bytes->bytes codec's v2 form (a filter, or the compressor when it is the last).
@@ -597,6 +639,23 @@ mod tests {
             let (_, written) = round_trip(&zarray(json!("<i4"), extra.clone()));
             assert_eq!(written["compressor"], extra["compressor"]);
         }
+        // A filter that stores the other byte order than the array's: the dtype keeps the
+        // array's order (found by fuzzing: it was written with the stored order, which no
+        // reader then accepts).
+        for (dtype, filters) in [
+            (
+                "<i4",
+                json!([{"id": "astype", "encode_dtype": ">i2", "decode_dtype": "<i4"}]),
+            ),
+            (
+                ">u2",
+                json!([{"id": "bitround", "keepbits": 3}, {"id": "delta", "dtype": ">u2", "astype": "<i4"}]),
+            ),
+        ] {
+            let (_, written) = round_trip(&zarray(json!(dtype), json!({ "filters": filters })));
+            assert_eq!(written["dtype"], dtype);
+            assert_eq!(written["filters"], filters);
+        }
         // pcodec as the compressor is the array->bytes codec in v3, after element filters.
         let pcodec = json!({"id": "pcodec", "level": 8, "mode_spec": "auto",
             "delta_spec": "auto", "paging_spec": "equal_pages_up_to",
@@ -708,6 +767,21 @@ mod tests {
                 vec![bytes(), codec("numcodecs.delta", json!({"dtype": "<i2"}))],
             ),
             "before `bytes`",
+        );
+        // numcodecs' astype stores big-endian here: a little-endian `bytes` after it would be
+        // read by v2 readers as other values.
+        refused(
+            base(
+                DataType::Int32,
+                vec![
+                    codec(
+                        "numcodecs.astype",
+                        json!({"encode_dtype": ">i2", "decode_dtype": "<i4"}),
+                    ),
+                    bytes(),
+                ],
+            ),
+            "the other byte order",
         );
         refused(
             base(
