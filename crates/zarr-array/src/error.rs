@@ -81,6 +81,19 @@ pub enum Error {
         key: String,
     },
 
+    /// A node's `zarr.json` is not a valid Zarr v3 document (not JSON, a field missing or
+    /// malformed, an inline consolidated record that does not parse, ...).
+    #[error("metadata of {path:?} ({key}): {source}")]
+    Metadata {
+        /// The node's path.
+        path: String,
+        /// The store key of the document.
+        key: String,
+        /// What is wrong, naming the field.
+        #[source]
+        source: Box<zarr_core::Error>,
+    },
+
     /// A Zarr v2 node's metadata (`.zarray`, `.zgroup` or `.zattrs`) is malformed or has no
     /// v3 equivalent here (an unsupported filter or compressor, ...), or an array to be
     /// written as Zarr v2 has something v2 cannot store (a sharding codec, dimension names,

@@ -30,7 +30,12 @@ pub(crate) async fn read_node<S: ReadableStore + ?Sized>(
 ) -> Result<Option<(NodeMetadata, ZarrFormat)>> {
     let key = metadata_key(path)?;
     if let Some(bytes) = store.get(&key).await? {
-        return Ok(Some((NodeMetadata::from_slice(&bytes)?, ZarrFormat::V3)));
+        let metadata = NodeMetadata::from_slice(&bytes).map_err(|source| Error::Metadata {
+            path: path.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            source: Box::new(source),
+        })?;
+        return Ok(Some((metadata, ZarrFormat::V3)));
     }
     let v2_key = |name: &str| StoreKey::try_new(format!("{}{name}", path.prefix()));
     let in_v2 = |source: zarr_core::Error| Error::V2Metadata {
