@@ -306,8 +306,13 @@ impl ArrayMetadataV2 {
                     .find(|c| c.name == "bytes")
                     .and_then(|c| c.configuration.as_ref()?.get("endian").cloned())
             };
-            let back = written.to_v3(Map::new());
-            if back.as_ref().map(stored).ok() != Some(stored(metadata)) {
+            let back = written.to_v3(Map::new()).map_err(|e| {
+                no_v2(
+                    "codecs",
+                    format!("the `.zarray` these filters make would not read back: {e}"),
+                )
+            })?;
+            if stored(&back) != stored(metadata) {
                 return Err(no_v2(
                     "codecs",
                     "numcodecs' element filters here would store the other byte order than \
