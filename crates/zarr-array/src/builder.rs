@@ -95,7 +95,11 @@ impl ArrayBuilder {
         self
     }
 
-    /// The fill value (native-endian bytes of one element).
+    /// The fill value: a Rust value (`5.into()`, `FillValue::from(f32::NAN)`, `"text".into()`,
+    /// converted with [`FillValue::for_data_type`] when the data type holds it exactly, so
+    /// `5` suits a `float32` array and `-1.0` an `int32` one), or one element's bytes
+    /// ([`FillValue::new`]). A value the data type cannot hold exactly (`300` for `uint8`,
+    /// `0.5` for `int32`) is an error when the array is created.
     #[must_use]
     pub fn fill_value(mut self, fill_value: FillValue) -> Self {
         self.fill_value = Some(fill_value);
@@ -387,10 +391,10 @@ impl ArrayBuilder {
                 field: "chunk_grid".into(),
                 reason,
             })?;
-        let fill_value = self
-            .fill_value
-            .clone()
-            .unwrap_or_else(|| FillValue::default_for(&self.data_type));
+        let fill_value = match &self.fill_value {
+            Some(fill) => fill.for_data_type(&self.data_type)?,
+            None => FillValue::default_for(&self.data_type),
+        };
         let mut metadata = ArrayMetadata::new(
             self.shape.clone(),
             self.data_type.clone(),

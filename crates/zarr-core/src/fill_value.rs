@@ -27,24 +27,242 @@ use crate::minifloat::{self, MiniFloat};
 /// assert_eq!(big.as_bytes(), u64::MAX.to_ne_bytes());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FillValue(Vec<u8>);
+///
+/// A fill value made from a Rust value (`FillValue::from(5)`) remembers the value's type, so
+/// that it is never taken for another data type's bytes: [`FillValue::for_data_type`]
+/// converts it when the data type holds it exactly (`5` becomes `5.0` for `float32`), and
+/// [`FillValue::check`] refuses it for any data type other than its own. Equality compares
+/// the bytes only.
+///
+/// ```
+/// use zarr_core::{DataType, FillValue};
+///
+/// let five = FillValue::from(5); // an i32
+/// assert!(five.check(&DataType::Float32).is_err()); // not float32's bytes
+/// let as_float = five.for_data_type(&DataType::Float32)?;
+/// assert_eq!(as_float.as_bytes(), 5.0f32.to_ne_bytes());
+/// assert!(FillValue::from(16_777_217).for_data_type(&DataType::Float32).is_err()); // inexact
+/// assert!(FillValue::from(300).for_data_type(&DataType::UInt8).is_err()); // out of range
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct FillValue {
+    bytes: Vec<u8>,
+    /// The Rust type the value was made from, if any.
+    typed: Option<Typed>,
+}
+
+/// The Rust type a [`FillValue`] was made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Typed {
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+    Str,
+}
+
+impl Typed {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Bool => "bool",
+            Self::I8 => "i8",
+            Self::I16 => "i16",
+            Self::I32 => "i32",
+            Self::I64 => "i64",
+            Self::U8 => "u8",
+            Self::U16 => "u16",
+            Self::U32 => "u32",
+            Self::U64 => "u64",
+            Self::F16 => "f16",
+            Self::BF16 => "bf16",
+            Self::F32 => "f32",
+            Self::F64 => "f64",
+            Self::Str => "str",
+        }
+    }
+
+    /// The data type whose elements are values of this Rust type.
+    fn data_type(self) -> DataType {
+        match self {
+            Self::Bool => DataType::Bool,
+            Self::I8 => DataType::Int8,
+            Self::I16 => DataType::Int16,
+            Self::I32 => DataType::Int32,
+            Self::I64 => DataType::Int64,
+            Self::U8 => DataType::UInt8,
+            Self::U16 => DataType::UInt16,
+            Self::U32 => DataType::UInt32,
+            Self::U64 => DataType::UInt64,
+            Self::F16 => DataType::Float16,
+            Self::BF16 => DataType::BFloat16,
+            Self::F32 => DataType::Float32,
+            Self::F64 => DataType::Float64,
+            Self::Str => DataType::String,
+        }
+    }
+
+    /// Whether the value's bytes are, unchanged, an element of `data_type`.
+    fn is_element_of(self, data_type: &DataType) -> bool {
+        *data_type == self.data_type()
+            || match self {
+                Self::I64 => matches!(
+                    data_type,
+                    DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. }
+                ),
+                Self::U8 => *data_type == DataType::RawBits(1),
+                Self::U16 => *data_type == DataType::RawBits(2),
+                Self::U32 => *data_type == DataType::RawBits(4),
+                Self::U64 => *data_type == DataType::RawBits(8),
+                _ => false,
+            }
+    }
+}
+
+impl PartialEq for FillValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for FillValue {}
+
+impl std::hash::Hash for FillValue {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.bytes.hash(state);
+    }
+}
+
+impl std::fmt::Debug for FillValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.typed {
+            Some(t) => match self.to_json(&t.data_type()) {
+                Ok(v) => write!(f, "FillValue({v}{})", t.name()),
+                Err(_) => write!(f, "FillValue({:02x?})", self.bytes),
+            },
+            None => write!(f, "FillValue({:02x?})", self.bytes),
+        }
+    }
+}
 
 impl FillValue {
     /// A fill value from an element's bytes in native byte order. [`FillValue::check`] tells
     /// whether the bytes suit a data type.
     pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
-        Self(bytes.into())
+        Self::untyped(bytes.into())
+    }
+
+    fn untyped(bytes: Vec<u8>) -> Self {
+        Self { bytes, typed: None }
+    }
+
+    fn typed(bytes: Vec<u8>, typed: Typed) -> Self {
+        Self {
+            bytes,
+            typed: Some(typed),
+        }
+    }
+
+    /// This value as an element of `data_type`.
+    ///
+    /// A value made from a Rust number or `bool` (`FillValue::from(5)`) is converted when
+    /// `data_type` holds it exactly: `5` becomes `5.0` for `float32` or `5u8` for `uint8`,
+    /// and `-1.0` becomes `-1` for `int32`; a string becomes UTF-32 for
+    /// `fixed_length_utf32`. Any other value is checked as [`FillValue::check`] does and
+    /// returned unchanged.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFillValue`] if the value does not fit `data_type` exactly (out of
+    /// range, a fraction for an integer type, rounded by a narrower float) or has no
+    /// meaning for it (a number for `string`, a string for `int32`).
+    pub fn for_data_type(&self, data_type: &DataType) -> Result<Self> {
+        let Some(typed) = self.typed else {
+            self.check(data_type)?;
+            return Ok(self.clone());
+        };
+        if typed.is_element_of(data_type) {
+            self.check(data_type)?;
+            return Ok(Self::untyped(self.bytes.clone()));
+        }
+        let own = typed.data_type();
+        let refuse = |reason: String| Error::InvalidFillValue {
+            data_type: data_type.to_string(),
+            value: self.describe(),
+            reason,
+        };
+        let convertible = match typed {
+            Typed::Str => matches!(data_type, DataType::FixedLengthUtf32 { .. }),
+            Typed::Bool => false,
+            _ => {
+                data_type.fixed_size().is_some()
+                    && !matches!(
+                        data_type,
+                        DataType::Bool
+                            | DataType::RawBits(_)
+                            | DataType::FixedLengthUtf32 { .. }
+                            | DataType::NullTerminatedBytes { .. }
+                            | DataType::RawBytes { .. }
+                            | DataType::Complex64
+                            | DataType::Complex128
+                            | DataType::Struct(_)
+                    )
+            }
+        };
+        if !convertible {
+            return Err(refuse(format!(
+                "a `{}` is not a {data_type} value; give one of the data type's own type, \
+                 or its JSON form (`fill_value_json`)",
+                typed.name()
+            )));
+        }
+        let json = self.to_json(&own)?;
+        let converted = Self::from_json(&json, data_type).map_err(|e| match e {
+            Error::InvalidFillValue { reason, .. } => refuse(reason),
+            other => other,
+        })?;
+        // Exact only if converting back gives the same value.
+        let back = converted
+            .to_json(data_type)
+            .and_then(|v| Self::from_json(&v, &own));
+        if back.as_ref().map(Self::as_bytes).ok() != Some(self.as_bytes()) {
+            return Err(refuse(format!(
+                "{data_type} cannot hold it exactly (it would be {})",
+                converted
+                    .to_json(data_type)
+                    .map_or_else(|_| "something else".to_string(), |v| v.to_string())
+            )));
+        }
+        Ok(converted)
+    }
+
+    /// The value for messages: its JSON form and Rust type when it has one, else its bytes.
+    fn describe(&self) -> String {
+        match self.typed {
+            Some(t) => match self.to_json(&t.data_type()) {
+                Ok(v) => format!("{v} (a `{}`)", t.name()),
+                Err(_) => format!("{:02x?}", self.bytes),
+            },
+            None => format!("{:02x?}", self.bytes),
+        }
     }
 
     /// The element's bytes (native byte order).
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        &self.bytes
     }
 
     /// The element's bytes (native byte order).
     pub fn into_bytes(self) -> Vec<u8> {
-        self.0
+        self.bytes
     }
 
     /// The default fill value zarr-python chooses for a data type: zero, `false`, the empty
@@ -52,43 +270,53 @@ impl FillValue {
     pub fn default_for(data_type: &DataType) -> Self {
         match data_type {
             DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. } => {
-                Self(i64::MIN.to_ne_bytes().to_vec())
+                Self::untyped(i64::MIN.to_ne_bytes().to_vec())
             }
-            dt => Self(vec![0; dt.fixed_size().unwrap_or(0)]),
+            dt => Self::untyped(vec![0; dt.fixed_size().unwrap_or(0)]),
         }
     }
 
     /// Whether the bytes are a valid element of `data_type`.
     ///
     /// # Errors
-    /// [`Error::InvalidFillValue`] if the size is wrong, a `bool` is not 0 or 1, or a `string`
-    /// is not UTF-8.
+    /// [`Error::InvalidFillValue`] if the value was made from a Rust value of another type
+    /// (convert it with [`FillValue::for_data_type`]), the size is wrong, a `bool` is not 0
+    /// or 1, or a `string` is not UTF-8.
     pub fn check(&self, data_type: &DataType) -> Result<()> {
         let bad = |reason: String| Error::InvalidFillValue {
             data_type: data_type.to_string(),
-            value: format!("{:02x?}", self.0),
+            value: self.describe(),
             reason,
         };
+        if let Some(t) = self.typed
+            && !t.is_element_of(data_type)
+        {
+            return Err(bad(format!(
+                "a `{}` is not a {data_type} element (`FillValue::for_data_type` converts \
+                 a value the data type holds exactly)",
+                t.name()
+            )));
+        }
         if let Some(size) = data_type.fixed_size()
-            && self.0.len() != size
+            && self.bytes.len() != size
         {
             return Err(bad(format!(
                 "expected {size} bytes, found {}",
-                self.0.len()
+                self.bytes.len()
             )));
         }
         match data_type {
-            DataType::Bool if self.0[0] > 1 => Err(bad("a bool must be 0 or 1".into())),
+            DataType::Bool if self.bytes[0] > 1 => Err(bad("a bool must be 0 or 1".into())),
             DataType::Struct(st) => {
                 for (offset, field) in st.offsets().zip(st.fields()) {
                     let size = field.data_type.fixed_size().unwrap_or(0);
-                    FillValue(self.0[offset..offset + size].to_vec())
+                    FillValue::untyped(self.bytes[offset..offset + size].to_vec())
                         .check(&field.data_type)
                         .map_err(|e| bad(format!("field {:?}: {e}", field.name)))?;
                 }
                 Ok(())
             }
-            DataType::String => std::str::from_utf8(&self.0)
+            DataType::String => std::str::from_utf8(&self.bytes)
                 .map(drop)
                 .map_err(|e| bad(format!("not UTF-8: {e}"))),
             _ => Ok(()),
@@ -129,7 +357,7 @@ impl FillValue {
     /// [`FillValue::check`]).
     pub fn to_json(&self, data_type: &DataType) -> Result<Value> {
         self.check(data_type)?;
-        let b = &self.0;
+        let b = &self.bytes;
         Ok(match data_type {
             DataType::Bool => Value::Bool(b[0] != 0),
             DataType::Int8 => Value::from(i8::from_ne_bytes(arr(b))),
@@ -195,8 +423,8 @@ impl FillValue {
                 let mut fields = serde_json::Map::new();
                 for (offset, field) in st.offsets().zip(st.fields()) {
                     let size = field.data_type.fixed_size().unwrap_or(0);
-                    let value =
-                        FillValue(b[offset..offset + size].to_vec()).to_json(&field.data_type)?;
+                    let value = FillValue::untyped(b[offset..offset + size].to_vec())
+                        .to_json(&field.data_type)?;
                     fields.insert(field.name.clone(), value);
                 }
                 Value::Object(fields)
@@ -222,31 +450,34 @@ fn arr<const N: usize>(bytes: &[u8]) -> [u8; N] {
 }
 
 macro_rules! from_primitive {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $typed:ident),*) => {$(
         impl From<$t> for FillValue {
             fn from(value: $t) -> Self {
-                Self(value.to_ne_bytes().to_vec())
+                Self::typed(value.to_ne_bytes().to_vec(), Typed::$typed)
             }
         }
     )*};
 }
-from_primitive!(i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64);
+from_primitive!(
+    i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32,
+    u64 => U64, f16 => F16, bf16 => BF16, f32 => F32, f64 => F64
+);
 
 impl From<bool> for FillValue {
     fn from(value: bool) -> Self {
-        Self(vec![u8::from(value)])
+        Self::typed(vec![u8::from(value)], Typed::Bool)
     }
 }
 
 impl From<&str> for FillValue {
     fn from(value: &str) -> Self {
-        Self(value.as_bytes().to_vec())
+        Self::typed(value.as_bytes().to_vec(), Typed::Str)
     }
 }
 
 impl From<String> for FillValue {
     fn from(value: String) -> Self {
-        Self(value.into_bytes())
+        Self::typed(value.into_bytes(), Typed::Str)
     }
 }
 
@@ -441,7 +672,7 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
                         .ok_or_else(|| ctx.err(format!("no value for field {:?}", field.name)))?;
                     let part = parse(value, None, &field.data_type)
                         .map_err(|e| ctx.err(format!("field {:?}: {e}", field.name)))?;
-                    bytes.extend(part.0);
+                    bytes.extend(part.bytes);
                 }
                 bytes
             }
@@ -459,7 +690,7 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
                     )));
                 }
                 native_to_little(data_type, &mut bytes);
-                let filled = FillValue(bytes);
+                let filled = FillValue::untyped(bytes);
                 filled.check(data_type)?;
                 return Ok(filled);
             }
@@ -470,7 +701,7 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
             }
         },
     };
-    Ok(FillValue(bytes))
+    Ok(FillValue::untyped(bytes))
 }
 
 /// An integer of a sub-byte type, range-checked, as the byte that stores it.
