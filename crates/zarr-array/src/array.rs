@@ -422,10 +422,19 @@ impl<S: ?Sized> Array<S> {
         self.metadata.data_type.fixed_size().ok_or_else(|| {
             Error::unsupported(
                 self.path.as_str(),
-                format!(
-                    "{} has variable-length elements; use read_array_bytes / write_array_bytes",
-                    self.metadata.data_type.name()
-                ),
+                match self.metadata.data_type {
+                    DataType::String => "string has variable-length elements; use read_text / \
+                                         write_text (or read_strings / write_strings)"
+                        .to_string(),
+                    DataType::Bytes => "bytes has variable-length elements; use read_binary / \
+                                        write_binary"
+                        .to_string(),
+                    ref other => format!(
+                        "{} has variable-length elements; use read_array_bytes / \
+                         write_array_bytes",
+                        other.name()
+                    ),
+                },
             )
         })
     }
@@ -460,6 +469,13 @@ impl<S: ?Sized> Array<S> {
 
     fn vlen_error(&self, source: zarr_vlen::Error) -> Error {
         Error::Vlen {
+            array: self.path.as_str().to_owned(),
+            source: Box::new(source),
+        }
+    }
+
+    pub(crate) fn codecs_error(&self, source: zarr_codecs::Error) -> Error {
+        Error::Codecs {
             array: self.path.as_str().to_owned(),
             source: Box::new(source),
         }
@@ -535,13 +551,13 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// chunk errors.
     pub async fn read<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<T>> {
         self.check_element::<T>()?;
-        let region = region.into_region()?;
+        let region = region.into_region_of(&self.metadata.shape)?;
         region.check_within(&self.metadata.shape)?;
         let n =
             usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
                 what: "the number of elements in the region".into(),
             })?;
-        let mut out = crate::element::zeroed_vec::<T>(n);
+        let mut out = crate::element::zeroed_vec::<T>(n).map_err(|e| self.codecs_error(e))?;
         self.read_into(&region, &mut out).await?;
         Ok(out)
     }
@@ -556,7 +572,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         out: &mut [T],
     ) -> Result<()> {
         self.check_element::<T>()?;
-        let region = region.into_region()?;
+        let region = region.into_region_of(&self.metadata.shape)?;
         let bytes = as_bytes_mut(out);
         self.read_bytes_into(&region, bytes).await?;
         self.check_values::<T>(bytes, "")?;
@@ -595,7 +611,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         let width = size_of::<T>();
         let records = self.read_bytes(region).await?;
         let n = records.len() / record.max(1);
-        let mut out = crate::element::zeroed_vec::<T>(n);
+        let mut out = crate::element::zeroed_vec::<T>(n).map_err(|e| self.codecs_error(e))?;
         let bytes = as_bytes_mut(&mut out);
         for (i, chunk) in bytes.chunks_exact_mut(width).enumerate() {
             let start = i * record + offset;
@@ -667,7 +683,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         &self,
         region: impl IntoRegion,
     ) -> Result<ndarray::ArrayD<T>> {
-        let region = region.into_region()?;
+        let region = region.into_region_of(&self.metadata.shape)?;
         let shape: Vec<usize> = region
             .shape()
             .iter()
@@ -687,7 +703,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// # Errors
     /// [`Error::Unsupported`] for variable-length data; as [`Array::read`].
     pub async fn read_bytes(&self, region: impl IntoRegion) -> Result<Vec<u8>> {
-        let region = region.into_region()?;
+        let region = region.into_region_of(&self.metadata.shape)?;
         region.check_within(&self.metadata.shape)?;
         let elem = self.element_size()?;
         let n = region
@@ -697,7 +713,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
             .ok_or_else(|| zarr_core::Error::Overflow {
                 what: "the size of the region in bytes".into(),
             })?;
-        let mut out = crate::element::zeroed_vec::<u8>(n);
+        let mut out = crate::element::zeroed_vec::<u8>(n).map_err(|e| self.codecs_error(e))?;
         self.read_bytes_into(&region, &mut out).await?;
         Ok(out)
     }
@@ -707,7 +723,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::read_bytes`]; [`Error::BufferSize`] if `out` has the wrong length.
     pub async fn read_bytes_into(&self, region: impl IntoRegion, out: &mut [u8]) -> Result<()> {
-        let region = region.into_region()?;
+        let region = region.into_region_of(&self.metadata.shape)?;
         crate::read::read_fixed(self, &region, out).await
     }
 
@@ -717,7 +733,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::read`].
     pub async fn read_array_bytes(&self, region: impl IntoRegion) -> Result<ArrayBytes> {
-        let region = region.into_region()?;
+        let region = region.into_region_of(&self.metadata.shape)?;
         region.check_within(&self.metadata.shape)?;
         if self.metadata.data_type.fixed_size().is_some() {
             Ok(ArrayBytes::fixed(self.read_bytes(&region).await?))
@@ -739,6 +755,31 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         self.check_vlen(DataType::String, "VlenStrings")?;
         let vlen = self.read_vlen(region).await?;
         VlenStrings::from_vlen_bytes(&vlen).map_err(|e| self.vlen_error(e))
+    }
+
+    /// Read `region` of a `string` array as `String`s: [`Array::read_strings`] without
+    /// choosing an offset type, one allocation per string.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let array = ArrayBuilder::new(vec![3], DataType::String, vec![2])
+    ///     .create(Arc::new(MemoryStore::new()), "/labels")
+    ///     .await?;
+    /// array.write_text(0..2, &["ice", "snow"]).await?;
+    /// assert_eq!(array.read_text(..).await?, ["ice", "snow", ""]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::read_strings`].
+    pub async fn read_text(&self, region: impl IntoRegion) -> Result<Vec<String>> {
+        Ok(self.read_strings::<i64>(region).await?.to_strings())
     }
 
     /// Read `region` of a `bytes` array as binary values in Arrow layout.
@@ -841,7 +882,7 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         let regions = regions
             .into_iter()
             .map(|region| {
-                let region = region.into_region()?;
+                let region = region.into_region_of(&self.metadata.shape)?;
                 region.check_within(&self.metadata.shape)?;
                 Ok(region)
             })
@@ -942,7 +983,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// # Errors
     /// As [`Array::write`].
     pub async fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
-        let region = region.into_region()?;
+        let region = region.into_region_of(&self.metadata.shape)?;
         if self.metadata.data_type == DataType::Bool
             && let Some(i) = bool::first_invalid(values)
         {
@@ -966,11 +1007,27 @@ impl<S: WritableStore + ?Sized> Array<S> {
         region: impl IntoRegion,
         values: ArrayBytes,
     ) -> Result<()> {
-        let region = region.into_region()?;
+        let region = region.into_region_of(&self.metadata.shape)?;
         match values {
             ArrayBytes::Fixed(bytes) => self.write_bytes(&region, &bytes).await,
             ArrayBytes::Variable(vlen) => crate::write::write_variable(self, &region, vlen).await,
         }
+    }
+
+    /// Write `values` (C order over `region`) to a `string` array: [`Array::write_strings`]
+    /// from `&str`s or `String`s.
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `string`; [`Error::Vlen`] if the
+    /// strings hold more bytes than `i64` offsets reach; as [`Array::write`].
+    pub async fn write_text<T: AsRef<str>>(
+        &self,
+        region: impl IntoRegion,
+        values: &[T],
+    ) -> Result<()> {
+        self.check_vlen(DataType::String, "strings")?;
+        let strings = VlenStrings::<i64>::from_strs(values).map_err(|e| self.vlen_error(e))?;
+        self.write_strings(region, &strings).await
     }
 
     /// Write UTF-8 strings (Arrow layout, C order) into `region` of a `string` array.

@@ -28,15 +28,19 @@
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use serde_json::{Map, Value};
-use zarr_codecs::ArrayBytes;
-use zarr_core::{ArrayMetadata, GroupMetadata, NodeMetadata, NodePath};
-use zarr_store::{ListableStore, ReadableStore, WritableStore};
+use zarr_codecs::{ArrayBytes, CodecChain};
+use zarr_core::{
+    ArrayMetadata, DataType, FillValue, GroupMetadata, NodeMetadata, NodePath, Region,
+};
+use zarr_store::{ListableStore, ReadableStore, StoreKey, WritableStore};
+use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::region::IntoRegion;
-use crate::{ArrayBuilder, ArrayOptions, Node};
+use crate::{ArrayBuilder, ArrayOptions};
 
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
@@ -120,6 +124,57 @@ impl<S: ?Sized> Array<S> {
     pub fn zarr_format(&self) -> zarr_core::v2::ZarrFormat {
         self.0.zarr_format()
     }
+
+    /// The data type.
+    pub fn data_type(&self) -> &DataType {
+        self.0.data_type()
+    }
+
+    /// The fill value.
+    pub fn fill_value(&self) -> &FillValue {
+        self.0.fill_value()
+    }
+
+    /// [`crate::Array::full_region`].
+    pub fn full_region(&self) -> Region {
+        self.0.full_region()
+    }
+
+    /// [`crate::Array::grid_shape`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::grid_shape`].
+    pub fn grid_shape(&self) -> Result<Vec<u64>> {
+        self.0.grid_shape()
+    }
+
+    /// [`crate::Array::chunk_key`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::chunk_key`].
+    pub fn chunk_key(&self, chunk: &[u64]) -> Result<StoreKey> {
+        self.0.chunk_key(chunk)
+    }
+
+    /// [`crate::Array::codec_chain`].
+    pub fn codec_chain(&self) -> &CodecChain {
+        self.0.codec_chain()
+    }
+
+    /// [`crate::Array::options`].
+    pub fn options(&self) -> &ArrayOptions {
+        self.0.options()
+    }
+
+    /// [`crate::Array::store`].
+    pub fn store(&self) -> &Arc<S> {
+        self.0.store()
+    }
+
+    /// [`crate::Array::uses_storage_transformer`].
+    pub fn uses_storage_transformer(&self) -> bool {
+        self.0.uses_storage_transformer()
+    }
 }
 
 impl<S: ReadableStore + ?Sized> Array<S> {
@@ -189,6 +244,71 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// As [`crate::Array::read_chunk`], and [`Error::BlockingInAsync`].
     pub fn read_chunk(&self, chunk: &[u64]) -> Result<ArrayBytes> {
         block_on(self.0.read_chunk(chunk))?
+    }
+
+    /// [`crate::Array::refresh`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::refresh`], and [`Error::BlockingInAsync`].
+    pub fn refresh(&mut self) -> Result<()> {
+        block_on(self.0.refresh())?
+    }
+
+    /// [`crate::Array::read_bytes_into`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_bytes_into`], and [`Error::BlockingInAsync`].
+    pub fn read_bytes_into(&self, region: impl IntoRegion, out: &mut [u8]) -> Result<()> {
+        block_on(self.0.read_bytes_into(region, out))?
+    }
+
+    /// [`crate::Array::read_ndarray`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_ndarray`], and [`Error::BlockingInAsync`].
+    #[cfg(feature = "ndarray")]
+    pub fn read_ndarray<T: Element>(&self, region: impl IntoRegion) -> Result<ndarray::ArrayD<T>> {
+        block_on(self.0.read_ndarray(region))?
+    }
+
+    /// [`crate::Array::read_text`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_text`], and [`Error::BlockingInAsync`].
+    pub fn read_text(&self, region: impl IntoRegion) -> Result<Vec<String>> {
+        block_on(self.0.read_text(region))?
+    }
+
+    /// [`crate::Array::read_strings`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_strings`], and [`Error::BlockingInAsync`].
+    pub fn read_strings<O: VlenOffset>(&self, region: impl IntoRegion) -> Result<VlenStrings<O>> {
+        block_on(self.0.read_strings(region))?
+    }
+
+    /// [`crate::Array::read_binary`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_binary`], and [`Error::BlockingInAsync`].
+    pub fn read_binary<O: VlenOffset>(&self, region: impl IntoRegion) -> Result<VlenBinary<O>> {
+        block_on(self.0.read_binary(region))?
+    }
+
+    /// [`crate::Array::read_encoded_chunk`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_encoded_chunk`], and [`Error::BlockingInAsync`].
+    pub fn read_encoded_chunk(&self, chunk: &[u64]) -> Result<Option<Bytes>> {
+        block_on(self.0.read_encoded_chunk(chunk))?
+    }
+
+    /// [`crate::Array::chunk_exists`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::chunk_exists`], and [`Error::BlockingInAsync`].
+    pub fn chunk_exists(&self, chunk: &[u64]) -> Result<bool> {
+        block_on(self.0.chunk_exists(chunk))?
     }
 }
 
@@ -261,6 +381,51 @@ impl<S: WritableStore + ?Sized> Array<S> {
         block_on(self.0.write_chunk(chunk, values))?
     }
 
+    /// [`crate::Array::write_ndarray`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_ndarray`], and [`Error::BlockingInAsync`].
+    #[cfg(feature = "ndarray")]
+    pub fn write_ndarray<T: Element, D: ndarray::Dimension>(
+        &self,
+        origin: &[u64],
+        values: ndarray::ArrayView<'_, T, D>,
+    ) -> Result<()> {
+        block_on(self.0.write_ndarray(origin, values))?
+    }
+
+    /// [`crate::Array::write_text`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_text`], and [`Error::BlockingInAsync`].
+    pub fn write_text<T: AsRef<str>>(&self, region: impl IntoRegion, values: &[T]) -> Result<()> {
+        block_on(self.0.write_text(region, values))?
+    }
+
+    /// [`crate::Array::write_strings`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_strings`], and [`Error::BlockingInAsync`].
+    pub fn write_strings<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+        values: &VlenStrings<O>,
+    ) -> Result<()> {
+        block_on(self.0.write_strings(region, values))?
+    }
+
+    /// [`crate::Array::write_binary`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_binary`], and [`Error::BlockingInAsync`].
+    pub fn write_binary<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+        values: &VlenBinary<O>,
+    ) -> Result<()> {
+        block_on(self.0.write_binary(region, values))?
+    }
+
     /// [`crate::Array::erase_chunk`].
     ///
     /// # Errors
@@ -283,6 +448,14 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// As [`crate::Array::set_attributes`], and [`Error::BlockingInAsync`].
     pub fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         block_on(self.0.set_attributes(attributes))?
+    }
+
+    /// [`crate::Array::update_attributes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::update_attributes`], and [`Error::BlockingInAsync`].
+    pub fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        block_on(self.0.update_attributes(attributes))?
     }
 }
 
@@ -316,9 +489,84 @@ impl<S: ?Sized> Group<S> {
     pub fn zarr_format(&self) -> zarr_core::v2::ZarrFormat {
         self.0.zarr_format()
     }
+
+    /// The async group inside, by value.
+    pub fn into_async(self) -> crate::Group<S> {
+        self.0
+    }
+
+    /// The metadata.
+    pub fn metadata(&self) -> &GroupMetadata {
+        self.0.metadata()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<S> {
+        self.0.store()
+    }
+}
+
+impl<S: ?Sized> From<crate::Group<S>> for Group<S> {
+    fn from(group: crate::Group<S>) -> Self {
+        Self(group)
+    }
+}
+
+/// A node of the hierarchy, with blocking handles: an array or a group.
+#[derive(Debug)]
+pub enum Node<S: ?Sized> {
+    /// An array.
+    Array(Array<S>),
+    /// A group.
+    Group(Group<S>),
+}
+
+impl<S: ?Sized> Node<S> {
+    /// The node's path.
+    pub fn path(&self) -> &NodePath {
+        match self {
+            Self::Array(a) => a.path(),
+            Self::Group(g) => g.path(),
+        }
+    }
+
+    /// The node's attributes.
+    pub fn attributes(&self) -> &Map<String, Value> {
+        match self {
+            Self::Array(a) => a.attributes(),
+            Self::Group(g) => g.attributes(),
+        }
+    }
+}
+
+impl<S: ?Sized> From<crate::Node<S>> for Node<S> {
+    fn from(node: crate::Node<S>) -> Self {
+        match node {
+            crate::Node::Array(a) => Self::Array(a.into()),
+            crate::Node::Group(g) => Self::Group(g.into()),
+        }
+    }
+}
+
+impl<S: ReadableStore + ?Sized> Node<S> {
+    /// [`crate::Node::open`].
+    ///
+    /// # Errors
+    /// As [`crate::Node::open`], and [`Error::BlockingInAsync`].
+    pub fn open(store: Arc<S>, path: &str) -> Result<Self> {
+        block_on(crate::Node::open(store, path))?.map(Self::from)
+    }
 }
 
 impl<S: ReadableStore + ?Sized> Group<S> {
+    /// [`crate::Group::refresh`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::refresh`], and [`Error::BlockingInAsync`].
+    pub fn refresh(&mut self) -> Result<()> {
+        block_on(self.0.refresh())?
+    }
+
     /// [`crate::Group::open`].
     ///
     /// # Errors
@@ -405,6 +653,14 @@ impl<S: WritableStore + ?Sized> Group<S> {
     pub fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         block_on(self.0.set_attributes(attributes))?
     }
+
+    /// [`crate::Group::update_attributes`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::update_attributes`], and [`Error::BlockingInAsync`].
+    pub fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        block_on(self.0.update_attributes(attributes))?
+    }
 }
 
 impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
@@ -413,7 +669,10 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
     /// # Errors
     /// As [`crate::Group::children`], and [`Error::BlockingInAsync`].
     pub fn children(&self) -> Result<Vec<Node<S>>> {
-        block_on(self.0.children())?
+        Ok(block_on(self.0.children())??
+            .into_iter()
+            .map(Node::from)
+            .collect())
     }
 
     /// [`crate::Group::tree`].

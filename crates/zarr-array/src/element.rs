@@ -121,23 +121,27 @@ const HUGE_PAGE_ADVICE_MIN: usize = 8 << 20;
 /// each page first, in parallel. On Linux, a large buffer is advised to use transparent huge
 /// pages: one page fault per 2 MiB instead of per 4 KiB, which is a fifth of a whole-array
 /// read's CPU time otherwise.
-pub(crate) fn zeroed_vec<T: Element>(n: usize) -> Vec<T> {
-    let Ok(layout) = std::alloc::Layout::array::<T>(n) else {
-        // Larger than the address space: let Vec report it.
-        return vec![T::default(); n];
+///
+/// # Errors
+/// [`zarr_codecs::Error::OutOfMemory`] if the allocator refuses (where `vec!` would abort).
+pub(crate) fn zeroed_vec<T: Element>(n: usize) -> Result<Vec<T>, zarr_codecs::Error> {
+    let refused = || zarr_codecs::Error::OutOfMemory {
+        what: format!("the {n} values of the region"),
+        bytes: n.saturating_mul(size_of::<T>()),
     };
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| refused())?;
     if layout.size() == 0 {
-        return vec![T::default(); n];
+        return Ok(vec![T::default(); n]);
     }
     // SAFETY: the layout has a non-zero size.
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
     if ptr.is_null() {
-        std::alloc::handle_alloc_error(layout);
+        return Err(refused());
     }
     advise_huge_pages(ptr.cast::<u8>(), layout.size());
     // SAFETY: allocated by the global allocator with `T`'s alignment and room for exactly `n`
     // values, all initialised: every `Element` accepts all-zero bytes.
-    unsafe { Vec::from_raw_parts(ptr, n, n) }
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
 #[cfg(target_os = "linux")]
@@ -186,12 +190,17 @@ mod tests {
     #[test]
     fn zeroed_vecs_hold_zero_values() {
         use super::zeroed_vec;
-        assert!(zeroed_vec::<u16>(0).is_empty());
-        assert_eq!(zeroed_vec::<f16>(3), [f16::ZERO; 3]);
-        assert_eq!(zeroed_vec::<Complex<f64>>(2), [Complex::new(0.0, 0.0); 2]);
-        assert_eq!(zeroed_vec::<bool>(4), [false; 4]);
+        assert!(zeroed_vec::<u16>(0).unwrap().is_empty());
+        assert_eq!(zeroed_vec::<f16>(3).unwrap(), [f16::ZERO; 3]);
+        assert_eq!(
+            zeroed_vec::<Complex<f64>>(2).unwrap(),
+            [Complex::new(0.0, 0.0); 2]
+        );
+        assert_eq!(zeroed_vec::<bool>(4).unwrap(), [false; 4]);
+        // Too large for any allocator: an error, not an abort.
+        assert!(zeroed_vec::<u64>(usize::MAX / 16).is_err());
         // Large enough for the huge-page advice.
-        let big = zeroed_vec::<u64>(3 << 20);
+        let big = zeroed_vec::<u64>(3 << 20).unwrap();
         assert_eq!(big.len(), 3 << 20);
         assert!(big.iter().all(|&v| v == 0));
     }

@@ -150,6 +150,15 @@ pub enum Error {
         element: &'static str,
     },
 
+    /// A region cannot be made from the ranges given (a negative bound, an open range such
+    /// as `..` where no array shape is at hand, an open range for an array of another
+    /// rank).
+    #[error("invalid region: {reason}")]
+    Region {
+        /// What is wrong.
+        reason: String,
+    },
+
     /// A caller's buffer does not hold the region.
     #[error("the buffer holds {found} elements, the region {expected}")]
     BufferSize {
@@ -157,6 +166,23 @@ pub enum Error {
         expected: u64,
         /// Elements the buffer has.
         found: u64,
+    },
+
+    /// A caller's byte buffer (`read_bytes_into`, `write_bytes`) is not a whole number of
+    /// elements, so it cannot hold the region.
+    #[error(
+        "the buffer holds {found} bytes, the region {expected} ({elements} elements of \
+         {element_size} bytes)"
+    )]
+    BufferBytes {
+        /// Bytes the region has.
+        expected: u64,
+        /// Bytes the buffer has.
+        found: u64,
+        /// Elements the region has.
+        elements: u64,
+        /// The size of one element in bytes.
+        element_size: usize,
     },
 
     /// Decoded values are not valid for the element type (a `bool` that is neither 0 nor 1).
@@ -191,6 +217,25 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The error for a buffer of `len` bytes given for a region of `elements` elements of
+    /// `element_size` bytes: in elements when the buffer holds whole elements, else in bytes.
+    pub(crate) fn buffer_size(elements: u64, element_size: usize, len: usize) -> Self {
+        let size = element_size.max(1);
+        if len.is_multiple_of(size) {
+            Self::BufferSize {
+                expected: elements,
+                found: (len / size) as u64,
+            }
+        } else {
+            Self::BufferBytes {
+                expected: elements.saturating_mul(size as u64),
+                found: len as u64,
+                elements,
+                element_size: size,
+            }
+        }
+    }
+
     pub(crate) fn element_type(array: &str, data_type: &DataType, element: &'static str) -> Self {
         Self::ElementType {
             array: array.to_owned(),

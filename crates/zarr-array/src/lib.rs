@@ -78,6 +78,11 @@ pub use codecs::default_registry;
 pub use element::Element;
 pub use error::{Error, Result};
 pub use group::{Group, Node};
-pub use region::IntoRegion;
+pub use region::{IntoRegion, RegionIndex};
 pub use zarr_codecs::{ArrayBytes, VlenBytes};
 pub use zarr_core::Region;
+
+/// The `ndarray` crate this one reads and writes regions as (`read_ndarray`,
+/// `write_ndarray`), re-exported so callers use the same version.
+#[cfg(feature = "ndarray")]
+pub use ndarray;

@@ -428,10 +428,7 @@ pub(crate) async fn read_fixed<S: ReadableStore + ?Sized>(
     let elem = array.element_size()?;
     let expected = region.num_elements()?;
     if out.len() as u64 != expected.saturating_mul(elem as u64) {
-        return Err(Error::BufferSize {
-            expected,
-            found: (out.len() / elem.max(1)) as u64,
-        });
+        return Err(Error::buffer_size(expected, elem, out.len()));
     }
     if expected == 0 {
         return Ok(());

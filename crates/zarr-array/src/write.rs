@@ -591,10 +591,7 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
     let elem = array.element_size()?;
     let expected = region.num_elements()?;
     if values.len() as u64 != expected.saturating_mul(elem as u64) {
-        return Err(Error::BufferSize {
-            expected,
-            found: (values.len() / elem.max(1)) as u64,
-        });
+        return Err(Error::buffer_size(expected, elem, values.len()));
     }
     if expected == 0 {
         return Ok(());
@@ -619,7 +616,8 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
         let size = repr
             .fixed_size_usize()
             .map_err(|e| array.chunk_error(&t.key, e))?;
-        let mut chunk = vec![0u8; size];
+        let mut chunk =
+            zarr_codecs::zeroed_bytes(size).map_err(|e| array.chunk_error(&t.key, e))?;
         match (&t.existing, t.whole) {
             (Some(bytes), false) => {
                 chain
@@ -669,7 +667,7 @@ fn reset_padding<S: ?Sized>(
     if inside.shape() == selection.chunk_shape {
         return Ok(());
     }
-    let mut padded = vec![0u8; chunk.len()];
+    let mut padded = zarr_codecs::zeroed_bytes(chunk.len()).map_err(|e| codecs_error(array, e))?;
     fill_bytes(&mut padded, metadata.fill_value.as_bytes());
     {
         let view = ArrayViewMut::new(&mut padded, &selection.chunk_shape, elem)
@@ -715,13 +713,11 @@ fn merge_shard<S: ?Sized>(
     let existing = if t.whole { None } else { t.existing.clone() };
     let merged = if t.whole && shape != t.selection.chunk_shape {
         // An edge shard covered whole: the part outside the array is fill.
-        let mut full = vec![
-            0u8;
-            codec
-                .shard_representation()
-                .fixed_size_usize()
-                .map_err(|e| codecs_error(array, e))?
-        ];
+        let mut full = codec
+            .shard_representation()
+            .fixed_size_usize()
+            .and_then(zarr_codecs::zeroed_bytes)
+            .map_err(|e| codecs_error(array, e))?;
         fill_bytes(&mut full, array.metadata.fill_value.as_bytes());
         {
             let view = ArrayViewMut::new(&mut full, &t.selection.chunk_shape, elem)

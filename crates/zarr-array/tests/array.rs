@@ -2,6 +2,7 @@
 //! partial writes, empty chunks, resize, attributes, grids, key encodings, element types,
 //! bad input and the blocking API.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -679,9 +680,12 @@ async fn grids_key_encodings_and_degenerate_shapes() {
         .create(Arc::clone(&store), "/scalar")
         .await
         .unwrap();
-    assert_eq!(scalar.read::<i32>(Vec::new()).await.unwrap(), [42]);
-    scalar.write(Vec::new(), &[7i32]).await.unwrap();
-    assert_eq!(scalar.read::<i32>(Vec::new()).await.unwrap(), [7]);
+    assert_eq!(scalar.read::<i32>(..).await.unwrap(), [42]);
+    scalar.write(.., &[7i32]).await.unwrap();
+    assert_eq!(
+        scalar.read::<i32>(Vec::<Range<u64>>::new()).await.unwrap(),
+        [7]
+    );
 
     let empty = ArrayBuilder::new(vec![0, 5], DataType::UInt8, vec![2, 2])
         .create(Arc::clone(&store), "/empty")

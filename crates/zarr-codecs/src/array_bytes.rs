@@ -53,7 +53,7 @@ impl ArrayBytes {
         match repr.element_size() {
             Some(_) => {
                 let size = repr.fixed_size_usize()?;
-                let mut out = vec![0u8; size];
+                let mut out = zeroed_bytes(size)?;
                 fill_buffer(&mut out, fill);
                 Ok(Self::Fixed(out.into()))
             }
@@ -63,8 +63,15 @@ impl ArrayBytes {
                         .ok_or_else(|| Error::InvalidRepresentation {
                             reason: format!("{n} copies of the fill value overflow usize"),
                         })?;
-                let mut values = Vec::with_capacity(total);
-                let mut offsets = Vec::with_capacity(n + 1);
+                let mut values = Vec::new();
+                let mut offsets = Vec::new();
+                values
+                    .try_reserve_exact(total)
+                    .and_then(|()| offsets.try_reserve_exact(n + 1))
+                    .map_err(|_| Error::OutOfMemory {
+                        what: CHUNK.into(),
+                        bytes: total.saturating_add(n.saturating_mul(8)),
+                    })?;
                 offsets.push(0u64);
                 for _ in 0..n {
                     values.extend_from_slice(fill);
@@ -324,6 +331,40 @@ impl VlenBytes {
     pub fn into_parts(self) -> (Vec<u64>, Bytes) {
         (self.offsets, self.values)
     }
+}
+
+/// What [`zeroed_bytes`] says its buffers are for.
+const CHUNK: &str = "a chunk or shard (is the chunk shape right?)";
+
+/// `len` zero bytes, or [`Error::OutOfMemory`] where `vec![0; len]` would abort the
+/// process. Like `vec!`, it asks the allocator for zeroed memory, so the pages of a large
+/// buffer are not touched here.
+///
+/// ```
+/// assert_eq!(zarr_codecs::zeroed_bytes(3)?, [0, 0, 0]);
+/// assert!(zarr_codecs::zeroed_bytes(usize::MAX / 2).is_err());
+/// # Ok::<(), zarr_codecs::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::OutOfMemory`] if the allocator refuses.
+pub fn zeroed_bytes(len: usize) -> Result<Vec<u8>> {
+    let refused = || Error::OutOfMemory {
+        what: CHUNK.into(),
+        bytes: len,
+    };
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| refused())?;
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(refused());
+    }
+    // SAFETY: allocated by the global allocator with `u8`'s layout for exactly `len` bytes,
+    // all initialised (zeroed).
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
 #[cfg(test)]

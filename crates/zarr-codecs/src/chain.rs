@@ -478,7 +478,7 @@ impl CodecChain {
             }
             _ => {}
         }
-        let mut whole = vec![0u8; total];
+        let mut whole = crate::zeroed_bytes(total)?;
         self.decode_into(encoded, &mut whole)?;
         strided::extract_region(&whole, &self.decoded, region, out)
     }

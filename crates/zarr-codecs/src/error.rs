@@ -59,6 +59,17 @@ pub enum Error {
         reason: String,
     },
 
+    /// A buffer as large as asked for (a chunk, a shard, its decoded form, a region's
+    /// values) could not be allocated. Chunks far larger than memory come from chunk shapes
+    /// that are too large (or swapped with the array's shape), or from malformed metadata.
+    #[error("cannot allocate {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// What the buffer was for.
+        what: String,
+        /// The size asked for.
+        bytes: usize,
+    },
+
     /// Variable-length array bytes are malformed (offsets that do not start at 0, decrease, or
     /// do not end at the length of the values).
     #[error("invalid variable-length array bytes: {reason}")]
@@ -196,7 +207,7 @@ pub enum Error {
 
     /// An error from a codec defined in another crate, kept whole (as its source) so callers
     /// can downcast it: the sharding codec reports a bad shard index this way.
-    #[error("codec `{codec}` failed")]
+    #[error("codec `{codec}` failed: {source}")]
     External {
         /// The codec.
         codec: String,

@@ -149,7 +149,7 @@ mod representation;
 mod strided;
 mod view;
 
-pub use array_bytes::{ArrayBytes, VlenBytes};
+pub use array_bytes::{ArrayBytes, VlenBytes, zeroed_bytes};
 pub use chain::{CodecChain, DEFAULT_SIZE_LIMIT};
 pub use codec::{ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec, ExpectedSize};
 pub use codecs::bitpacking::{BitPackingCodec, PaddingEncoding};

@@ -543,7 +543,7 @@ impl ShardingCodec {
                 .zip(origin)
                 .map(|((i, c), o)| o + i * c)
                 .collect();
-            let mut chunk = vec![0u8; chunk_bytes];
+            let mut chunk = zarr_codecs::zeroed_bytes(chunk_bytes)?;
             nd::copy_block(
                 src,
                 src_shape,
@@ -787,7 +787,7 @@ impl ShardingCodec {
         let shape = region.shape();
         if let Some(elem) = self.shard.element_size() {
             let n = self.shard.with_shape(shape.clone())?.fixed_size_usize()?;
-            let mut out = vec![0u8; n];
+            let mut out = zarr_codecs::zeroed_bytes(n)?;
             let mut view = ArrayViewMut::new(&mut out, &shape, elem)?;
             self.decode_into_view_with(key, region, &mut view, chunk)?;
             return Ok(ArrayBytes::fixed(out));
@@ -1074,7 +1074,15 @@ pub(crate) fn chunks_per_shard(shard: &[u64], chunk_shape: &[u64]) -> Result<Vec
         dimension,
     };
     if shard.len() != chunk_shape.len() {
-        return Err(mismatch(shard.len().min(chunk_shape.len())));
+        return Err(Error::InvalidConfiguration {
+            field: "configuration.chunk_shape".into(),
+            reason: format!(
+                "inner chunk shape {chunk_shape:?} has {} dimensions, the shard shape \
+                 {shard:?} {}",
+                chunk_shape.len(),
+                shard.len()
+            ),
+        });
     }
     shard
         .iter()

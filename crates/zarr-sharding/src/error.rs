@@ -64,7 +64,8 @@ pub enum Error {
     },
 
     /// The inner chunk shape does not divide the shard shape (required by `sharding_indexed`
-    /// v1.0), or has the wrong rank.
+    /// v1.0). (An inner chunk shape of the wrong rank is
+    /// [`Error::InvalidConfiguration`].)
     #[error(
         "inner chunk shape {chunk_shape:?} does not divide shard shape {shard_shape:?} \
          (dimension {dimension})"
@@ -74,7 +75,7 @@ pub enum Error {
         chunk_shape: Vec<u64>,
         /// The shard shape (the outer chunk shape).
         shard_shape: Vec<u64>,
-        /// The first dimension that does not fit (the rank, when the ranks differ).
+        /// The first dimension that does not fit.
         dimension: usize,
     },
 

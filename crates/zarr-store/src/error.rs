@@ -124,7 +124,7 @@ pub enum Error {
     },
 
     /// An I/O error on the local filesystem.
-    #[error("cannot {operation} {}", path.display())]
+    #[error("cannot {operation} {}: {source}", path.display())]
     Io {
         /// What the store was doing (for example `"read"`, `"rename"`).
         operation: &'static str,
@@ -136,7 +136,7 @@ pub enum Error {
     },
 
     /// An error from an `object_store` backend.
-    #[error("object store cannot {operation} {path:?}")]
+    #[error("object store cannot {operation} {path:?}: {source}")]
     ObjectStore {
         /// What the adapter was doing (for example `"get"`, `"list"`).
         operation: &'static str,
@@ -178,7 +178,7 @@ pub enum Error {
     /// An error from a store wrapper defined in another crate (such as the sharding storage
     /// transformer finding a corrupt shard index), kept whole as the source so callers can
     /// downcast it.
-    #[error("{wrapper} failed")]
+    #[error("{wrapper} failed: {source}")]
     Wrapper {
         /// The wrapper (for example `"sharding transformer"`).
         wrapper: &'static str,
@@ -188,7 +188,7 @@ pub enum Error {
     },
 
     /// A background task doing blocking I/O panicked or was cancelled.
-    #[error("a blocking store task failed")]
+    #[error("a blocking store task failed: {0}")]
     TaskFailed(#[source] tokio::task::JoinError),
 }
 

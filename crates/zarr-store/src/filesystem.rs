@@ -434,12 +434,55 @@ fn is_key_segment(name: &str) -> bool {
 }
 
 impl FilesystemStore {
-    /// Open (creating it and its parents if needed) the directory `root` as a store.
+    /// Open (creating it and its parents if needed) the directory `root` as a store. To
+    /// read an existing store without creating anything, use [`FilesystemStore::open`].
     ///
     /// # Errors
     /// [`Error::Io`] if the directory cannot be created, resolved or opened.
     pub fn new(root: impl AsRef<Path>) -> Result<Self> {
         Self::with_options(root, FilesystemOptions::default())
+    }
+
+    /// Open the existing directory `root` as a store, creating nothing: what a program that
+    /// only reads wants, so that a mistyped path is an error naming it rather than a new
+    /// empty store.
+    ///
+    /// ```
+    /// use zarr_store::FilesystemStore;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// assert!(FilesystemStore::open(dir.path()).is_ok());
+    /// let err = FilesystemStore::open(dir.path().join("missing.zarr")).unwrap_err();
+    /// assert!(err.to_string().contains("missing.zarr"));
+    /// assert!(!dir.path().join("missing.zarr").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Io`] if `root` is not an existing directory, or cannot be resolved or opened.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(root, FilesystemOptions::default())
+    }
+
+    /// Like [`FilesystemStore::open`], with options.
+    ///
+    /// # Errors
+    /// As [`FilesystemStore::open`].
+    pub fn open_with(root: impl AsRef<Path>, options: FilesystemOptions) -> Result<Self> {
+        let root = root.as_ref();
+        match std::fs::metadata(root) {
+            Ok(meta) if meta.is_dir() => Self::with_options(root, options),
+            Ok(_) => Err(Error::Io {
+                operation: "open the store directory",
+                path: root.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            }),
+            Err(source) => Err(Error::Io {
+                operation: "open the store directory",
+                path: root.to_path_buf(),
+                source,
+            }),
+        }
     }
 
     /// Like [`FilesystemStore::new`], with options.

@@ -31,6 +31,37 @@ pub mod guide {}
 pub mod sharding_guide {}
 
 pub use zarr_array as array;
+
+/// Crates whose types the API takes and returns, re-exported so one dependency is enough:
+/// `bytes` (stored values), `half` (`float16`, `bfloat16`), `num_complex` (`complex64`,
+/// `complex128`), `serde_json` (attributes, fill values) and `ndarray` (region reads and
+/// writes as arrays).
+pub use {bytes, half, num_complex, serde_json, zarr_array::ndarray};
+
+/// What most programs use: `use zarr::prelude::*;`.
+///
+/// ```
+/// use zarr::prelude::*;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let store = Arc::new(MemoryStore::new());
+/// let array = ArrayBuilder::new(vec![4], DataType::UInt8, vec![2])
+///     .create(store, "/a")
+///     .await?;
+/// array.write(.., &[1u8, 2, 3, 4]).await?;
+/// assert_eq!(array.read::<u8>(1..3).await?, [2, 3]);
+/// # Ok::<(), zarr::array::Error>(())
+/// # }).unwrap();
+/// ```
+pub mod prelude {
+    pub use std::sync::Arc;
+
+    pub use zarr_array::{Array, ArrayBuilder, ArrayOptions, Group, IntoRegion, Node, blocking};
+    pub use zarr_core::{DataType, FillValue, Region};
+    pub use zarr_store::{
+        FilesystemStore, ListableStore, MemoryStore, ReadableStore, WritableStore,
+    };
+}
 pub use zarr_codecs as codecs;
 pub use zarr_core as metadata;
 pub use zarr_sharding as sharding;

@@ -373,7 +373,7 @@ impl ArrayToBytesCodec for BitPackingCodec {
 
     fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
         let plan = self.plan(decoded)?;
-        let mut out = vec![0u8; decoded.fixed_size_usize()?];
+        let mut out = crate::zeroed_bytes(decoded.fixed_size_usize()?)?;
         self.unpack(&plan, &bytes, &mut out)?;
         Ok(ArrayBytes::fixed(out))
     }

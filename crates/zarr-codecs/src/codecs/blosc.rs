@@ -473,7 +473,7 @@ impl BytesToBytesCodec for BloscCodec {
         if header.memcpyed() {
             return Ok(encoded.slice(HEADER..));
         }
-        let mut out = vec![0u8; header.nbytes];
+        let mut out = crate::zeroed_bytes(header.nbytes)?;
         Self::decompress(&encoded, &header, &mut out)?;
         Ok(out.into())
     }
@@ -509,7 +509,7 @@ impl BytesToBytesCodec for BloscCodec {
         let last = range.end.div_ceil(ts);
         if last * ts > header.nbytes {
             // A trailing partial item: decode everything.
-            let mut all = vec![0u8; header.nbytes];
+            let mut all = crate::zeroed_bytes(header.nbytes)?;
             Self::decompress(encoded, &header, &mut all)?;
             out.copy_from_slice(&all[range]);
             return Ok(());

@@ -88,7 +88,7 @@ pub(crate) fn decode_stream(
                 claimed: n,
                 limit: usize::MAX as u64,
             })?;
-            let mut out = vec![0u8; n];
+            let mut out = crate::zeroed_bytes(n)?;
             let produced = read_exact_bounded(decoder, &mut out, codec)?;
             expected.check(codec, produced as u64)?;
             Ok(out.into())

@@ -243,7 +243,8 @@ impl BytesToBytesCodec for ZstdCodec {
                     .map_err(Self::io_error)?;
                 let out = match expected {
                     ExpectedSize::Exact(n) => {
-                        let mut out = vec![0u8; usize::try_from(n).unwrap_or(usize::MAX)];
+                        let mut out =
+                            crate::zeroed_bytes(usize::try_from(n).unwrap_or(usize::MAX))?;
                         let produced = read_exact_bounded(&mut decoder, &mut out, Self::NAME)?;
                         expected.check(Self::NAME, produced as u64)?;
                         out

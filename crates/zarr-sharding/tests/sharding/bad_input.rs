@@ -270,7 +270,14 @@ fn chunk_shapes_that_do_not_divide_the_shard() {
         bad(json!([3, 3])),
         Error::ChunkShapeMismatch { dimension: 1, .. }
     ));
-    assert!(matches!(bad(json!([3])), Error::ChunkShapeMismatch { .. }));
+    // A shape of another rank says so.
+    match bad(json!([3])) {
+        Error::InvalidConfiguration { field, reason } => {
+            assert_eq!(field, "configuration.chunk_shape");
+            assert!(reason.contains("has 1 dimensions"), "{reason}");
+        }
+        e => panic!("{e:?}"),
+    }
     assert!(matches!(
         bad(json!([0, 2])),
         Error::ChunkShapeMismatch { dimension: 0, .. }

@@ -119,7 +119,7 @@ impl BytesToBytesCodec for Lz4Codec {
 
     fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
         let n = Self::header(&encoded, expected)?;
-        let mut out = vec![0u8; n];
+        let mut out = crate::zeroed_bytes(n)?;
         Self::decompress(&encoded, &mut out)?;
         Ok(out.into())
     }

@@ -561,7 +561,7 @@ impl ArrayToArrayCodec for NumericFilterCodec {
     }
 
     fn decode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
-        let mut out = vec![0u8; decoded.fixed_size_usize()?];
+        let mut out = crate::zeroed_bytes(decoded.fixed_size_usize()?)?;
         self.decode_into(array, decoded, &mut out)?;
         Ok(ArrayBytes::fixed(out))
     }

@@ -90,7 +90,7 @@ impl ArrayToArrayCodec for PackBitsCodec {
     }
 
     fn decode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
-        let mut out = vec![0u8; Self::check_bool(decoded)?];
+        let mut out = crate::zeroed_bytes(Self::check_bool(decoded)?)?;
         self.decode_into(array, decoded, &mut out)?;
         Ok(ArrayBytes::fixed(out))
     }

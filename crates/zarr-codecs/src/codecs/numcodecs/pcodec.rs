@@ -372,7 +372,7 @@ impl ArrayToBytesCodec for PcodecCodec {
     }
 
     fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
-        let mut out = vec![0u8; decoded.fixed_size_usize()?];
+        let mut out = crate::zeroed_bytes(decoded.fixed_size_usize()?)?;
         self.decode_into(bytes, decoded, &mut out)?;
         Ok(ArrayBytes::fixed(out))
     }
