@@ -26,7 +26,8 @@ Usage:
                                open every node of THEIRS/manifest.json (from write-v2) in
                                OURS, the Zarr v2 copy the Rust crate wrote, and compare
                                .zarray, attributes, fill value and values with zarr-python's
-                               own, and OURS/.zmetadata with zarr-python's; print the problems
+                               own (and read the arrays tensorstore's v2 driver can with it),
+                               and OURS/.zmetadata with zarr-python's; print the problems
                                (JSON)
   peer.py verify DIR MANIFEST  open every node MANIFEST lists (written by the Rust crate) with
                                zarr-python, and with tensorstore where the entry asks for it,
@@ -1586,6 +1587,21 @@ def zarray_differences(path: str, mine: dict[str, Any], theirs: dict[str, Any]) 
     return [f"{path}: .zarray {d}" for d in out]
 
 
+# The compressors tensorstore's Zarr v2 driver reads; it reads no filters.
+TS_V2_COMPRESSORS = {None, "zstd", "blosc", "zlib", "gzip", "bz2"}
+
+
+def ts_reads_v2(zarray: dict[str, Any]) -> bool:
+    """Whether tensorstore's v2 driver can open an array with this .zarray (numeric or bool
+    elements, no filters, a compressor it has, without a zstd checksum)."""
+    dtype = zarray.get("dtype")
+    compressor = zarray.get("compressor") or {}
+    return (isinstance(dtype, str) and len(dtype) > 1 and dtype[1] in "biufc"
+            and not zarray.get("filters") and compressor.get("id") in TS_V2_COMPRESSORS
+            # zstd's checksum is a member tensorstore refuses (zarr-python writes it too).
+            and "checksum" not in compressor)
+
+
 def cmd_compare_v2(theirs: Path, ours: Path) -> None:
     """Open every node of THEIRS/manifest.json (written by `write-v2`) in OURS, the copy the
     Rust crate wrote as Zarr v2, and compare it with zarr-python's own: metadata, attributes,
@@ -1597,6 +1613,7 @@ def cmd_compare_v2(theirs: Path, ours: Path) -> None:
     theirs_store = LocalStore(theirs, read_only=True)
     problems: list[str] = []
     lossy_hex: dict[str, str] = {}
+    ts_checked = 0
     for e in entries:
         path = e["path"]
         try:
@@ -1632,9 +1649,22 @@ def cmd_compare_v2(theirs: Path, ours: Path) -> None:
                     problems.append(f"{path}: lossy values far from zarr-python's own")
             elif le_hex(np.asarray(got, dtype=dtype)) != le_hex(want):
                 problems.append(f"{path}: values differ")
+            if path not in lossy and ts_reads_v2(mine):
+                ts_checked += 1
+                try:
+                    spec = {"driver": "zarr", "kvstore": {"driver": "file",
+                                                          "path": str(ours / path)}}
+                    by_ts = ts.open(spec, open=True, read=True).result().read().result()
+                    if le_hex(np.asarray(by_ts, dtype=dtype)) != le_hex(want):
+                        problems.append(f"{path}: tensorstore reads other values")
+                except Exception as ex:  # noqa: BLE001 - every failure is reported
+                    detail = traceback.format_exception_only(type(ex), ex)[-1].strip()
+                    problems.append(f"{path}: tensorstore cannot read our v2 copy: {detail}")
         except Exception as ex:  # noqa: BLE001 - every failure is reported
             detail = traceback.format_exception_only(type(ex), ex)[-1].strip()
             problems.append(f"{path or '/'}: cannot be read: {detail}")
+    if ts_checked < 10:
+        problems.append(f"tensorstore read only {ts_checked} of our v2 arrays")
     # Our .zmetadata: the same documents zarr-python's lists for its own copy, and the
     # hierarchy opens from it.
     mine = json.loads((ours / ".zmetadata").read_text(encoding="utf-8"))

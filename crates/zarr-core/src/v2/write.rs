@@ -464,11 +464,15 @@ fn byte_codec(codec: &ExtensionObject, field: &str) -> Result<Map<String, Value>
     let config = codec.configuration.clone().unwrap_or_default();
     let get = |key: &str| config.get(key).cloned().unwrap_or(Value::Null);
     Ok(match codec.name.as_str() {
-        "zstd" => object(json!({
-            "id": "zstd",
-            "level": get("level"),
-            "checksum": config.get("checksum").cloned().unwrap_or(Value::Bool(false)),
-        })),
+        "zstd" => {
+            // numcodecs writes `checksum` only when it is on, and tensorstore's v2 driver
+            // refuses the member otherwise ("extra members").
+            let mut zstd = object(json!({ "id": "zstd", "level": get("level") }));
+            if config.get("checksum").and_then(Value::as_bool) == Some(true) {
+                zstd.insert("checksum".into(), Value::Bool(true));
+            }
+            zstd
+        }
         "gzip" => object(json!({ "id": "gzip", "level": get("level") })),
         "crc32c" => object(json!({ "id": "crc32c" })),
         "blosc" => {
@@ -626,7 +630,8 @@ mod tests {
             json!({"compressor": {"id": "blosc", "cname": "zstd", "clevel": 3, "shuffle": 2, "blocksize": 256}}),
             json!({"filters": [{"id": "delta", "dtype": "<i4"}, {"id": "shuffle", "elementsize": 4},
                                {"id": "crc32", "location": "start"}],
-                   "compressor": {"id": "zstd", "level": 1, "checksum": false}}),
+                   "compressor": {"id": "zstd", "level": 1}}),
+            json!({"compressor": {"id": "zstd", "level": 5, "checksum": true}}),
             json!({"filters": [{"id": "fixedscaleoffset", "offset": 1, "scale": 10, "dtype": "<i4", "astype": "|u1"}]}),
             json!({"fill_value": 7, "order": "F", "dimension_separator": "/"}),
         ];
@@ -701,7 +706,7 @@ mod tests {
         for (id, dtype) in [("vlen-utf8", "|O"), ("vlen-bytes", "|O")] {
             let (_, written) = round_trip(&zarray(
                 json!(dtype),
-                json!({"filters": [{"id": id}], "compressor": {"id": "zstd", "level": 1, "checksum": false}}),
+                json!({"filters": [{"id": id}], "compressor": {"id": "zstd", "level": 1}}),
             ));
             assert_eq!(written["filters"], json!([{"id": id}]));
         }
