@@ -1,8 +1,11 @@
 //! Converting elements between numeric data types (`zarr copy --data-type`).
 //!
-//! Integers convert exactly or not at all (a value out of the target's range is an error);
-//! floats convert to integers only when they are whole numbers in range; integers and floats
-//! convert to floats with rounding; `bool` is 0 or 1 (and any non-zero value is `true`).
+//! Nothing is lost silently: integers convert exactly or not at all (a value out of the
+//! target's range is an error), to integers and to floats alike (2049 cannot become
+//! `float16`); floats convert to integers only when they are whole numbers in range; floats
+//! convert to narrower floats with rounding to the nearest, but a finite value too large for
+//! the target (70000 as `float16`) is an error; `bool` holds 0 and 1 only, so only those
+//! values convert to it.
 
 use anyhow::{Result, bail};
 use zarr::metadata::DataType;
@@ -78,15 +81,34 @@ fn store(data_type: &DataType, value: Value, out: &mut Vec<u8>) -> Result<()> {
             }
         }};
     }
-    let float = || match value {
-        Value::Int(v) => v as f64,
-        Value::Float(f) => f,
+    // The value as a float of the target type (`narrow` rounds an f64 to it, `widen` gives
+    // the result back as an f64): integers must be exact, finite floats must stay finite.
+    let float = |narrow: &dyn Fn(f64) -> f64| -> Result<f64> {
+        match value {
+            Value::Int(v) => {
+                let f = narrow(v as f64);
+                // Exact only if it converts back to the same integer.
+                if !f.is_finite() || f.abs() > 1e38 || f as i128 != v {
+                    bail!("{v} cannot be stored exactly as {}", data_type.name());
+                }
+                Ok(f)
+            }
+            Value::Float(x) => {
+                let f = narrow(x);
+                if x.is_finite() && !f.is_finite() {
+                    bail!("{x} is out of the range of {}", data_type.name());
+                }
+                Ok(f)
+            }
+        }
     };
     match data_type {
-        DataType::Bool => out.push(u8::from(match value {
-            Value::Int(v) => v != 0,
-            Value::Float(f) => f != 0.0,
-        })),
+        DataType::Bool => out.push(match value {
+            Value::Int(v @ (0 | 1)) => v as u8,
+            Value::Float(f) if f == 0.0 || f == 1.0 => u8::from(f == 1.0),
+            Value::Int(v) => bail!("{v} is neither 0 nor 1, so it cannot become bool"),
+            Value::Float(f) => bail!("{f} is neither 0 nor 1, so it cannot become bool"),
+        }),
         DataType::Int8 => int!(i8),
         DataType::Int16 => int!(i16),
         DataType::Int32 => int!(i32),
@@ -95,10 +117,16 @@ fn store(data_type: &DataType, value: Value, out: &mut Vec<u8>) -> Result<()> {
         DataType::UInt16 => int!(u16),
         DataType::UInt32 => int!(u32),
         DataType::UInt64 => int!(u64),
-        DataType::Float16 => out.extend(half::f16::from_f64(float()).to_ne_bytes()),
-        // Rounding to the nearest f32 is the conversion asked for.
-        DataType::Float32 => out.extend((float() as f32).to_ne_bytes()),
-        DataType::Float64 => out.extend(float().to_ne_bytes()),
+        DataType::Float16 => {
+            let f = float(&|x| f64::from(half::f16::from_f64(x)))?;
+            out.extend(half::f16::from_f64(f).to_ne_bytes());
+        }
+        // Rounding a float to the nearest f32 is the conversion asked for.
+        DataType::Float32 => {
+            let f = float(&|x| f64::from(x as f32))?;
+            out.extend((f as f32).to_ne_bytes());
+        }
+        DataType::Float64 => out.extend(float(&|x| x)?.to_ne_bytes()),
         other => bail!("cannot convert to {}", other.name()),
     }
     Ok(())
@@ -147,10 +175,35 @@ mod tests {
         assert!(convert(&src, &DataType::Int32, &DataType::UInt8).is_err());
         let half: Vec<u8> = 1.5f64.to_ne_bytes().to_vec();
         assert!(convert(&half, &DataType::Float64, &DataType::Int64).is_err());
+        // Nothing is lost silently.
+        assert!(convert(&half, &DataType::Float64, &DataType::Bool).is_err());
+        let ones: Vec<u8> = [1.0f64, 0.0].iter().flat_map(|v| v.to_ne_bytes()).collect();
         assert_eq!(
-            convert(&half, &DataType::Float64, &DataType::Bool).unwrap(),
-            [1]
+            convert(&ones, &DataType::Float64, &DataType::Bool).unwrap(),
+            [1, 0]
         );
+        assert!(convert(&2u8.to_ne_bytes(), &DataType::UInt8, &DataType::Bool).is_err());
+        let big = 70000u32.to_ne_bytes();
+        assert!(convert(&big, &DataType::UInt32, &DataType::Float16).is_err());
+        let odd = 2049i32.to_ne_bytes();
+        let err = convert(&odd, &DataType::Int32, &DataType::Float16).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("2049 cannot be stored exactly"),
+            "{err:#}"
+        );
+        assert!(convert(&2048i32.to_ne_bytes(), &DataType::Int32, &DataType::Float16).is_ok());
+        let huge = ((1u64 << 53) + 1).to_ne_bytes();
+        assert!(convert(&huge, &DataType::UInt64, &DataType::Float64).is_err());
+        let wide = 1e300f64.to_ne_bytes();
+        assert!(convert(&wide, &DataType::Float64, &DataType::Float32).is_err());
+        // Narrowing floats rounds; NaN and infinities stay what they are.
+        let tenth = 0.1f64.to_ne_bytes();
+        assert_eq!(
+            convert(&tenth, &DataType::Float64, &DataType::Float32).unwrap(),
+            0.1f32.to_ne_bytes()
+        );
+        let inf = f64::INFINITY.to_ne_bytes();
+        assert!(convert(&inf, &DataType::Float64, &DataType::Float16).is_ok());
         assert!(convert(&[0], &DataType::Bool, &DataType::String).is_err());
     }
 }

@@ -49,8 +49,8 @@ pub(crate) struct CopyArgs {
     /// codecs when sharded), or `@FILE`: any registered codec (see `zarr create --codecs`).
     #[arg(long = "codecs", value_name = "JSON", conflicts_with = "codecs")]
     codecs_json: Option<String>,
-    /// Convert the elements to this data type (bool, integers, float16/32/64; values that
-    /// do not fit are an error).
+    /// Convert the elements to this data type (bool, integers, float16/32/64; a value that
+    /// does not fit exactly is an error, except that floats narrow with rounding).
     #[arg(long, visible_alias = "dtype", value_name = "TYPE")]
     data_type: Option<String>,
     /// About how much data each block holds (a whole number of destination chunk rows, at
@@ -130,6 +130,19 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
         Access::Write,
     )?;
     let started = Instant::now();
+    if src.overlaps(&dst) {
+        usage!(
+            "{} and {} overlap (the same node, or one inside the other): a copy would read \
+             what it writes{}; copy to another place",
+            src.describe(),
+            dst.describe(),
+            if plan.overwrite {
+                ", and --overwrite would erase the source"
+            } else {
+                ""
+            }
+        );
+    }
     let dst_path = NodePath::new(&dst.path)?;
     let exists = Node::open(Arc::clone(&dst.store), &dst.path).await.is_ok();
     if exists && !plan.overwrite && !plan.resume {
@@ -138,13 +151,44 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
             dst.describe()
         );
     }
+    // Open the source and plan every array before the destination changes, so that a copy
+    // that cannot be made leaves an existing destination as it was.
+    let source = src.node().await?;
+    let group_nodes = match &source {
+        Node::Array(array) => {
+            destination_metadata(array.metadata(), array.zarr_format(), &plan)
+                .with_context(|| format!("planning the copy of {}", array.path()))?;
+            None
+        }
+        Node::Group(group) => {
+            let nodes = group
+                .tree()
+                .await
+                .with_context(|| format!("walking {}", src.describe()))?;
+            plan.group = true;
+            for (path, metadata) in &nodes {
+                if let NodeMetadata::Array(metadata) = metadata {
+                    destination_metadata(metadata, group.zarr_format(), &plan)
+                        .with_context(|| format!("planning the copy of {path}"))?;
+                }
+            }
+            Some(nodes)
+        }
+    };
     if exists && plan.overwrite {
+        if plan.data_type.is_some() {
+            // A value that does not convert would stop the copy half-way, with the old
+            // destination gone: convert everything once first.
+            check_conversions(&source, group_nodes.as_deref(), &src, &plan)
+                .await
+                .context("nothing was erased")?;
+        }
         dst.store
             .erase_prefix(&StorePrefix::try_new(dst_path.prefix())?)
             .await
             .with_context(|| format!("erasing {}", dst.describe()))?;
     }
-    match src.node().await? {
+    match source {
         Node::Array(array) => {
             copy_array(&array, &dst, &dst.path, &plan, global).await?;
             note(
@@ -158,11 +202,7 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
             );
         }
         Node::Group(group) => {
-            let nodes = group
-                .tree()
-                .await
-                .with_context(|| format!("walking {}", src.describe()))?;
-            plan.group = true;
+            let nodes = group_nodes.unwrap_or_default();
             create_group(&dst, &dst.path, group.metadata(), plan.format).await?;
             let base = group.path().names().count();
             let mut arrays = 0;
@@ -194,6 +234,55 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
                     started.elapsed().as_secs_f64()
                 ),
             );
+        }
+    }
+    Ok(())
+}
+
+/// Convert every value of the arrays to copy without writing anything: whether a copy with
+/// `--data-type` can finish.
+async fn check_conversions(
+    source: &Node<dyn Store>,
+    nodes: Option<&[(NodePath, NodeMetadata)]>,
+    src: &Target,
+    plan: &Plan,
+) -> Result<()> {
+    let arrays = match (source, nodes) {
+        (Node::Array(array), _) => vec![array.clone()],
+        (Node::Group(_), Some(nodes)) => {
+            let mut arrays = Vec::new();
+            for (path, metadata) in nodes {
+                if matches!(metadata, NodeMetadata::Array(_)) {
+                    arrays.push(
+                        Array::open(Arc::clone(&src.store), path.as_str())
+                            .await
+                            .with_context(|| format!("opening {path} in {}", src.describe()))?,
+                    );
+                }
+            }
+            arrays
+        }
+        (Node::Group(_), None) => Vec::new(),
+    };
+    for array in arrays {
+        let metadata = destination_metadata(array.metadata(), array.zarr_format(), plan)?;
+        let (from, to) = (&array.metadata().data_type, &metadata.data_type);
+        if from == to {
+            continue;
+        }
+        let element = from
+            .fixed_size()
+            .unwrap_or(16)
+            .max(to.fixed_size().unwrap_or(16)) as u64;
+        for block in slabs(&metadata, &array.full_region(), element, plan.block_size)? {
+            if let ArrayBytes::Fixed(bytes) = array
+                .read_array_bytes(&block)
+                .await
+                .with_context(|| format!("reading {block} of {}", array.path()))?
+            {
+                cast::convert(&bytes, from, to)
+                    .with_context(|| format!("converting {block} of {}", array.path()))?;
+            }
         }
     }
     Ok(())

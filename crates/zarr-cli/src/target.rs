@@ -22,6 +22,16 @@ pub(crate) struct Target {
     pub(crate) display: String,
     /// Whether `display` already names the node (a local path without `--path`).
     display_is_node: bool,
+    /// Where the node is: to tell whether two targets overlap.
+    location: Location,
+}
+
+/// Where a target's node is: a directory (the store's resolved root and the node's names
+/// below it), or a URL with the node path appended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Location {
+    Local(PathBuf),
+    Url(Vec<String>),
 }
 
 /// Whether the target is to be read (it must exist) or written (it may be created).
@@ -66,11 +76,21 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
     if is_url(&args.target) {
         let store = ObjectStoreAdapter::from_url(&args.target)
             .with_context(|| format!("opening {}", args.target))?;
+        let path = node(args.path.as_deref())?;
+        let location = Location::Url(
+            args.target
+                .split('/')
+                .chain(path.split('/'))
+                .filter(|part| !part.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        );
         return Ok(Target {
             store: Arc::new(store),
-            path: node(args.path.as_deref())?,
+            path,
             display,
             display_is_node: false,
+            location,
         });
     }
     let given = Path::new(&args.target);
@@ -145,11 +165,15 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
 fn local(root: &Path, path: String, display: String, display_is_node: bool) -> Result<Target> {
     let store = FilesystemStore::new(root)
         .with_context(|| format!("opening the store at {}", root.display()))?;
+    let mut location =
+        std::fs::canonicalize(root).with_context(|| format!("resolving {}", root.display()))?;
+    location.extend(path.split('/').filter(|name| !name.is_empty()));
     Ok(Target {
         store: Arc::new(store),
         path,
         display,
         display_is_node,
+        location: Location::Local(location),
     })
 }
 
@@ -223,6 +247,16 @@ impl Target {
         Array::open(Arc::clone(&self.store), &self.path)
             .await
             .with_context(|| format!("opening {}", self.describe()))
+    }
+
+    /// Whether one target's node is the other's, or lies inside it (a copy between them
+    /// would read what it writes, or erase what it reads).
+    pub(crate) fn overlaps(&self, other: &Target) -> bool {
+        match (&self.location, &other.location) {
+            (Location::Local(a), Location::Local(b)) => a.starts_with(b) || b.starts_with(a),
+            (Location::Url(a), Location::Url(b)) => a.starts_with(b) || b.starts_with(a),
+            _ => false,
+        }
     }
 
     /// The target as the user named it, with the node path when it was given separately.

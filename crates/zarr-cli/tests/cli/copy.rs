@@ -132,6 +132,69 @@ fn copy_converts_the_data_type() {
 }
 
 #[test]
+fn copy_never_loses_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let before = raw(&src);
+    let store = dir.path().join("src.zarr");
+    let files = || {
+        let mut n = 0;
+        for entry in std::fs::read_dir(store.join("c")).unwrap() {
+            n += std::fs::read_dir(entry.unwrap().path()).unwrap().count();
+        }
+        n
+    };
+    let stored = files();
+    // Copying a node onto itself, or into itself, is refused before anything changes:
+    // --overwrite erased the source before.
+    for dst in [src.clone(), store.join("inner").display().to_string()] {
+        let err = fails(&["copy", &src, &dst, "--overwrite"], 2);
+        assert!(err.contains("overlap"), "{err}");
+        assert!(err.contains("erase the source"), "{err}");
+    }
+    let err = fails(&["copy", &src, &src, "--resume"], 2);
+    assert!(err.contains("overlap"), "{err}");
+    assert_eq!(files(), stored);
+    assert_eq!(raw(&src), before);
+
+    // A copy that cannot be made leaves an existing destination as it was: planning errors
+    // and values that do not convert are found before --overwrite erases it.
+    let keep = dir.path().join("keep.zarr").display().to_string();
+    ok(&["copy", &src, &keep]);
+    let err = fails(&["copy", &src, &keep, "--overwrite", "--dtype", "int8"], 1);
+    assert!(err.contains("nothing was erased"), "{err}");
+    assert!(err.contains("out of the range of int8"), "{err}");
+    assert_eq!(raw(&keep), before);
+    let err = fails(&["copy", &src, &keep, "--overwrite", "--chunks", "5"], 2);
+    assert!(err.contains("dimensions"), "{err}");
+    assert_eq!(raw(&keep), before);
+
+    // Conversions lose nothing silently: 4999 cannot be a float16 exactly.
+    let err = fails(
+        &[
+            "copy",
+            &src,
+            dir.path().join("h.zarr").to_str().unwrap(),
+            "--dtype",
+            "float16",
+        ],
+        1,
+    );
+    assert!(err.contains("cannot be stored exactly as float16"), "{err}");
+    let err = fails(
+        &[
+            "copy",
+            &src,
+            dir.path().join("b.zarr").to_str().unwrap(),
+            "--dtype",
+            "bool",
+        ],
+        1,
+    );
+    assert!(err.contains("neither 0 nor 1"), "{err}");
+}
+
+#[test]
 fn copy_is_safe_to_run_again() {
     let dir = tempfile::tempdir().unwrap();
     let src = source(dir.path());
