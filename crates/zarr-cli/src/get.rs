@@ -37,6 +37,18 @@ pub(crate) enum Format {
     Raw,
 }
 
+impl Format {
+    /// The name `--format` takes.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Json => "json",
+            Self::Npy => "npy",
+            Self::Raw => "raw",
+        }
+    }
+}
+
 /// Arguments of `zarr get`.
 #[derive(Args, Debug)]
 pub(crate) struct GetArgs {
@@ -45,22 +57,48 @@ pub(crate) struct GetArgs {
     /// The region, numpy-like: `0:10,:,5` (default: the whole array).
     #[arg(short, long, allow_hyphen_values = true)]
     region: Option<String>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    /// Output format [default: from the extension of -o (.npy, .json, .raw, .bin), else
+    /// text].
+    #[arg(short, long, value_enum)]
+    format: Option<Format>,
     /// Write to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
 
+/// The format an output file's extension names, if any.
+fn format_of(path: &std::path::Path) -> Option<Format> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    match extension.as_str() {
+        "npy" => Some(Format::Npy),
+        "json" => Some(Format::Json),
+        "raw" | "bin" => Some(Format::Raw),
+        "txt" | "text" | "csv" | "tsv" => Some(Format::Text),
+        _ => None,
+    }
+}
+
 pub(crate) async fn run(args: GetArgs) -> Result<()> {
+    let implied = args.output.as_deref().and_then(format_of);
+    let format = match (args.format, implied) {
+        (Some(given), Some(implied)) if given != implied => usage!(
+            "--format {} writes no {} file; give -o a matching name, or leave --format out",
+            given.name(),
+            args.output
+                .as_deref()
+                .and_then(|p| p.extension())
+                .map_or_else(String::new, |e| format!(".{}", e.to_string_lossy()))
+        ),
+        (Some(given), _) => given,
+        (None, implied) => implied.unwrap_or(Format::Text),
+    };
     let target = resolve(&args.target, Access::Read)?;
     let array = target.array().await?;
     let metadata = array.metadata();
     let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
-    let binary = matches!(args.format, Format::Npy | Format::Raw);
+    let binary = matches!(format, Format::Npy | Format::Raw);
     let variable = metadata.data_type.fixed_size().is_none();
-    if args.format == Format::Raw && variable {
+    if format == Format::Raw && variable {
         usage!(
             "{} holds {} elements, which have no fixed size; use --format npy, json or text",
             target.describe(),
@@ -68,7 +106,7 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
         );
     }
     // Variable-length elements take their npy dtype from the data (see `write_text_npy`).
-    let npy = if args.format == Format::Npy && !variable {
+    let npy = if format == Format::Npy && !variable {
         Some(npy_type(&metadata.data_type)?)
     } else {
         None
@@ -77,12 +115,12 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
         None => {
             if binary && std::io::stdout().is_terminal() {
                 usage!(
-                    "not writing binary {:?} output to a terminal; use -o FILE",
-                    args.format
+                    "not writing binary {} output to a terminal; use -o FILE",
+                    format.name()
                 );
             }
             let mut out = BufWriter::new(std::io::stdout().lock());
-            write(&array, &selection, args.format, npy.as_ref(), &mut out).await?;
+            write(&array, &selection, format, npy.as_ref(), &mut out).await?;
             out.flush()?;
         }
         Some(path) => {
@@ -90,7 +128,7 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
                 File::create(path).with_context(|| format!("creating {}", path.display()))?;
             let mut out = BufWriter::new(file);
             let result = async {
-                write(&array, &selection, args.format, npy.as_ref(), &mut out).await?;
+                write(&array, &selection, format, npy.as_ref(), &mut out).await?;
                 out.flush()
                     .with_context(|| format!("writing {}", path.display()))
             }

@@ -7,7 +7,7 @@ use clap::Args;
 use futures::StreamExt as _;
 use zarr::array::{Array, Node};
 use zarr::metadata::NodeMetadata;
-use zarr::store::Store;
+use zarr::store::{ListableStore as _, Store, StorePrefix};
 
 use crate::info::grid_indices;
 use crate::outln;
@@ -78,6 +78,34 @@ async fn check(array: Array<dyn Store>, chunk: Vec<u64>) -> Outcome {
     }
 }
 
+/// The chunks of `array` that are stored, from one listing of its prefix (keys decoded with
+/// its chunk key encoding; keys that name no chunk of the grid are not chunks), or `None`
+/// when the store cannot list or chunks are not keys of their own (the sharding storage
+/// transformer): then every chunk of the grid is asked for.
+async fn stored_chunks(array: &Array<dyn Store>, grid: &[u64]) -> Option<Vec<Vec<u64>>> {
+    if array.uses_storage_transformer() {
+        return None;
+    }
+    let prefix = StorePrefix::try_new(array.path().prefix()).ok()?;
+    let keys = match array.store().list_prefix(&prefix).await {
+        Ok(keys) => keys,
+        Err(err) => {
+            tracing::info!(error = %err, "the store cannot list; asking chunk by chunk");
+            return None;
+        }
+    };
+    let encoding = &array.metadata().chunk_key_encoding;
+    let mut chunks: Vec<Vec<u64>> = keys
+        .iter()
+        .filter_map(|key| key.strip_prefix(&prefix))
+        .filter_map(|key| encoding.decode(key.as_str(), grid.len()))
+        .filter(|chunk| chunk.iter().zip(grid).all(|(i, n)| i < n))
+        .collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    Some(chunks)
+}
+
 pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
     let target = resolve(&args.target, Access::Read)?;
     let mut problems = 0u64;
@@ -99,15 +127,26 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
             arrays
         }
     };
+    // The chunks to check: the stored ones, from one listing per array.
+    let mut work = Vec::with_capacity(arrays.len());
     let mut total = 0u64;
-    for array in &arrays {
-        total += array.grid_shape()?.iter().product::<u64>();
-    }
-    let progress = bar(global, total, "verify");
     let (mut good, mut missing) = (0u64, 0u64);
     for array in &arrays {
         let grid = array.grid_shape()?;
-        let mut outcomes = futures::stream::iter(grid_indices(&grid))
+        let possible: u64 = grid.iter().product();
+        let chunks = match stored_chunks(array, &grid).await {
+            Some(stored) => {
+                missing += possible - stored.len() as u64;
+                stored
+            }
+            None => grid_indices(&grid).collect(),
+        };
+        total += chunks.len() as u64;
+        work.push((array, chunks));
+    }
+    let progress = bar(global, total, "verify");
+    for (array, chunks) in work {
+        let mut outcomes = futures::stream::iter(chunks)
             .map(|chunk| tokio::spawn(check(array.clone(), chunk)))
             .buffer_unordered(args.jobs.max(1));
         while let Some(outcome) = outcomes.next().await {

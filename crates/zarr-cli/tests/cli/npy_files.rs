@@ -284,3 +284,31 @@ fn put_refuses_files_that_are_not_text() {
     let err = fails(&["get", &strings, "-f", "raw", "-o", npy], 2);
     assert!(err.contains("use --format npy, json or text"), "{err}");
 }
+
+#[test]
+fn get_takes_the_format_from_the_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("a.zarr");
+    let array_text = path(&array);
+    ok(&[
+        "create", array_text, "--shape", "3", "--dtype", "int16", "--chunks", "2",
+    ]);
+    let npy = dir.path().join("v.npy");
+    crate::common::write_npy(&npy, "<i2", &[3], &[1, 0, 2, 0, 3, 0]);
+    ok(&["put", array_text, "-i", path(&npy), "-r", "0:3"]);
+    // -o x.npy writes a .npy file (it wrote text before), which puts back the same.
+    let out = dir.path().join("out.npy");
+    ok(&["get", array_text, "-o", path(&out)]);
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(bytes.starts_with(b"\x93NUMPY"), "{bytes:?}");
+    assert!(bytes.ends_with(&[1, 0, 2, 0, 3, 0]));
+    let json = dir.path().join("out.json");
+    ok(&["get", array_text, "-o", path(&json)]);
+    assert_eq!(std::fs::read_to_string(&json).unwrap().trim(), "[1, 2, 3]");
+    // A format the name contradicts is refused; other names keep the default, text.
+    let err = crate::common::fails(&["get", array_text, "-f", "text", "-o", path(&out)], 2);
+    assert!(err.contains("--format text writes no .npy file"), "{err}");
+    let other = dir.path().join("values.out");
+    ok(&["get", array_text, "-o", path(&other)]);
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "1\n2\n3\n");
+}

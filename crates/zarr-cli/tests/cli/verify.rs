@@ -103,3 +103,40 @@ fn verify_walks_every_array_of_a_group() {
     let stdout = assert_fails_with(&copy, &["a/a_array/c/1/0"]);
     assert!(stdout.contains("checked 3 arrays"), "{stdout}");
 }
+
+#[test]
+fn verify_lists_the_stored_chunks_instead_of_asking_for_every_one() {
+    // 10^10 possible chunks, two stored: asking for each would never end.
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("sparse.zarr");
+    let array_text = array.to_str().unwrap();
+    ok(&[
+        "create",
+        array_text,
+        "--shape",
+        "1000000,1000000",
+        "--dtype",
+        "uint8",
+        "--chunks",
+        "10,10",
+    ]);
+    let npy = dir.path().join("v.npy");
+    crate::common::write_npy(&npy, "|u1", &[1, 2], &[1, 2]);
+    ok(&[
+        "put",
+        array_text,
+        "-i",
+        npy.to_str().unwrap(),
+        "-r",
+        "5,9:11",
+    ]);
+    let out = ok(&["verify", array_text]);
+    assert_eq!(
+        out,
+        "checked 1 array: 2 chunks decode, 9999999998 not stored (fill value), 0 problems\n"
+    );
+    // A damaged one among them is still found.
+    let chunk = array.join("c/0/1");
+    std::fs::write(&chunk, b"not zstd").unwrap();
+    assert_fails_with(&array, &["c/0/1"]);
+}
