@@ -3,9 +3,12 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::{Map, Value};
-use zarr::array::ArrayBuilder;
+use std::sync::Arc;
+
+use zarr::array::{ArrayBuilder, Group, Node};
 use zarr::metadata::v2::ZarrFormat;
-use zarr::metadata::{DataType, FillValue};
+use zarr::metadata::{DataType, FillValue, NodePath};
+use zarr::store::{ReadableStore as _, Store, StoreKey};
 
 use crate::layout::{Layout, chosen_codecs, shape_text};
 use crate::progress::note;
@@ -56,9 +59,60 @@ pub(crate) struct CreateArgs {
     #[arg(long)]
     overwrite: bool,
     /// The format to write: 3 (`zarr.json`), or 2 (`.zarray`, for readers that know only
-    /// Zarr v2; no --shards or --dimension-names then).
-    #[arg(long, value_name = "2|3", default_value = "3", value_parser = ["2", "3"])]
-    zarr_format: String,
+    /// Zarr v2; no --shards or --dimension-names then) [default: the parent group's, else 3].
+    #[arg(long, value_name = "2|3", value_parser = ["2", "3"])]
+    zarr_format: Option<String>,
+}
+
+/// 2 or 3.
+fn format_number(format: ZarrFormat) -> u8 {
+    match format {
+        ZarrFormat::V2 => 2,
+        _ => 3,
+    }
+}
+
+/// The bytes a default chunk holds at most (`--chunks` not given).
+const DEFAULT_CHUNK_BYTES: u64 = 1 << 20;
+
+/// A chunk shape for `shape` when none is given: the whole array while it holds at most
+/// [`DEFAULT_CHUNK_BYTES`], else the largest dimension halved (rounding up) until it does.
+fn default_chunks(shape: &[u64], element: u64) -> Vec<u64> {
+    let mut chunks: Vec<u64> = shape.iter().map(|&n| n.max(1)).collect();
+    let bytes = |c: &[u64]| {
+        c.iter()
+            .try_fold(element.max(1), |acc, &n| acc.checked_mul(n))
+            .unwrap_or(u64::MAX)
+    };
+    while bytes(&chunks) > DEFAULT_CHUNK_BYTES {
+        let Some((d, _)) = chunks
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 1)
+            .max_by_key(|&(d, &n)| (n, std::cmp::Reverse(d)))
+        else {
+            break;
+        };
+        chunks[d] = chunks[d].div_ceil(2);
+    }
+    chunks
+}
+
+/// The groups above `path` that hold consolidated metadata (a v3 `consolidated_metadata`
+/// record, or a v2 `.zmetadata`), which a new node does not appear in until re-consolidated.
+async fn consolidated_ancestors(store: &Arc<dyn Store>, path: &NodePath) -> Vec<NodePath> {
+    let mut out = Vec::new();
+    for ancestor in path.ancestors() {
+        let Ok(group) = Group::open(Arc::clone(store), ancestor.as_str()).await else {
+            continue;
+        };
+        let zmetadata = StoreKey::new(&format!("{}.zmetadata", ancestor.prefix()));
+        let v2_record = matches!(store.get(&zmetadata).await, Ok(Some(_)));
+        if group.metadata().consolidated_metadata.is_some() || v2_record {
+            out.push(ancestor);
+        }
+    }
+    out
 }
 
 /// Parse a data type name as it appears in metadata.
@@ -100,7 +154,7 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
     let chunks = match &args.chunks {
         Some(text) => parse_shape(text, "--chunks", 1)?,
         None if args.shards.is_some() => usage!("--shards needs --chunks (the inner chunk shape)"),
-        None => shape.iter().map(|&n| n.max(1)).collect(),
+        None => default_chunks(&shape, data_type.fixed_size().unwrap_or(16) as u64),
     };
     if chunks.len() != shape.len() {
         usage!(
@@ -151,15 +205,59 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         },
     };
     let (grid, codecs) = layout.to_metadata_parts()?;
+    let target = resolve(&args.target, Access::Write)?;
+    let node_path = NodePath::new(&target.path)?;
+    if !args.overwrite
+        && Node::open(Arc::clone(&target.store), &target.path)
+            .await
+            .is_ok()
+    {
+        usage!(
+            "{} already exists; use --overwrite to replace it",
+            target.describe()
+        );
+    }
+    // The nearest existing group above decides the format unless it is given: a node of
+    // the other format below it would be invisible to zarr-python.
+    let mut parent_format = None;
+    for ancestor in node_path.ancestors().iter().rev() {
+        if let Ok(group) = Group::open(Arc::clone(&target.store), ancestor.as_str()).await {
+            parent_format = Some((ancestor.clone(), group.zarr_format()));
+            break;
+        }
+    }
+    let format = match (args.zarr_format.as_deref(), &parent_format) {
+        (Some("2"), _) => ZarrFormat::V2,
+        (Some(_), _) => ZarrFormat::V3,
+        (None, Some((_, format))) => *format,
+        (None, None) => ZarrFormat::V3,
+    };
+    if let Some((group, parent)) = &parent_format
+        && *parent != format
+    {
+        usage!(
+            "the group {group} above is Zarr v{}: a Zarr v{} array below it would be invisible \
+             to readers that open the hierarchy (zarr-python); leave --zarr-format out to match it",
+            format_number(*parent),
+            format_number(format)
+        );
+    }
+    if format == ZarrFormat::V2 {
+        if layout.inner.is_some() {
+            usage!("--shards: Zarr v2 has no sharding (leave --shards out, or write Zarr v3)");
+        }
+        if args.dimension_names.is_some() {
+            usage!(
+                "--dimension-names: Zarr v2 has no dimension names (give them as the \
+                 `_ARRAY_DIMENSIONS` attribute, as xarray does: --attr '_ARRAY_DIMENSIONS=[\"y\", \"x\"]')"
+            );
+        }
+    }
     let mut builder = ArrayBuilder::new(shape, data_type.clone(), grid)
         .codecs(codecs)
         .attributes(parse_attributes(&args.attributes)?)
         .overwrite(args.overwrite)
-        .zarr_format(if args.zarr_format == "2" {
-            ZarrFormat::V2
-        } else {
-            ZarrFormat::V3
-        });
+        .zarr_format(format);
     if let Some(text) = &args.fill_value {
         builder = builder.fill_value(parse_fill_value(text, &data_type)?);
     }
@@ -175,11 +273,19 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         }
         builder = builder.dimension_names(names.iter().cloned());
     }
-    let target = resolve(&args.target, Access::Write)?;
     let array = builder
-        .create(std::sync::Arc::clone(&target.store), &target.path)
+        .create(Arc::clone(&target.store), &target.path)
         .await
         .with_context(|| format!("creating {}", target.describe()))?;
+    for group in consolidated_ancestors(&target.store, &node_path).await {
+        note(
+            global,
+            &format!(
+                "note: the group {group} has consolidated metadata, which does not list the \
+                 new array until `zarr consolidate` records it again"
+            ),
+        );
+    }
     note(
         global,
         &format!(

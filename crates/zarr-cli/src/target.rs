@@ -136,7 +136,7 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
                 existing.pop();
             }
             missing.reverse();
-            if existing.join("zarr.json").is_file() && (missing.is_empty() || is_group(&existing)) {
+            if is_node(&existing) && (missing.is_empty() || is_group(&existing)) {
                 let (root, mut path) = split_at_store_root(&existing)?;
                 for name in missing {
                     if !path.ends_with('/') {

@@ -281,7 +281,10 @@ fn put_refuses_files_that_are_not_text() {
     let err = fails(&["put", &strings, "-i", npy], 1);
     assert!(err.contains("shorter than its header says"), "{err}");
     // Raw output still needs a fixed size.
-    let err = fails(&["get", &strings, "-f", "raw", "-o", npy], 2);
+    let err = fails(
+        &["get", &strings, "-f", "raw", "-o", &format!("{npy}.raw")],
+        2,
+    );
     assert!(err.contains("use --format npy, json or text"), "{err}");
 }
 

@@ -124,8 +124,8 @@ fn create_float_with_fill_words_and_single_index_put() {
         "NaN NaN NaN NaN\n0.5 -1.0 2.25 1e300\nNaN NaN NaN NaN\n"
     );
     // Creating again needs --overwrite.
-    let err = fails(&["create", &array, "--shape", "3", "--dtype", "uint8"], 1);
-    assert!(err.contains("already there"), "{err}");
+    let err = fails(&["create", &array, "--shape", "3", "--dtype", "uint8"], 2);
+    assert!(err.contains("already exists; use --overwrite"), "{err}");
     ok(&[
         "create",
         &array,
@@ -257,9 +257,83 @@ fn create_writes_zarr_v2_when_asked() {
             "--zarr-format",
             "2",
         ],
-        1,
+        2,
     );
-    assert!(err.contains("Zarr v2"), "{err}");
+    assert!(err.contains("--shards: Zarr v2 has no sharding"), "{err}");
+    // Below a v2 group, a new array is v2 unless told otherwise; v3 there is refused (it
+    // would be invisible to zarr-python).
+    let sibling = format!("{}/g/u", store.display());
+    ok(&["create", &sibling, "--shape", "3", "--dtype", "int8"]);
+    assert!(store.join("g/u/.zarray").exists());
+    let err = fails(
+        &[
+            "create",
+            &format!("{}/g/w", store.display()),
+            "--shape",
+            "3",
+            "--dtype",
+            "int8",
+            "--zarr-format",
+            "3",
+        ],
+        2,
+    );
+    assert!(err.contains("the group /g above is Zarr v2"), "{err}");
+}
+
+#[test]
+fn create_chooses_chunks_and_refuses_what_would_go_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("d.zarr");
+    let big = format!("{}/big", store.display());
+    // No --chunks: about 1 MiB chunks, not one chunk of 256 MB.
+    let out = zarr_env(
+        &["create", &big, "--shape", "8000,8000", "--dtype", "float32"],
+        &[],
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("(chunks 500x500)"), "{err}");
+    let small = format!("{}/small", store.display());
+    let out = zarr_env(
+        &["create", &small, "--shape", "10,20", "--dtype", "int8"],
+        &[],
+    );
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("(chunks 10x20)")
+    );
+    // An existing node: a usage error naming the flag.
+    let err = fails(&["create", &small, "--shape", "3", "--dtype", "int8"], 2);
+    assert!(err.contains("already exists; use --overwrite"), "{err}");
+    ok(&[
+        "create",
+        &small,
+        "--shape",
+        "3",
+        "--dtype",
+        "int8",
+        "--overwrite",
+    ]);
+    // A group with consolidated metadata: the new array is not in it until re-consolidated.
+    ok(&["consolidate", store.to_str().unwrap()]);
+    let out = zarr_env(
+        &[
+            "create",
+            &format!("{}/late", store.display()),
+            "--shape",
+            "3",
+            "--dtype",
+            "int8",
+        ],
+        &[],
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("the group / has consolidated metadata"),
+        "{err}"
+    );
 }
 
 #[test]
