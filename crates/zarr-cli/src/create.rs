@@ -115,12 +115,43 @@ async fn consolidated_ancestors(store: &Arc<dyn Store>, path: &NodePath) -> Vec<
     out
 }
 
-/// Parse a data type name as it appears in metadata.
+/// The Zarr name of a numpy spelling of a data type (`f4`, `<f4`, `float`, `i8`, `?`), if
+/// it is one. Byte order is the codecs' business in Zarr v3, so `<` and `>` both name the
+/// type.
+fn numpy_name(name: &str) -> Option<&'static str> {
+    let code = name.trim_start_matches(['<', '>', '=', '|']);
+    Some(match code {
+        "?" | "b1" => "bool",
+        "i1" => "int8",
+        "i2" => "int16",
+        "i4" => "int32",
+        "i8" | "int" => "int64",
+        "u1" => "uint8",
+        "u2" => "uint16",
+        "u4" => "uint32",
+        "u8" => "uint64",
+        "f2" | "half" => "float16",
+        "f4" | "single" => "float32",
+        "f8" | "float" | "double" => "float64",
+        "c8" => "complex64",
+        "c16" | "complex" => "complex128",
+        "str" | "U" => "string",
+        _ => return None,
+    })
+}
+
+/// Parse a data type name as it appears in metadata (`float32`, `uint8`, `string`, ...),
+/// or a numpy spelling of one (`f4`, `<i8`, `float`).
 pub(crate) fn parse_data_type(name: &str) -> Result<DataType> {
+    let name = numpy_name(name).unwrap_or(name);
     let value = serde_json::from_str::<Value>(name).unwrap_or_else(|_| Value::String(name.into()));
     match DataType::from_json(&value, "data_type") {
         Ok(dt) => Ok(dt),
-        Err(err) => usage!("--dtype {name}: {err}"),
+        Err(_) => usage!(
+            "--dtype {name}: not a data type; use bool, int8/16/32/64, uint8/16/32/64, \
+             float16/32/64, bfloat16, complex64/128, string, bytes, numpy.datetime64 \
+             (or its JSON form), r<bits>, or a numpy code such as f4 or <i8"
+        ),
     }
 }
 
@@ -130,6 +161,10 @@ pub(crate) fn parse_fill_value(text: &str, data_type: &DataType) -> Result<FillV
         Ok(fill) => Ok(fill),
         Err(first) => match FillValue::from_json(&Value::String(text.to_owned()), data_type) {
             Ok(fill) => Ok(fill),
+            // Not JSON at all: say what the word is not, rather than what JSON is not.
+            Err(as_word) if matches!(first, zarr::metadata::Error::Json(_)) => {
+                usage!("--fill-value {text}: {as_word}")
+            }
             Err(_) => usage!("--fill-value {text}: {first}"),
         },
     }
@@ -205,6 +240,19 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         },
     };
     let (grid, codecs) = layout.to_metadata_parts()?;
+    // Everything the command line can get wrong is checked before the target is resolved
+    // (which creates a new store's directory).
+    let fill_value = args
+        .fill_value
+        .as_deref()
+        .map(|text| parse_fill_value(text, &data_type))
+        .transpose()?;
+    let attributes = parse_attributes(&args.attributes)?;
+    if let Some(names) = &args.dimension_names
+        && names.len() != shape.len()
+    {
+        usage!("--dimension-names needs one name per dimension");
+    }
     let target = resolve(&args.target, Access::Write)?;
     let node_path = NodePath::new(&target.path)?;
     if !args.overwrite
@@ -255,22 +303,13 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
     }
     let mut builder = ArrayBuilder::new(shape, data_type.clone(), grid)
         .codecs(codecs)
-        .attributes(parse_attributes(&args.attributes)?)
+        .attributes(attributes)
         .overwrite(args.overwrite)
         .zarr_format(format);
-    if let Some(text) = &args.fill_value {
-        builder = builder.fill_value(parse_fill_value(text, &data_type)?);
+    if let Some(fill_value) = fill_value {
+        builder = builder.fill_value(fill_value);
     }
     if let Some(names) = &args.dimension_names {
-        if names.len()
-            != args
-                .shape
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .count()
-        {
-            usage!("--dimension-names needs one name per dimension");
-        }
         builder = builder.dimension_names(names.iter().cloned());
     }
     let array = builder

@@ -74,6 +74,13 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         Ok(path.to_owned())
     };
     if is_url(&args.target) {
+        // Opening a file:// store creates its directory; a target to be read must exist.
+        if access == Access::Read
+            && let Some(dir) = args.target.strip_prefix("file://")
+            && !Path::new(dir).is_dir()
+        {
+            anyhow::bail!("{}: no such directory", args.target);
+        }
         let store = ObjectStoreAdapter::from_url(&args.target)
             .with_context(|| format!("opening {}", args.target))?;
         let path = node(args.path.as_deref())?;

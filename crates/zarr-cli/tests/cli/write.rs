@@ -519,3 +519,53 @@ fn create_takes_a_codec_list_as_json() {
     let err = fails(&both, 2);
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+#[test]
+fn create_takes_numpy_type_codes_and_leaves_nothing_behind_on_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.zarr");
+    ok(&[
+        "create",
+        a.to_str().unwrap(),
+        "--shape",
+        "3",
+        "--dtype",
+        "<f4",
+    ]);
+    let info = ok(&["info", a.to_str().unwrap()]);
+    assert!(info.contains("float32"), "{info}");
+    let err = fails(
+        &[
+            "create",
+            dir.path().join("b.zarr").to_str().unwrap(),
+            "--shape",
+            "3",
+            "--dtype",
+            "floaty",
+        ],
+        2,
+    );
+    assert!(err.contains("not a data type; use bool"), "{err}");
+    let err = fails(
+        &[
+            "create",
+            dir.path().join("c.zarr").to_str().unwrap(),
+            "--shape",
+            "3",
+            "--dtype",
+            "int32",
+            "--fill-value",
+            "abc",
+        ],
+        2,
+    );
+    assert!(err.contains("expected an integer"), "{err}");
+    // Neither failure made a store directory.
+    assert!(!dir.path().join("b.zarr").exists() && !dir.path().join("c.zarr").exists());
+    // Reading a file:// URL that does not exist creates nothing either.
+    let missing = dir.path().join("x/y.zarr");
+    let url = format!("file://{}", missing.display());
+    let err = fails(&["info", &url], 1);
+    assert!(err.contains("no such directory"), "{err}");
+    assert!(!dir.path().join("x").exists());
+}
