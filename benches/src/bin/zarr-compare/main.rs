@@ -356,6 +356,10 @@ fn plan(options: &Options, data: &Path, with_python: bool) -> Result<Vec<Job>> {
                 });
             }
         }
+        jobs.push(Job {
+            threads: Some(cores),
+            ..job("limit", workload, "zstd_decompress_fresh")
+        });
     }
     for op in ["memcpy_fresh", "memcpy_prefaulted"]
         .into_iter()

@@ -460,6 +460,13 @@ fn throughput(run: &Run<'_>, out: &mut String) {
     }
     let _ = writeln!(
         out,
+        "| reference: raw zstd(1), rows copied into a new buffer, {} threads | | {} | | {} | | |",
+        run.cores,
+        limit_cell(run.limit("W1", "zstd_decompress_fresh", run.cores)),
+        limit_cell(run.limit("W2", "zstd_decompress_fresh", run.cores)),
+    );
+    let _ = writeln!(
+        out,
         "| limit: memcpy into a fresh buffer | | | | | | {} |",
         limit_cell(run.limit("W3", "memcpy_fresh", 1))
     );
