@@ -107,6 +107,33 @@ impl Drop for FreshOutput {
     }
 }
 
+/// The chunks of the input, each `chunk` per side, compressed with zstd(1), and their decoded
+/// size.
+fn encoded_chunks(job: &Job, chunk: u64) -> Result<(usize, Vec<Vec<u8>>)> {
+    let g = job.geometry;
+    let chunks = chunks_of(&job::load_input(&job.data, g)?, g.side, chunk);
+    let size = chunks[0].len();
+    let encoded = chunks
+        .iter()
+        .map(|c| zstd::bulk::compress(c, 1))
+        .collect::<std::io::Result<_>>()?;
+    Ok((size, encoded))
+}
+
+/// Decompress `chunk` into `out`, which it must fill.
+fn decompress_into(
+    decompressor: &mut std::io::Result<zstd::bulk::Decompressor<'static>>,
+    chunk: &[u8],
+    out: &mut [u8],
+) -> Result<()> {
+    let decompressor = decompressor.as_mut().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let n = decompressor.decompress_to_buffer(std::hint::black_box(chunk), &mut out[..])?;
+    if n != out.len() {
+        bail!("a chunk decompressed to {n} bytes, not {}", out.len());
+    }
+    Ok(())
+}
+
 /// Run `job` and return its record.
 pub(crate) fn run(job: &Job) -> Result<Value> {
     let g = job.geometry;
@@ -149,29 +176,12 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
             (g.bytes(), time_reps(job.reps, compress)?)
         }
         "zstd_decompress" => {
-            let chunks = chunks_of(&job::load_input(&job.data, g)?, g.side, chunk()?);
-            let size = chunks[0].len();
-            let encoded: Vec<Vec<u8>> = chunks
-                .iter()
-                .map(|c| zstd::bulk::compress(c, 1))
-                .collect::<std::io::Result<_>>()?;
-            drop(chunks);
+            let (size, encoded) = encoded_chunks(job, chunk()?)?;
             let decompress = || -> Result<()> {
                 pool.install(|| {
                     encoded.par_iter().try_for_each_init(
                         || (zstd::bulk::Decompressor::new(), vec![0u8; size]),
-                        |(decompressor, out), chunk| -> Result<()> {
-                            let decompressor =
-                                decompressor.as_mut().map_err(|e| anyhow::anyhow!("{e}"))?;
-                            let n = decompressor.decompress_to_buffer(
-                                std::hint::black_box(&chunk[..]),
-                                &mut out[..],
-                            )?;
-                            if n != size {
-                                bail!("a chunk decompressed to {n} bytes, not {size}");
-                            }
-                            Ok(())
-                        },
+                        |(decompressor, out), chunk| decompress_into(decompressor, chunk, out),
                     )
                 })
             };
@@ -181,13 +191,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
         "zstd_decompress_fresh" => {
             let c = usize::try_from(chunk()?)?;
             let side = usize::try_from(g.side)?;
-            let chunks = chunks_of(&job::load_input(&job.data, g)?, g.side, c as u64);
-            let size = chunks[0].len();
-            let encoded: Vec<Vec<u8>> = chunks
-                .iter()
-                .map(|c| zstd::bulk::compress(c, 1))
-                .collect::<std::io::Result<_>>()?;
-            drop(chunks);
+            let (size, encoded) = encoded_chunks(job, c as u64)?;
             let per = side / c;
             let read = || -> Result<()> {
                 let mut out = FreshOutput::new(side * side * side * 2)?;
@@ -196,15 +200,7 @@ pub(crate) fn run(job: &Job) -> Result<Value> {
                     encoded.par_iter().enumerate().try_for_each_init(
                         || (zstd::bulk::Decompressor::new(), vec![0u8; size]),
                         |(decompressor, buf), (i, chunk)| -> Result<()> {
-                            let decompressor =
-                                decompressor.as_mut().map_err(|e| anyhow::anyhow!("{e}"))?;
-                            let n = decompressor.decompress_to_buffer(
-                                std::hint::black_box(&chunk[..]),
-                                &mut buf[..],
-                            )?;
-                            if n != size {
-                                bail!("a chunk decompressed to {n} bytes, not {size}");
-                            }
+                            decompress_into(decompressor, chunk, buf)?;
                             // `chunks_of` lists chunks in C order.
                             let (cz, cy, cx) = (i / (per * per), i / per % per, i % per);
                             for (row, src) in buf.chunks_exact(c * 2).enumerate() {
