@@ -428,6 +428,18 @@ impl<S: ReadableStore + ?Sized> Group<S> {
     }
 
     fn child_path(&self, name: &str) -> Result<NodePath> {
+        if name.starts_with('/') {
+            // Taken as relative, "/a/b" would name another node than the one meant.
+            return Err(zarr_core::Error::InvalidNodePath {
+                path: name.to_owned(),
+                source: Box::new(zarr_core::Error::InvalidNodeName {
+                    name: name.to_owned(),
+                    reason: "a name below a group is relative: leave out the leading `/` \
+                             (or open the absolute path with `Array::open` / `Group::open`)",
+                }),
+            }
+            .into());
+        }
         let mut path = self.path.clone();
         for part in name.split('/').filter(|p| !p.is_empty()) {
             path = path.child(part)?;

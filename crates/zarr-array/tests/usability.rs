@@ -249,3 +249,24 @@ fn the_blocking_api_covers_the_async_one() {
         blocking::Node::Array(_)
     ));
 }
+
+#[tokio::test]
+async fn names_below_a_group_are_relative_and_a_leading_slash_says_so() {
+    use zarr_array::Group;
+
+    let store = memory();
+    ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])
+        .create(Arc::clone(&store), "/images/raw/a")
+        .await
+        .unwrap();
+    let raw = Group::open(Arc::clone(&store), "/images/raw")
+        .await
+        .unwrap();
+    assert!(raw.open_array("a").await.is_ok());
+    // This looked up /images/raw/images/raw/a before.
+    let err = raw.open_array("/images/raw/a").await.unwrap_err();
+    assert!(
+        err.to_string().contains("leave out the leading `/`"),
+        "{err}"
+    );
+}

@@ -117,7 +117,7 @@ pub enum Error {
     },
 
     /// A node path is malformed.
-    #[error("invalid node path {path:?}")]
+    #[error("invalid node path {path:?}: {source}")]
     InvalidNodePath {
         /// The offending path.
         path: String,
