@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures::{StreamExt as _, TryStreamExt as _};
 use serde_json::{Map, Value, json};
@@ -15,6 +15,7 @@ use crate::TargetArgs;
 use crate::layout::{Layout, chunking_text, codec_text, shape_text};
 use crate::outln;
 use crate::target::{Access, resolve};
+use crate::walk::{self, Found};
 
 /// Arguments of `zarr info`.
 #[derive(Args, Debug)]
@@ -188,8 +189,7 @@ pub(crate) async fn run(args: InfoArgs) -> Result<()> {
             }
         }
         Node::Group(group) => {
-            let children = group
-                .children()
+            let children = walk::children(&group)
                 .await
                 .with_context(|| format!("listing the children of {}", target.describe()))?;
             if args.json {
@@ -199,6 +199,18 @@ pub(crate) async fn run(args: InfoArgs) -> Result<()> {
                 );
             } else {
                 print_group(&target.describe(), &group, &children)?;
+            }
+            let broken: Vec<String> = children
+                .iter()
+                .filter(|c| c.node.is_err())
+                .map(|c| c.path.as_str().to_owned())
+                .collect();
+            if !broken.is_empty() {
+                bail!(
+                    "{}: {}; the other children are shown",
+                    target.describe(),
+                    walk::broken_summary(&broken)
+                );
             }
         }
     }
@@ -324,7 +336,11 @@ fn child_summary(node: &Node<dyn Store>) -> String {
     }
 }
 
-fn print_group(name: &str, group: &Group<dyn Store>, children: &[Node<dyn Store>]) -> Result<()> {
+fn print_group(
+    name: &str,
+    group: &Group<dyn Store>,
+    children: &[Found<Node<dyn Store>>],
+) -> Result<()> {
     outln!("group        {name}");
     outln!("path         {}", group.path());
     if group.zarr_format() == zarr::metadata::v2::ZarrFormat::V2 {
@@ -342,28 +358,28 @@ fn print_group(name: &str, group: &Group<dyn Store>, children: &[Node<dyn Store>
     }
     for (i, child) in children.iter().enumerate() {
         let label = if i == 0 { "children" } else { "" };
-        let name = child.path().name().unwrap_or("/");
-        let slash = if matches!(child, Node::Group(_)) {
-            "/"
-        } else {
-            ""
-        };
-        outln!("{label:<12} {name}{slash}  {}", child_summary(child));
+        let name = child.name();
+        match &child.node {
+            Ok(node @ Node::Group(_)) => outln!("{label:<12} {name}/  {}", child_summary(node)),
+            Ok(node @ Node::Array(_)) => outln!("{label:<12} {name}  {}", child_summary(node)),
+            Err(err) => outln!("{label:<12} {name}  (error: {err})"),
+        }
     }
     Ok(())
 }
 
-fn group_json(group: &Group<dyn Store>, children: &[Node<dyn Store>]) -> Value {
+fn group_json(group: &Group<dyn Store>, children: &[Found<Node<dyn Store>>]) -> Value {
     let kids: Vec<Value> = children
         .iter()
-        .map(|child| match child {
-            Node::Array(a) => json!({
-                "name": child.path().name(),
+        .map(|child| match &child.node {
+            Ok(Node::Array(a)) => json!({
+                "name": child.name(),
                 "node_type": "array",
                 "shape": a.metadata().shape,
                 "data_type": a.metadata().data_type.name(),
             }),
-            Node::Group(_) => json!({"name": child.path().name(), "node_type": "group"}),
+            Ok(Node::Group(_)) => json!({"name": child.name(), "node_type": "group"}),
+            Err(err) => json!({"name": child.name(), "error": err}),
         })
         .collect();
     json!({

@@ -1,7 +1,9 @@
 //! The `zarr` command-line tool: inspect, export, convert and verify Zarr v3 stores.
 //!
-//! Exit codes: 0 success; 1 failure (the one-line message says what and why), or `verify`
-//! found corrupt chunks; 2 bad usage (unknown flag, malformed region or shape, ...).
+//! Exit codes: 0 success; 1 failure (the one-line message says what and why), `verify`
+//! found corrupt chunks, or a node below a group could not be read (`tree`, `info` and
+//! `verify` show the others and mark it); 2 bad usage (unknown flag, malformed region or
+//! shape, ...).
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -26,6 +28,7 @@ mod region;
 mod target;
 mod tree;
 mod verify;
+mod walk;
 
 /// A usage error: the command line was understood by the parser but its values are not
 /// acceptable (a malformed region, a shape of the wrong rank, ...). Exits with code 2.
@@ -74,7 +77,8 @@ struct Cli {
 }
 
 const EXIT_CODES: &str = "\
-Exit codes: 0 success; 1 failure, or `verify` found corrupt chunks; 2 bad usage.
+Exit codes: 0 success; 1 failure, `verify` found corrupt chunks, or a node below a group
+could not be read (the others are shown); 2 bad usage.
 
 Start with `zarr demo demo.zarr`, which builds a small dataset and shows it.";
 
@@ -109,7 +113,8 @@ enum Command {
     ///
     /// For an array: shape, data type, chunk grid, shard and inner chunk shape, codecs, fill
     /// value, dimension names, attributes, chunks present out of possible, stored bytes and
-    /// compression ratio. For a group: attributes and children.
+    /// compression ratio. For a group: attributes and children; a child that cannot be read
+    /// is shown with its error, and the exit code is then 1.
     #[command(after_help = "\
 Examples:
   zarr info data.zarr/images/raw
@@ -118,7 +123,8 @@ Examples:
     /// Show the hierarchy below a group, with each array's shape, data type and chunking.
     ///
     /// Uses the group's consolidated metadata when it has some, otherwise one listing per
-    /// group.
+    /// group. A node that cannot be read (malformed metadata, unknown codec) is shown with
+    /// its error, and the exit code is then 1.
     #[command(after_help = "\
 Examples:
   zarr tree data.zarr

@@ -1,16 +1,15 @@
 //! `zarr tree`: the hierarchy below a group.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use zarr::array::Node;
 use zarr::metadata::NodeMetadata;
-use zarr::metadata::v2::{self, ZarrFormat};
-use zarr::store::{ReadableStoreExt as _, StoreKey};
 
 use crate::TargetArgs;
 use crate::layout::{chunking_text, shape_text};
 use crate::outln;
 use crate::target::{Access, resolve};
+use crate::walk;
 
 /// Arguments of `zarr tree`.
 #[derive(Args, Debug)]
@@ -50,43 +49,39 @@ pub(crate) async fn run(args: TreeArgs) -> Result<()> {
             return Ok(());
         }
     };
-    let nodes = group
-        .tree()
+    let tree = walk::tree(&group)
         .await
         .with_context(|| format!("walking {}", target.describe()))?;
-    let recorded = match group.zarr_format() {
-        ZarrFormat::V3 => group
-            .metadata()
-            .consolidated_metadata
-            .as_ref()
-            .is_some_and(|c| c.is_inline()),
-        // `tree` read the group's `.zmetadata` if there is one.
-        ZarrFormat::V2 => group
-            .store()
-            .exists(&StoreKey::try_new(format!(
-                "{}{}",
-                group.path().prefix(),
-                v2::ZMETADATA
-            ))?)
-            .await
-            .with_context(|| format!("reading {}", target.describe()))?,
+    let note = match &tree.record_error {
+        _ if tree.consolidated => "  (from consolidated metadata)".to_owned(),
+        Some(err) => format!("  (error in its consolidated metadata, listed instead: {err})"),
+        None => String::new(),
     };
-    let consolidated = if recorded {
-        "  (from consolidated metadata)"
-    } else {
-        ""
-    };
-    outln!("{}{consolidated}", group.path());
+    outln!("{}{note}", group.path());
     let base = group.path().names().count();
-    for (path, metadata) in &nodes {
-        let depth = path.names().count() - base;
-        let name = path.name().unwrap_or("/");
-        let slash = if matches!(metadata, NodeMetadata::Group(_)) {
-            "/"
-        } else {
-            ""
-        };
-        outln!("{}{name}{slash}{}", "  ".repeat(depth), describe(metadata));
+    for found in &tree.nodes {
+        let depth = found.path.names().count() - base;
+        let indent = "  ".repeat(depth);
+        let name = found.name();
+        match &found.node {
+            Ok(metadata) => {
+                let slash = if matches!(metadata, NodeMetadata::Group(_)) {
+                    "/"
+                } else {
+                    ""
+                };
+                outln!("{indent}{name}{slash}{}", describe(metadata));
+            }
+            Err(err) => outln!("{indent}{name}  (error: {err})"),
+        }
+    }
+    let broken = tree.broken(group.path());
+    if !broken.is_empty() {
+        bail!(
+            "{}: {}; the rest of the tree is shown",
+            target.describe(),
+            walk::broken_summary(&broken)
+        );
     }
     Ok(())
 }

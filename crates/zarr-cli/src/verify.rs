@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures::StreamExt as _;
 use zarr::array::{Array, Node};
@@ -13,6 +13,7 @@ use crate::info::grid_indices;
 use crate::outln;
 use crate::progress::bar;
 use crate::target::{Access, resolve};
+use crate::walk;
 use crate::{Global, TargetArgs, error_line};
 
 /// Arguments of `zarr verify`.
@@ -112,15 +113,29 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
     let arrays: Vec<Array<dyn Store>> = match target.node().await? {
         Node::Array(array) => vec![array],
         Node::Group(group) => {
+            let tree = walk::tree(&group)
+                .await
+                .with_context(|| format!("walking {}", target.describe()))?;
+            if let Some(err) = &tree.record_error {
+                problems += 1;
+                outln!("unusable consolidated metadata in {}: {err}", group.path());
+            }
             let mut arrays = Vec::new();
-            for (path, metadata) in group.tree().await? {
-                if let NodeMetadata::Array(_) = metadata {
-                    match Array::open(Arc::clone(&target.store), path.as_str()).await {
-                        Ok(array) => arrays.push(array),
-                        Err(err) => {
-                            problems += 1;
-                            outln!("unopenable {path}: {}", error_line(&err));
+            for found in tree.nodes {
+                match found.node {
+                    Ok(NodeMetadata::Array(_)) => {
+                        match Array::open(Arc::clone(&target.store), found.path.as_str()).await {
+                            Ok(array) => arrays.push(array),
+                            Err(err) => {
+                                problems += 1;
+                                outln!("unopenable {}: {}", found.path, error_line(&err));
+                            }
                         }
+                    }
+                    Ok(NodeMetadata::Group(_)) => {}
+                    Err(err) => {
+                        problems += 1;
+                        outln!("unopenable {}: {err}", found.path);
                     }
                 }
             }
@@ -173,7 +188,7 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
     );
     if problems > 0 {
         bail!(
-            "{}: {problems} problem{} found (corrupt or unreadable chunks, or arrays that do not open)",
+            "{}: {problems} problem{} found (corrupt or unreadable chunks, or nodes that do not open)",
             target.describe(),
             if problems == 1 { "" } else { "s" }
         );

@@ -1,6 +1,7 @@
 //! Runs the `zarr` binary: on stores from the fixture corpus (written by zarr-python and
 //! tensorstore) and on stores it writes itself.
 
+mod broken;
 mod common;
 mod copy;
 mod inspect;
