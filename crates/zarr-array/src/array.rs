@@ -8,7 +8,9 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, CodecChain, CodecRegistry};
 use zarr_core::v2::ZarrFormat;
-use zarr_core::{ArrayMetadata, DataType, FillValue, NodeMetadata, NodePath, Region};
+use zarr_core::{
+    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, DataType, FillValue, NodeMetadata, NodePath, Region,
+};
 use zarr_sharding::{ShardingTransformer, ShardingTransformerConfig};
 use zarr_store::{ReadableStore, StoreKey, StorePrefix, WritableStore};
 use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
@@ -322,6 +324,75 @@ impl<S: ?Sized> Array<S> {
     /// The attributes.
     pub fn attributes(&self) -> &Map<String, Value> {
         &self.metadata.attributes
+    }
+
+    /// The number of dimensions (0 for a scalar array).
+    pub fn ndim(&self) -> usize {
+        self.metadata.shape.len()
+    }
+
+    /// The number of elements: the product of the shape.
+    ///
+    /// # Errors
+    /// [`Error::Core`] if the product does not fit in a `u64`.
+    pub fn num_elements(&self) -> Result<u64> {
+        Ok(self.metadata.num_elements()?)
+    }
+
+    /// The chunk grid.
+    pub fn chunk_grid(&self) -> &ChunkGrid {
+        &self.metadata.chunk_grid
+    }
+
+    /// The shape of every chunk of a regular chunk grid; `None` for a rectilinear grid (ask
+    /// [`ChunkGrid::chunk_shape`] for one chunk's shape).
+    ///
+    /// These are the units stored under one key each. With the `sharding_indexed` codec
+    /// they are the shards, and [`inner_chunk_shape`](Array::inner_chunk_shape) gives the
+    /// chunks inside them (zarr-python calls the two `shards` and `chunks`). With the
+    /// sharding storage transformer they are the inner chunks, and the transformer's
+    /// `chunks_per_shard` groups them.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let array = ArrayBuilder::new(vec![100, 60], DataType::UInt8, vec![50, 30])
+    ///     .sharding(vec![10, 10])
+    ///     .dimension_names(["y", "x"])
+    ///     .create(Arc::new(MemoryStore::new()), "/a")
+    ///     .await?;
+    /// assert_eq!(array.ndim(), 2);
+    /// assert_eq!(array.chunk_shape(), Some(&[50, 30][..]));
+    /// assert_eq!(array.inner_chunk_shape(), Some(&[10, 10][..]));
+    /// assert_eq!(array.dimension_names(), Some(&[Some("y".to_owned()), Some("x".to_owned())][..]));
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn chunk_shape(&self) -> Option<&[u64]> {
+        match &self.metadata.chunk_grid {
+            ChunkGrid::Regular(grid) => Some(grid.chunk_shape()),
+            _ => None,
+        }
+    }
+
+    /// The shape of the chunks inside each shard when the array's codec is
+    /// `sharding_indexed`; `None` otherwise.
+    pub fn inner_chunk_shape(&self) -> Option<&[u64]> {
+        self.codecs.sharding_codec().map(|c| c.inner_chunk_shape())
+    }
+
+    /// The dimension names, if the metadata has them (a name may be `null`).
+    pub fn dimension_names(&self) -> Option<&[Option<String>]> {
+        self.metadata.dimension_names.as_deref()
+    }
+
+    /// How chunk grid indices become store keys.
+    pub fn chunk_key_encoding(&self) -> &ChunkKeyEncoding {
+        &self.metadata.chunk_key_encoding
     }
 
     /// Whether the array's chunks go through the sharding storage transformer (the metadata
@@ -1184,9 +1255,21 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// `zarr.json`.
     ///
     /// # Errors
-    /// [`Error::Core`] if the new shape has the wrong rank or does not suit the chunk grid
-    /// (a rectilinear grid must still cover it); store and chunk errors.
+    /// [`Error::Region`] if the new shape has another rank than the array; [`Error::Core`]
+    /// if it does not suit the chunk grid (a rectilinear grid must still cover it); store
+    /// and chunk errors.
     pub async fn resize(&mut self, shape: Vec<u64>) -> Result<()> {
+        if shape.len() != self.metadata.shape.len() {
+            return Err(Error::Region {
+                reason: format!(
+                    "array {} has rank {}; it cannot be resized to {shape:?} (rank {}): the \
+                     rank of an array never changes",
+                    self.path,
+                    self.metadata.shape.len(),
+                    shape.len()
+                ),
+            });
+        }
         let mut metadata = ArrayMetadata::clone(&self.metadata);
         metadata.shape = shape.clone();
         metadata.validate()?;

@@ -135,6 +135,44 @@ impl<S: ?Sized> Array<S> {
         self.0.fill_value()
     }
 
+    /// [`crate::Array::ndim`].
+    pub fn ndim(&self) -> usize {
+        self.0.ndim()
+    }
+
+    /// [`crate::Array::num_elements`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::num_elements`].
+    pub fn num_elements(&self) -> Result<u64> {
+        self.0.num_elements()
+    }
+
+    /// [`crate::Array::chunk_grid`].
+    pub fn chunk_grid(&self) -> &zarr_core::ChunkGrid {
+        self.0.chunk_grid()
+    }
+
+    /// [`crate::Array::chunk_shape`].
+    pub fn chunk_shape(&self) -> Option<&[u64]> {
+        self.0.chunk_shape()
+    }
+
+    /// [`crate::Array::inner_chunk_shape`].
+    pub fn inner_chunk_shape(&self) -> Option<&[u64]> {
+        self.0.inner_chunk_shape()
+    }
+
+    /// [`crate::Array::dimension_names`].
+    pub fn dimension_names(&self) -> Option<&[Option<String>]> {
+        self.0.dimension_names()
+    }
+
+    /// [`crate::Array::chunk_key_encoding`].
+    pub fn chunk_key_encoding(&self) -> &zarr_core::ChunkKeyEncoding {
+        self.0.chunk_key_encoding()
+    }
+
     /// [`crate::Array::full_region`].
     pub fn full_region(&self) -> Region {
         self.0.full_region()
@@ -644,6 +682,14 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// As [`crate::Group::create_group`], and [`Error::BlockingInAsync`].
     pub fn create_group(&self, name: &str) -> Result<Self> {
         block_on(self.0.create_group(name))?.map(Self)
+    }
+
+    /// [`crate::Group::create_array`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::create_array`], and [`Error::BlockingInAsync`].
+    pub fn create_array(&self, name: &str, builder: &ArrayBuilder) -> Result<Array<S>> {
+        block_on(self.0.create_array(name, builder))?.map(Array)
     }
 
     /// [`crate::Group::set_attributes`].

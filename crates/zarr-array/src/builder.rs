@@ -167,6 +167,11 @@ impl ArrayBuilder {
         self
     }
 
+    /// The format the builder writes (set with [`zarr_format`](Self::zarr_format)).
+    pub fn format(&self) -> ZarrFormat {
+        self.zarr_format
+    }
+
     /// Replace the whole codec list (metadata form). Overrides the codec conveniences below.
     #[must_use]
     pub fn codecs(mut self, codecs: Vec<ExtensionObject>) -> Self {

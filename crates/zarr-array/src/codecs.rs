@@ -87,6 +87,12 @@ impl ArrayCodecs {
         })
     }
 
+    /// The sharding codec for shards of the grid's first chunk shape, if the array is
+    /// sharded.
+    pub(crate) fn sharding_codec(&self) -> Option<&ShardingCodec> {
+        self.sharding.as_deref()
+    }
+
     /// The sharding codec for shards of `shape`, if the array is sharded.
     pub(crate) fn sharding(&self, path: &str, shape: &[u64]) -> Result<Option<Arc<ShardingCodec>>> {
         let Some(first) = &self.sharding else {

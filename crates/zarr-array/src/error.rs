@@ -72,6 +72,13 @@ pub enum Error {
         source: Box<zarr_vlen::Error>,
     },
 
+    /// Variable-length values a caller built are malformed, for example with
+    /// [`VlenStrings::from_strs`](zarr_vlen::VlenStrings::from_strs) (offsets that overflow
+    /// `i32`). Converted by `?`; errors in an array's stored values are [`Error::Vlen`],
+    /// which names the array.
+    #[error(transparent)]
+    VlenValues(#[from] zarr_vlen::Error),
+
     /// No node (no `zarr.json`) at the path.
     #[error("no Zarr node at {path:?} (no {key:?} in the store)")]
     NodeNotFound {

@@ -10,6 +10,7 @@ use zarr_core::{ArrayMetadata, ConsolidatedMetadata, GroupMetadata, NodeMetadata
 use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableStore};
 
 use crate::array::{Array, ArrayOptions};
+use crate::builder::ArrayBuilder;
 use crate::error::{Error, Result};
 
 /// The store key of a node's `zarr.json`.
@@ -562,6 +563,51 @@ impl<S: WritableStore + ?Sized> Group<S> {
             self.format,
         )
         .await
+    }
+
+    /// Create the child array `name` (a relative path) from `builder`, and any missing
+    /// groups between this group and it.
+    ///
+    /// The array must be in this group's format: a Zarr v3 array below a Zarr v2 group (or
+    /// the reverse) would be invisible to readers that follow one format, such as
+    /// zarr-python, so it is refused. Set [`ArrayBuilder::zarr_format`] to match.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, Group};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let root = Group::create(Arc::new(MemoryStore::new()), "/").await?;
+    /// let builder = ArrayBuilder::new(vec![4, 4], DataType::Int32, vec![2, 2]);
+    /// let array = root.create_array("raw/counts", &builder).await?;
+    /// assert_eq!(array.path().as_str(), "/raw/counts");
+    /// array.write(.., &[7i32; 16]).await?;
+    /// let again = root.open_group("raw").await?.open_array("counts").await?;
+    /// assert_eq!(again.read::<i32>(..).await?, vec![7; 16]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if the builder's format is not the group's; otherwise as
+    /// [`ArrayBuilder::create`].
+    pub async fn create_array(&self, name: &str, builder: &ArrayBuilder) -> Result<Array<S>> {
+        let path = self.child_path(name)?;
+        let format = builder.format();
+        if format != self.format {
+            return Err(Error::Unsupported {
+                array: path.as_str().to_owned(),
+                reason: format!(
+                    "the group {} is Zarr v{}; an array below it must be too (set \
+                     `ArrayBuilder::zarr_format`), or readers of one format will not see it \
+                     (this builder writes Zarr v{})",
+                    self.path, self.format, format
+                ),
+            });
+        }
+        builder.create(Arc::clone(&self.store), path.as_str()).await
     }
 
     /// Replace the group's attributes and write its `zarr.json` (`.zattrs` for Zarr v2).

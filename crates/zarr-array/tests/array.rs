@@ -490,7 +490,9 @@ async fn resize_erases_outside_chunks_and_resets_edges() {
     let reopened = Array::open(Arc::clone(&store), "/r").await.unwrap();
     assert_eq!(reopened.shape(), [12]);
     let err = array.resize(vec![1, 2]).await.unwrap_err();
-    assert!(matches!(err, Error::Core(_)), "{err}");
+    assert!(matches!(err, Error::Region { .. }), "{err}");
+    assert!(err.to_string().contains("has rank 1"), "{err}");
+    assert_eq!(array.shape(), [12]);
 }
 
 /// Attributes, nodes, groups, ancestors, overwrite.

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use zarr_array::{ArrayBuilder, Error};
-use zarr_core::{DataType, FillValue};
+use zarr_core::v2::ZarrFormat;
+use zarr_core::{ChunkGrid, DataType, DimensionChunks, FillValue};
 use zarr_store::{MemoryStore, ReadableStore, StoreKey};
 
 fn memory() -> Arc<MemoryStore> {
@@ -269,4 +270,164 @@ async fn names_below_a_group_are_relative_and_a_leading_slash_says_so() {
         err.to_string().contains("leave out the leading `/`"),
         "{err}"
     );
+}
+
+/// The accessors a caller needs to size buffers and label axes, for each kind of grid and
+/// sharding, through both APIs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arrays_describe_their_chunks_and_dimensions() {
+    let store = memory();
+    let plain = ArrayBuilder::new(vec![10, 20, 30], DataType::Int16, vec![5, 5, 5])
+        .dimension_names_opt([Some("t".to_owned()), None, Some("x".to_owned())])
+        .create(Arc::clone(&store), "/plain")
+        .await
+        .unwrap();
+    assert_eq!(plain.ndim(), 3);
+    assert_eq!(plain.num_elements().unwrap(), 6000);
+    assert_eq!(plain.chunk_shape(), Some(&[5, 5, 5][..]));
+    assert_eq!(plain.inner_chunk_shape(), None);
+    assert_eq!(
+        plain.dimension_names(),
+        Some(&[Some("t".to_owned()), None, Some("x".to_owned())][..])
+    );
+    assert_eq!(plain.chunk_key_encoding().encode(&[1, 2, 3]), "c/1/2/3");
+
+    let sharded = ArrayBuilder::new(vec![64, 64], DataType::UInt8, vec![32, 32])
+        .sharding(vec![8, 16])
+        .create(Arc::clone(&store), "/sharded")
+        .await
+        .unwrap();
+    assert_eq!(sharded.chunk_shape(), Some(&[32, 32][..]));
+    assert_eq!(sharded.inner_chunk_shape(), Some(&[8, 16][..]));
+    assert_eq!(sharded.dimension_names(), None);
+
+    // With the storage transformer the grid's chunks are the inner chunks.
+    let transformed = ArrayBuilder::new(vec![64], DataType::UInt8, vec![8])
+        .sharding_transformer(vec![4])
+        .create(Arc::clone(&store), "/transformed")
+        .await
+        .unwrap();
+    assert_eq!(transformed.chunk_shape(), Some(&[8][..]));
+    assert_eq!(transformed.inner_chunk_shape(), None);
+
+    let grid = ChunkGrid::rectilinear(vec![DimensionChunks::from_edges([2, 3, 5])]).unwrap();
+    let ragged = ArrayBuilder::new(vec![10], DataType::Float64, vec![1])
+        .chunk_grid(grid.clone())
+        .create(Arc::clone(&store), "/ragged")
+        .await
+        .unwrap();
+    assert_eq!(ragged.chunk_shape(), None);
+    assert_eq!(ragged.chunk_grid(), &grid);
+    assert_eq!(ragged.chunk_grid().chunk_shape(&[10], &[2]).unwrap(), [5]);
+
+    let scalar = ArrayBuilder::new(vec![], DataType::Float32, vec![])
+        .create(Arc::clone(&store), "/scalar")
+        .await
+        .unwrap();
+    assert_eq!(scalar.ndim(), 0);
+    assert_eq!(scalar.num_elements().unwrap(), 1);
+
+    let store2 = Arc::clone(&store);
+    std::thread::spawn(move || {
+        let b = zarr_array::blocking::Array::open(store2, "/sharded").unwrap();
+        assert_eq!(b.ndim(), 2);
+        assert_eq!(b.num_elements().unwrap(), 4096);
+        assert_eq!(b.chunk_shape(), Some(&[32, 32][..]));
+        assert_eq!(b.inner_chunk_shape(), Some(&[8, 16][..]));
+        assert_eq!(b.dimension_names(), None);
+        assert!(matches!(b.chunk_grid(), ChunkGrid::Regular(_)));
+        assert_eq!(b.chunk_key_encoding().encode(&[0, 1]), "c/0/1");
+    })
+    .join()
+    .unwrap();
+}
+
+/// `Group::create_array` puts an array (and the groups between) below a group, in the
+/// group's format, and refuses a builder of the other format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_create_arrays_below_themselves() {
+    let store = memory();
+    let root = zarr_array::Group::create(Arc::clone(&store), "/")
+        .await
+        .unwrap();
+    let builder = ArrayBuilder::new(vec![3], DataType::UInt16, vec![2]);
+    let array = root.create_array("a/b/c", &builder).await.unwrap();
+    array.write(.., &[1u16, 2, 3]).await.unwrap();
+    let b = root.open_group("a/b").await.unwrap();
+    assert_eq!(
+        b.open_array("c")
+            .await
+            .unwrap()
+            .read::<u16>(..)
+            .await
+            .unwrap(),
+        [1, 2, 3]
+    );
+    // An existing node is refused, as by the builder.
+    assert!(matches!(
+        root.create_array("a/b/c", &builder).await.unwrap_err(),
+        Error::NodeExists { .. }
+    ));
+    assert!(matches!(
+        root.create_array("/a/d", &builder).await.unwrap_err(),
+        Error::Core(_)
+    ));
+
+    let v2 = zarr_array::Group::create_with_format(
+        Arc::clone(&store),
+        "/old",
+        zarr_core::GroupMetadata::new(),
+        ZarrFormat::V2,
+    )
+    .await
+    .unwrap();
+    let err = v2.create_array("x", &builder).await.unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+    assert!(err.to_string().contains("Zarr v2"), "{err}");
+    assert!(
+        store
+            .get(&StoreKey::try_new("old/x/zarr.json").unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let x = v2
+        .create_array("x", &builder.clone().zarr_format(ZarrFormat::V2))
+        .await
+        .unwrap();
+    assert_eq!(x.zarr_format(), ZarrFormat::V2);
+    assert!(
+        store
+            .get(&StoreKey::try_new("old/x/.zarray").unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    let store2 = Arc::clone(&store);
+    std::thread::spawn(move || {
+        let root = zarr_array::blocking::Group::open(store2, "/").unwrap();
+        let y = root
+            .create_array("y", &ArrayBuilder::new(vec![2], DataType::Int8, vec![2]))
+            .unwrap();
+        y.write(.., &[-1i8, 1]).unwrap();
+        assert_eq!(
+            root.open_array("y").unwrap().read::<i8>(..).unwrap(),
+            [-1, 1]
+        );
+    })
+    .join()
+    .unwrap();
+}
+
+/// Variable-length values built by the caller convert into the crate's error with `?`.
+#[test]
+fn vlen_errors_convert_with_the_question_mark() {
+    fn build() -> Result<zarr_vlen::VlenStrings<i32>, Error> {
+        Ok(zarr_vlen::VlenStrings::<i32>::from_strs(["a", "b"])?)
+    }
+    assert_eq!(build().unwrap().len(), 2);
+    let bad = zarr_vlen::VlenStrings::<i32>::try_new(vec![0i32, 5], b"ab".to_vec());
+    let err: Error = bad.unwrap_err().into();
+    assert!(matches!(err, Error::VlenValues(_)), "{err}");
 }

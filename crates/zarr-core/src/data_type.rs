@@ -696,6 +696,124 @@ impl fmt::Display for DataType {
     }
 }
 
+/// Parse a data type from the text [`Display`](fmt::Display) writes, or from its metadata
+/// JSON.
+///
+/// Accepted forms:
+/// - a name: `float32`, `uint16`, `bfloat16`, `float8_e4m3fn`, `r24`, `string`, `bytes`, ...;
+/// - a name with its size: `fixed_length_utf32[16]` (bytes), `null_terminated_bytes[8]`,
+///   `raw_bytes[4]`;
+/// - a time type with its unit: `numpy.datetime64[1s]`, `numpy.timedelta64[10ms]` (the
+///   scale factor may be left out: `numpy.datetime64[ns]`);
+/// - a struct: `struct{x: float32, y: float32}` (or `structured{...}`), fields possibly
+///   structs themselves; field names may not contain `,`, `:`, `{` or `}` in this form;
+/// - the metadata JSON: `{"name": "numpy.datetime64", "configuration": {...}}` or `"int8"`.
+///
+/// ```
+/// use zarr_core::{DataType, TimeUnit};
+///
+/// assert_eq!("float32".parse::<DataType>()?, DataType::Float32);
+/// let t: DataType = "numpy.datetime64[1s]".parse()?;
+/// assert_eq!(t, DataType::DateTime64 { unit: TimeUnit::Second, scale_factor: 1 });
+/// let point: DataType = "struct{x: float32, y: float32}".parse()?;
+/// assert_eq!(point.to_string(), "struct{x: float32, y: float32}");
+/// assert!("float31".parse::<DataType>().is_err());
+/// # Ok::<(), zarr_core::Error>(())
+/// ```
+impl std::str::FromStr for DataType {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        const FIELD: &str = "data type";
+        let text = text.trim();
+        if text.starts_with('{') || text.starts_with('"') {
+            let value: Value = serde_json::from_str(text).map_err(Error::Json)?;
+            return Self::from_json(&value, FIELD);
+        }
+        for (prefix, structured) in [("struct{", false), ("structured{", true)] {
+            if let Some(body) = text.strip_prefix(prefix) {
+                let body = body.strip_suffix('}').ok_or_else(|| {
+                    Error::invalid(FIELD, format!("{text:?}: a struct ends with `}}`"))
+                })?;
+                let mut fields = Vec::new();
+                for part in split_top_level(body) {
+                    let (name, data_type) = part.split_once(':').ok_or_else(|| {
+                        Error::invalid(
+                            FIELD,
+                            format!("{text:?}: struct field {part:?} is not `name: type`"),
+                        )
+                    })?;
+                    fields.push(StructField::new(name.trim(), data_type.parse()?));
+                }
+                return Ok(Self::Struct(StructType::checked(
+                    fields, structured, FIELD,
+                )?));
+            }
+        }
+        if let Some((name, argument)) = text.strip_suffix(']').and_then(|rest| rest.split_once('['))
+        {
+            let mut config = Map::new();
+            match name {
+                "numpy.datetime64" | "numpy.timedelta64" => {
+                    let digits = argument.bytes().take_while(u8::is_ascii_digit).count();
+                    let (scale, unit) = argument.split_at(digits);
+                    let scale: u64 = if scale.is_empty() {
+                        1
+                    } else {
+                        scale.parse().map_err(|_| {
+                            Error::invalid(
+                                FIELD,
+                                format!("{text:?}: scale factor {scale} is too large"),
+                            )
+                        })?
+                    };
+                    config.insert("unit".into(), Value::from(unit));
+                    config.insert("scale_factor".into(), Value::from(scale));
+                }
+                "fixed_length_utf32" | "null_terminated_bytes" | "raw_bytes" => {
+                    let length: u64 = argument.trim().parse().map_err(|_| {
+                        Error::invalid(
+                            FIELD,
+                            format!("{text:?}: expected the size in bytes between the brackets"),
+                        )
+                    })?;
+                    config.insert("length_bytes".into(), Value::from(length));
+                }
+                _ => {
+                    return Err(Error::invalid(
+                        FIELD,
+                        format!("{text:?}: {name} takes no argument in brackets"),
+                    ));
+                }
+            }
+            return Self::from_json(
+                &ExtensionObject::with_configuration(name, config).to_json(),
+                FIELD,
+            );
+        }
+        Self::from_json(&Value::String(text.to_owned()), FIELD)
+    }
+}
+
+/// `body` split at the commas outside brackets and braces.
+fn split_top_level(body: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in body.char_indices() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&body[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&body[start..]);
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -943,6 +1061,93 @@ mod tests {
                 err.contains(needle),
                 "{value}: `{err}` should contain `{needle}`"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod from_str_tests {
+    use super::*;
+
+    #[test]
+    fn display_parses_back_to_the_same_type() {
+        let point = StructType::new(vec![
+            StructField::new("x", DataType::Float32),
+            StructField::new(
+                "when",
+                DataType::DateTime64 {
+                    unit: TimeUnit::Millisecond,
+                    scale_factor: 10,
+                },
+            ),
+            StructField::new(
+                "inner",
+                DataType::Struct(
+                    StructType::new(vec![
+                        StructField::new("a", DataType::Int8),
+                        StructField::new("b", DataType::FixedLengthUtf32 { length_bytes: 8 }),
+                    ])
+                    .unwrap(),
+                ),
+            ),
+        ])
+        .unwrap();
+        let types = [
+            DataType::Bool,
+            DataType::UInt16,
+            DataType::Float16,
+            DataType::BFloat16,
+            DataType::Complex128,
+            DataType::MiniFloat(MiniFloat::ALL[0].0),
+            DataType::Int4,
+            DataType::RawBits(3),
+            DataType::String,
+            DataType::Bytes,
+            DataType::FixedLengthUtf32 { length_bytes: 12 },
+            DataType::NullTerminatedBytes { length_bytes: 5 },
+            DataType::RawBytes { length_bytes: 7 },
+            DataType::TimeDelta64 {
+                unit: TimeUnit::Generic,
+                scale_factor: 1,
+            },
+            DataType::Struct(point.clone()),
+            DataType::Struct(point.structured()),
+        ];
+        for data_type in types {
+            let text = data_type.to_string();
+            let parsed: DataType = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(parsed, data_type, "{text}");
+            let json = data_type.to_json().to_string();
+            assert_eq!(json.parse::<DataType>().unwrap(), data_type, "{json}");
+        }
+    }
+
+    #[test]
+    fn shorthand_and_bad_text() {
+        assert_eq!(
+            " numpy.datetime64[ns] ".parse::<DataType>().unwrap(),
+            DataType::DateTime64 {
+                unit: TimeUnit::Nanosecond,
+                scale_factor: 1
+            }
+        );
+        for (bad, says) in [
+            ("float31", "float31"),
+            ("", ""),
+            ("fixed_length_utf32[6]", "multiple of 4"),
+            ("fixed_length_utf32[x]", "size in bytes"),
+            ("numpy.datetime64[1parsec]", "parsec"),
+            ("numpy.datetime64[0s]", "not in 1..="),
+            ("float32[4]", "takes no argument"),
+            ("struct{x: float32", "ends with"),
+            ("struct{x float32}", "not `name: type`"),
+            ("struct{x: float32, x: int8}", "twice"),
+            ("struct{s: string}", "no fixed size"),
+            ("struct{}", "struct field"),
+            ("{\"name\": 3}", "name"),
+        ] {
+            let err = bad.parse::<DataType>().unwrap_err().to_string();
+            assert!(err.contains(says), "{bad:?}: {err}");
         }
     }
 }
