@@ -157,7 +157,7 @@ pub enum Error {
     },
 
     /// A URL could not be parsed.
-    #[error("cannot parse the store URL {url:?}")]
+    #[error("cannot parse the store URL {url:?}{}: {source}", url_hint(.source))]
     InvalidUrl {
         /// The URL.
         url: String,
@@ -225,5 +225,16 @@ impl Error {
             },
             other => other,
         }
+    }
+}
+
+/// What to write instead, for the URL mistakes people make most.
+fn url_hint(error: &url::ParseError) -> &'static str {
+    match error {
+        url::ParseError::RelativeUrlWithoutBase => {
+            " (a URL starts with a scheme: s3://bucket/prefix, gs://, az://, https://, \
+             memory:///; a local directory is file:///absolute/path, or use FilesystemStore)"
+        }
+        _ => "",
     }
 }

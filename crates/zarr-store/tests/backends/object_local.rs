@@ -66,6 +66,15 @@ fn bad_urls_and_options_are_typed_errors() {
         ObjectStoreAdapter::from_url("not a url"),
         Err(Error::InvalidUrl { .. })
     ));
+    // A plain path is the commonest mistake: the error says what a URL looks like.
+    let Err(err) = ObjectStoreAdapter::from_url("/data/images.zarr") else {
+        panic!("a path without a scheme was taken as a URL");
+    };
+    let text = err.to_string();
+    assert!(matches!(err, Error::InvalidUrl { .. }), "{text}");
+    assert!(text.contains("/data/images.zarr"), "{text}");
+    assert!(text.contains("file:///absolute/path"), "{text}");
+    assert!(text.contains("FilesystemStore"), "{text}");
     assert!(matches!(
         ObjectStoreAdapter::from_url("ftp://host/path"),
         Err(Error::UnsupportedUrl { .. })
