@@ -321,6 +321,45 @@ impl<S: ?Sized> Array<S> {
         &self.metadata.fill_value
     }
 
+    /// The fill value as a Rust value of the array's element type, for masking elements
+    /// that were never written.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let array = ArrayBuilder::new(vec![4], DataType::Int16, vec![2])
+    ///     .fill_value((-9999).into())
+    ///     .create(Arc::new(MemoryStore::new()), "/depth")
+    ///     .await?;
+    /// assert_eq!(array.fill_value_as::<i16>()?, -9999);
+    /// assert!(array.fill_value_as::<f32>().is_err()); // not the array's element type
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] if `T` is not an element type of the array's data type (as for
+    /// [`read`](Array::read)); [`Error::InvalidValue`] if the stored fill value is not a
+    /// valid `T` (a `bool` byte other than 0 or 1).
+    pub fn fill_value_as<T: Element>(&self) -> Result<T> {
+        self.check_element::<T>()?;
+        let bytes = self.metadata.fill_value.as_bytes();
+        if bytes.len() != std::mem::size_of::<T>() || T::first_invalid(bytes).is_some() {
+            return Err(Error::InvalidValue {
+                array: self.path.as_str().to_owned(),
+                reason: format!("the fill value {:02x?} is not a valid {}", bytes, T::NAME),
+            });
+        }
+        // SAFETY: `T` is a sealed plain-old-data element type whose size is `bytes.len()`,
+        // and `first_invalid` accepted the bytes (only `bool` has invalid patterns);
+        // `read_unaligned` needs no alignment.
+        Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+    }
+
     /// The attributes.
     pub fn attributes(&self) -> &Map<String, Value> {
         &self.metadata.attributes

@@ -135,6 +135,14 @@ impl<S: ?Sized> Array<S> {
         self.0.fill_value()
     }
 
+    /// [`crate::Array::fill_value_as`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::fill_value_as`].
+    pub fn fill_value_as<T: Element>(&self) -> Result<T> {
+        self.0.fill_value_as()
+    }
+
     /// [`crate::Array::ndim`].
     pub fn ndim(&self) -> usize {
         self.0.ndim()

@@ -431,3 +431,43 @@ fn vlen_errors_convert_with_the_question_mark() {
     let err: Error = bad.unwrap_err().into();
     assert!(matches!(err, Error::VlenValues(_)), "{err}");
 }
+
+/// The fill value comes back as a typed Rust value, for every kind of element type.
+#[tokio::test]
+async fn fill_values_read_back_as_rust_values() {
+    let store = memory();
+    let make = |data_type: DataType, fill: serde_json::Value, path: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            ArrayBuilder::new(vec![2], data_type, vec![2])
+                .fill_value_json(fill)
+                .unwrap()
+                .create(store, path)
+                .await
+                .unwrap()
+        }
+    };
+    let f = make(DataType::Float32, serde_json::json!("-Infinity"), "/f").await;
+    assert_eq!(f.fill_value_as::<f32>().unwrap(), f32::NEG_INFINITY);
+    let h = make(DataType::Float16, serde_json::json!(1.5), "/h").await;
+    assert_eq!(
+        h.fill_value_as::<half::f16>().unwrap(),
+        half::f16::from_f32(1.5)
+    );
+    let b = make(DataType::Bool, serde_json::json!(true), "/b").await;
+    assert!(b.fill_value_as::<bool>().unwrap());
+    let c = make(DataType::Complex64, serde_json::json!([1.0, -2.0]), "/c").await;
+    assert_eq!(
+        c.fill_value_as::<num_complex::Complex<f32>>().unwrap(),
+        num_complex::Complex::new(1.0, -2.0)
+    );
+    let u = make(DataType::UInt64, serde_json::json!(u64::MAX), "/u").await;
+    assert_eq!(u.fill_value_as::<u64>().unwrap(), u64::MAX);
+    let wrong = u.fill_value_as::<i64>().unwrap_err();
+    assert!(matches!(wrong, Error::ElementType { .. }), "{wrong}");
+    let s = make(DataType::String, serde_json::json!("n/a"), "/s").await;
+    assert!(matches!(
+        s.fill_value_as::<u8>().unwrap_err(),
+        Error::ElementType { .. }
+    ));
+}
