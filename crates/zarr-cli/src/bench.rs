@@ -144,7 +144,10 @@ fn synthetic(shape: &[u64], data_type: &DataType) -> Result<Vec<u8>> {
             v.to_ne_bytes()
         })
         .collect();
-    cast::convert(&values, &DataType::Float64, data_type)
+    cast::convert(&values, &DataType::Float64, data_type, |i| {
+        let i = i as u64;
+        format!("element [{}, {}]", i / columns, i % columns)
+    })
 }
 
 fn rate(bytes: u64, seconds: f64) -> String {

@@ -1,4 +1,5 @@
-//! Converting elements between numeric data types (`zarr copy --data-type`).
+//! Converting elements between numeric data types (`zarr copy --data-type`, and `zarr put`
+//! of a file whose data type is not the array's).
 //!
 //! Nothing is lost silently: integers convert exactly or not at all (a value out of the
 //! target's range is an error), to integers and to floats alike (2049 cannot become
@@ -132,11 +133,17 @@ fn store(data_type: &DataType, value: Value, out: &mut Vec<u8>) -> Result<()> {
     Ok(())
 }
 
-/// Convert native-order elements of `from` to `to`.
+/// Convert native-order elements of `from` to `to`; `name(i)` names element `i` in the error
+/// about a value that does not fit (`element [3, 1]`).
 ///
 /// # Errors
 /// If a type is not numeric, or a value does not fit the target type.
-pub(crate) fn convert(bytes: &[u8], from: &DataType, to: &DataType) -> Result<Vec<u8>> {
+pub(crate) fn convert(
+    bytes: &[u8],
+    from: &DataType,
+    to: &DataType,
+    name: impl Fn(usize) -> String,
+) -> Result<Vec<u8>> {
     if !is_castable(from) || !is_castable(to) {
         bail!(
             "converting {} to {} is not supported (only bool, integers and float16/32/64)",
@@ -149,8 +156,7 @@ pub(crate) fn convert(bytes: &[u8], from: &DataType, to: &DataType) -> Result<Ve
     };
     let mut out = Vec::with_capacity(bytes.len() / from_size * to_size);
     for (i, element) in bytes.chunks_exact(from_size).enumerate() {
-        store(to, load(from, element), &mut out)
-            .map_err(|e| e.context(format!("element {i} of the block")))?;
+        store(to, load(from, element), &mut out).map_err(|e| e.context(name(i)))?;
     }
     Ok(out)
 }
@@ -159,51 +165,63 @@ pub(crate) fn convert(bytes: &[u8], from: &DataType, to: &DataType) -> Result<Ve
 mod tests {
     use super::*;
 
+    fn flat(i: usize) -> String {
+        format!("element [{i}]")
+    }
+
     #[test]
     fn conversions() {
         let src: Vec<u8> = [1i32, -2, 300]
             .iter()
             .flat_map(|v| v.to_ne_bytes())
             .collect();
-        let f = convert(&src, &DataType::Int32, &DataType::Float32).unwrap();
-        let back = convert(&f, &DataType::Float32, &DataType::Int16).unwrap();
+        let f = convert(&src, &DataType::Int32, &DataType::Float32, flat).unwrap();
+        let back = convert(&f, &DataType::Float32, &DataType::Int16, flat).unwrap();
         let values: Vec<i16> = back
             .chunks_exact(2)
             .map(|c| i16::from_ne_bytes([c[0], c[1]]))
             .collect();
         assert_eq!(values, [1, -2, 300]);
-        assert!(convert(&src, &DataType::Int32, &DataType::UInt8).is_err());
+        assert!(convert(&src, &DataType::Int32, &DataType::UInt8, flat).is_err());
         let half: Vec<u8> = 1.5f64.to_ne_bytes().to_vec();
-        assert!(convert(&half, &DataType::Float64, &DataType::Int64).is_err());
+        assert!(convert(&half, &DataType::Float64, &DataType::Int64, flat).is_err());
         // Nothing is lost silently.
-        assert!(convert(&half, &DataType::Float64, &DataType::Bool).is_err());
+        assert!(convert(&half, &DataType::Float64, &DataType::Bool, flat).is_err());
         let ones: Vec<u8> = [1.0f64, 0.0].iter().flat_map(|v| v.to_ne_bytes()).collect();
         assert_eq!(
-            convert(&ones, &DataType::Float64, &DataType::Bool).unwrap(),
+            convert(&ones, &DataType::Float64, &DataType::Bool, flat).unwrap(),
             [1, 0]
         );
-        assert!(convert(&2u8.to_ne_bytes(), &DataType::UInt8, &DataType::Bool).is_err());
+        assert!(convert(&2u8.to_ne_bytes(), &DataType::UInt8, &DataType::Bool, flat).is_err());
         let big = 70000u32.to_ne_bytes();
-        assert!(convert(&big, &DataType::UInt32, &DataType::Float16).is_err());
+        assert!(convert(&big, &DataType::UInt32, &DataType::Float16, flat).is_err());
         let odd = 2049i32.to_ne_bytes();
-        let err = convert(&odd, &DataType::Int32, &DataType::Float16).unwrap_err();
+        let err = convert(&odd, &DataType::Int32, &DataType::Float16, flat).unwrap_err();
         assert!(
-            format!("{err:#}").contains("2049 cannot be stored exactly"),
+            format!("{err:#}").contains("element [0]: 2049 cannot be stored exactly"),
             "{err:#}"
         );
-        assert!(convert(&2048i32.to_ne_bytes(), &DataType::Int32, &DataType::Float16).is_ok());
+        assert!(
+            convert(
+                &2048i32.to_ne_bytes(),
+                &DataType::Int32,
+                &DataType::Float16,
+                flat
+            )
+            .is_ok()
+        );
         let huge = ((1u64 << 53) + 1).to_ne_bytes();
-        assert!(convert(&huge, &DataType::UInt64, &DataType::Float64).is_err());
+        assert!(convert(&huge, &DataType::UInt64, &DataType::Float64, flat).is_err());
         let wide = 1e300f64.to_ne_bytes();
-        assert!(convert(&wide, &DataType::Float64, &DataType::Float32).is_err());
+        assert!(convert(&wide, &DataType::Float64, &DataType::Float32, flat).is_err());
         // Narrowing floats rounds; NaN and infinities stay what they are.
         let tenth = 0.1f64.to_ne_bytes();
         assert_eq!(
-            convert(&tenth, &DataType::Float64, &DataType::Float32).unwrap(),
+            convert(&tenth, &DataType::Float64, &DataType::Float32, flat).unwrap(),
             0.1f32.to_ne_bytes()
         );
         let inf = f64::INFINITY.to_ne_bytes();
-        assert!(convert(&inf, &DataType::Float64, &DataType::Float16).is_ok());
-        assert!(convert(&[0], &DataType::Bool, &DataType::String).is_err());
+        assert!(convert(&inf, &DataType::Float64, &DataType::Float16, flat).is_ok());
+        assert!(convert(&[0], &DataType::Bool, &DataType::String, flat).is_err());
     }
 }

@@ -280,7 +280,7 @@ async fn check_conversions(
                 .await
                 .with_context(|| format!("reading {block} of {}", array.path()))?
             {
-                cast::convert(&bytes, from, to)
+                cast::convert(&bytes, from, to, |i| format!("element {i} of the block"))
                     .with_context(|| format!("converting {block} of {}", array.path()))?;
             }
         }
@@ -397,8 +397,13 @@ fn destination_metadata(
         src.fill_value.clone()
     } else {
         FillValue::new(
-            cast::convert(src.fill_value.as_bytes(), &src.data_type, &data_type)
-                .context("converting the fill value")?,
+            cast::convert(
+                src.fill_value.as_bytes(),
+                &src.data_type,
+                &data_type,
+                |_| "element 0 of the block".to_owned(),
+            )
+            .context("converting the fill value")?,
         )
     };
     let mut attributes = src.attributes.clone();
@@ -547,7 +552,7 @@ async fn copy_array(
                     .with_context(|| format!("reading {block} of {}", src.path()))?;
                 let values = match values {
                     ArrayBytes::Fixed(bytes) if from != to => ArrayBytes::fixed(
-                        cast::convert(&bytes, from, to)
+                        cast::convert(&bytes, from, to, |i| format!("element {i} of the block"))
                             .with_context(|| format!("converting {block}"))?,
                     ),
                     other => other,

@@ -168,9 +168,12 @@ Examples:
     Create(create::CreateArgs),
     /// Write values from an .npy file into an array (a region, or the whole array).
     ///
-    /// The file is read once, in chunk-aligned slabs of about 64 MiB, each written before the
-    /// next is read; C and Fortran order. `string` arrays take numpy `<U n` (or `|S n`
-    /// holding UTF-8), `bytes` arrays `|S n`; object arrays (`|O`) are pickled and refused.
+    /// The file is read in chunk-aligned slabs of about 64 MiB, each written before the next
+    /// is read; C and Fortran order. A numeric file of another data type than the array's is
+    /// converted exactly (numpy's default int64 into an int32 array): the file is then read
+    /// twice, and a value that does not fit is an error naming its index, found before
+    /// anything is written. `string` arrays take numpy `<U n` (or `|S n` holding UTF-8),
+    /// `bytes` arrays `|S n`; object arrays (`|O`) are pickled and refused.
     #[command(after_help = "\
 Examples:
   zarr put data.zarr/images/raw --input raw.npy

@@ -17,6 +17,26 @@ pub(crate) struct NpyType {
     pub(crate) small_int: Option<(u32, bool)>,
 }
 
+/// The numeric data type of a numpy `descr` in any byte order (`<i8` is `int64`, `|b1`
+/// `bool`); `None` for every other dtype.
+pub(crate) fn numeric_data_type(descr: &str) -> Option<DataType> {
+    Some(match descr.trim_start_matches(['<', '>', '|', '=']) {
+        "b1" => DataType::Bool,
+        "i1" => DataType::Int8,
+        "i2" => DataType::Int16,
+        "i4" => DataType::Int32,
+        "i8" => DataType::Int64,
+        "u1" => DataType::UInt8,
+        "u2" => DataType::UInt16,
+        "u4" => DataType::UInt32,
+        "u8" => DataType::UInt64,
+        "f2" => DataType::Float16,
+        "f4" => DataType::Float32,
+        "f8" => DataType::Float64,
+        _ => return None,
+    })
+}
+
 /// The numpy dtype for `data_type`.
 ///
 /// # Errors

@@ -4,7 +4,9 @@
 //! boundaries, and each slab is written before the next is read. A C-order file is cut along
 //! the region's first dimension. A Fortran-order file (first index fastest) is cut along the
 //! region's last dimension longer than 1: in Fortran order the elements of such a slab are
-//! one contiguous run of the file, which is rearranged to C order in memory.
+//! one contiguous run of the file, which is rearranged to C order in memory. A numeric file
+//! of another data type than the array's is read twice: once to check that every value
+//! converts exactly, then to convert and write.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -18,10 +20,14 @@ use zarr::metadata::{ArrayMetadata, DataType};
 use zarr::store::Store;
 use zarr::vlen::{VlenBinary, VlenStrings};
 
+use crate::cast;
 use crate::format::{swap_bytes, swap_unit};
 use crate::get::SLAB_BYTES;
 use crate::layout::shape_text;
-use crate::npy::{Header, TextDtype, fortran_to_c, npy_type, push_utf32, read_header, trim_nuls};
+use crate::npy::{
+    Header, TextDtype, fortran_to_c, npy_type, numeric_data_type, push_utf32, read_header,
+    trim_nuls,
+};
 use crate::progress::{bar, note};
 use crate::region::{Selection, parse_selection, slabs_along};
 use crate::target::{Access, resolve};
@@ -33,8 +39,10 @@ pub(crate) struct PutArgs {
     #[command(flatten)]
     target: TargetArgs,
     /// The `.npy` file holding the values: the array's numpy dtype in any byte order, C or
-    /// Fortran order. `string` arrays take `<U n` (or `|S n` holding UTF-8), `bytes` arrays
-    /// `|S n`; trailing NULs are padding and dropped, as numpy does.
+    /// Fortran order, or another bool, integer or float dtype whose values all convert
+    /// exactly (int64 into an int32 array; checked before anything is written). `string`
+    /// arrays take `<U n` (or `|S n` holding UTF-8), `bytes` arrays `|S n`; trailing NULs
+    /// are padding and dropped, as numpy does.
     #[arg(short, long, value_name = "FILE")]
     input: PathBuf,
     /// Where to write, numpy-like (`100:200,0:50`); default the whole array. Its shape must
@@ -49,11 +57,19 @@ fn without_order(descr: &str) -> &str {
 }
 
 /// How the file's elements become the array's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Elements {
     /// Fixed-size elements of `size` bytes, stored as the array stores them once the bytes of
     /// every `swap`-byte unit are reversed (`swap` 1: nothing to reverse).
     Fixed { size: usize, swap: usize },
+    /// Numeric elements of another type, `from` (`size` bytes each, `swap` as for `Fixed`),
+    /// converted exactly to the array's `to` (see [`cast`]).
+    Convert {
+        from: DataType,
+        to: DataType,
+        size: usize,
+        swap: usize,
+    },
     /// `string` elements from `U n`, or from `S n` holding UTF-8.
     Strings(TextDtype),
     /// `bytes` elements from `S n`.
@@ -62,9 +78,9 @@ enum Elements {
 
 impl Elements {
     /// The bytes of one element in the file.
-    fn item_size(self) -> usize {
-        match self {
-            Self::Fixed { size, .. } => size,
+    fn item_size(&self) -> usize {
+        match *self {
+            Self::Fixed { size, .. } | Self::Convert { size, .. } => size,
             Self::Strings(text) => text.item_size(),
             Self::Binary { len } => len,
         }
@@ -73,11 +89,12 @@ impl Elements {
     /// The bytes held in memory per element of a slab: the file's bytes, a second copy when
     /// they are rearranged from Fortran order, and for variable-length elements the values
     /// (never longer than the file's) and an `i64` offset.
-    fn slab_cost(self, fortran_order: bool) -> u64 {
+    fn slab_cost(&self, fortran_order: bool) -> u64 {
         let item = self.item_size() as u64;
         let rearranged = if fortran_order { item } else { 0 };
         let values = match self {
             Self::Fixed { .. } => 0,
+            Self::Convert { to, .. } => to.fixed_size().unwrap_or(1) as u64,
             Self::Strings(_) | Self::Binary { .. } => item + 8,
         };
         (item + rearranged + values).max(1)
@@ -118,23 +135,36 @@ fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements>
     if expected.small_int.is_some() {
         usage!("put does not write {} arrays", data_type.name());
     }
-    if without_order(descr) != without_order(&expected.descr) {
-        usage!(
-            "{} holds {descr}, the array {} ({})",
-            input.display(),
-            data_type.name(),
-            expected.descr
-        );
-    }
     let needs_swap = if cfg!(target_endian = "big") {
         descr.starts_with('<')
     } else {
         descr.starts_with('>')
     };
-    Ok(Elements::Fixed {
-        size: data_type.fixed_size().unwrap_or(1),
-        swap: if needs_swap { swap_unit(data_type) } else { 1 },
-    })
+    if without_order(descr) == without_order(&expected.descr) {
+        return Ok(Elements::Fixed {
+            size: data_type.fixed_size().unwrap_or(1),
+            swap: if needs_swap { swap_unit(data_type) } else { 1 },
+        });
+    }
+    match numeric_data_type(descr) {
+        Some(from) if cast::is_castable(data_type) => Ok(Elements::Convert {
+            size: from.fixed_size().unwrap_or(1),
+            swap: if needs_swap { swap_unit(&from) } else { 1 },
+            from,
+            to: data_type.clone(),
+        }),
+        _ => usage!(
+            "{} holds {descr}, the array {} ({}){}",
+            input.display(),
+            data_type.name(),
+            expected.descr,
+            if cast::is_castable(data_type) {
+                "; only bool, integer and float16/32/64 files are converted"
+            } else {
+                ""
+            }
+        ),
+    }
 }
 
 /// The dimension a Fortran-order file is cut along: the region's last one longer than 1.
@@ -237,6 +267,23 @@ impl<R: Read> Source<R> {
         slabs_along(metadata, &selection.region, axis, cost, slab_bytes)
     }
 
+    /// A slab's elements (C order, as read) converted to the array's data type, when the
+    /// file's differs (`name(i)` names element `i` in errors); otherwise unchanged.
+    fn convert(&self, mut buf: Vec<u8>, name: impl Fn(usize) -> String) -> Result<Vec<u8>> {
+        let Elements::Convert { from, to, swap, .. } = &self.elements else {
+            return Ok(buf);
+        };
+        swap_bytes(&mut buf, *swap);
+        cast::convert(&buf, from, to, name).with_context(|| {
+            format!(
+                "converting {} ({}) to the array's {}",
+                self.name,
+                from.name(),
+                to.name()
+            )
+        })
+    }
+
     /// The next `slab`'s elements in C order: `count` elements of `item_size()` bytes.
     fn read_slab(&mut self, slab: &Region) -> Result<(Vec<u8>, usize)> {
         let item = self.elements.item_size();
@@ -263,6 +310,24 @@ impl<R: Read> Source<R> {
     }
 }
 
+/// Read each of `slabs` from `source` and convert it to the array's data type, writing
+/// nothing: run before [`write_slabs`], so that a value that does not fit is reported before
+/// any of the file is written.
+fn check_conversion(
+    source: &mut Source<impl Read>,
+    selection: &Selection,
+    slabs: &[Region],
+    progress: &ProgressBar,
+) -> Result<()> {
+    let file_rank = source.header.shape.len();
+    for slab in slabs {
+        let (buf, _) = source.read_slab(slab)?;
+        source.convert(buf, |i| element_name(i, slab, selection, file_rank))?;
+        progress.inc(1);
+    }
+    Ok(())
+}
+
 /// Read each of `slabs` from `source` and write it into `array` (named `target`).
 async fn write_slabs(
     array: &Array<dyn Store>,
@@ -276,18 +341,22 @@ async fn write_slabs(
     for slab in slabs {
         let (mut buf, count) = source.read_slab(&slab)?;
         let name = |i| element_name(i, &slab, selection, file_rank);
-        let written = match source.elements {
-            Elements::Fixed { swap, .. } => {
+        let written = match &source.elements {
+            &Elements::Fixed { swap, .. } => {
                 swap_bytes(&mut buf, swap);
                 array.write_bytes(&slab, &buf).await
             }
-            Elements::Strings(text) => {
+            Elements::Convert { .. } => {
+                let values = source.convert(buf, name)?;
+                array.write_bytes(&slab, &values).await
+            }
+            &Elements::Strings(text) => {
                 let values = strings(&buf, count, text, name)
                     .with_context(|| format!("reading {}", source.name))?;
                 drop(buf);
                 array.write_strings(&slab, &values).await
             }
-            Elements::Binary { len } => {
+            &Elements::Binary { len } => {
                 let values = binary(&buf, count, len)?;
                 drop(buf);
                 array.write_binary(&slab, &values).await
@@ -324,6 +393,21 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
         elements,
     };
     let slabs = source.slabs(metadata, &selection, SLAB_BYTES)?;
+    if let Elements::Convert { .. } = source.elements {
+        // Every value must fit before anything is written: read the file twice.
+        let file = File::open(&args.input).with_context(|| format!("opening {}", source.name))?;
+        let mut reader = BufReader::new(file);
+        read_header(&mut reader).with_context(|| format!("reading {}", source.name))?;
+        let mut check = Source {
+            reader,
+            name: source.name.clone(),
+            header: source.header.clone(),
+            elements: source.elements.clone(),
+        };
+        let progress = bar(global, slabs.len() as u64, "check");
+        check_conversion(&mut check, &selection, &slabs, &progress)?;
+        progress.finish_and_clear();
+    }
     let progress = bar(global, slabs.len() as u64, "put");
     write_slabs(
         &array,
@@ -378,7 +462,26 @@ mod tests {
             kind(">f4", DataType::Float32).unwrap(),
             Elements::Fixed { size: 4, swap }
         );
+        assert_eq!(
+            kind(">i8", DataType::Int32).unwrap(),
+            Elements::Convert {
+                from: DataType::Int64,
+                to: DataType::Int32,
+                size: 8,
+                swap: if cfg!(target_endian = "big") { 1 } else { 8 },
+            }
+        );
+        assert!(matches!(
+            kind("<f8", DataType::Bool).unwrap(),
+            Elements::Convert { size: 8, .. }
+        ));
         for (descr, data_type, message) in [
+            ("<i8", DataType::Complex64, "the array complex64 (<c8)"),
+            (
+                "<c8",
+                DataType::Int64,
+                "only bool, integer and float16/32/64 files",
+            ),
             ("|O", DataType::String, "astype(\"U\")"),
             ("|O", DataType::Int32, "pickled"),
             ("<U2", DataType::Bytes, "numpy.char.encode"),

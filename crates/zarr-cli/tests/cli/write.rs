@@ -146,9 +146,10 @@ fn put_checks_the_file_against_the_array() {
         "create", &array, "--shape", "4,4", "--dtype", "uint16", "--chunks", "2,2",
     ]);
     let npy = dir.path().join("x.npy");
-    write_npy(&npy, "<f4", &[4, 4], &[0; 64]);
+    // Only numeric files are converted (see `put_converts_numbers_exactly`).
+    write_npy(&npy, "<c8", &[4, 4], &[0; 128]);
     let err = fails(&["put", &array, "-i", npy.to_str().unwrap()], 2);
-    assert!(err.contains("holds <f4, the array uint16 (<u2)"), "{err}");
+    assert!(err.contains("holds <c8, the array uint16 (<u2)"), "{err}");
     write_npy(&npy, "<u2", &[2, 2], &[0; 8]);
     let err = fails(&["put", &array, "-i", npy.to_str().unwrap()], 2);
     assert!(err.contains("has shape 2x2, the region 4x4"), "{err}");
@@ -170,6 +171,88 @@ fn put_checks_the_file_against_the_array() {
         2,
     );
     assert!(err.contains("--codec \"lzma\""), "{err}");
+}
+
+#[test]
+fn put_converts_numbers_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("i.zarr").display().to_string();
+    ok(&[
+        "create", &array, "--shape", "3,4", "--dtype", "int32", "--chunks", "2,2",
+    ]);
+    let npy = dir.path().join("x.npy");
+    let file = npy.to_str().unwrap();
+    // numpy's default integers (int64) into an int32 array.
+    let values: Vec<i64> = (-5..7).collect();
+    write_npy(&npy, "<i8", &[3, 4], &i64_bytes(&values));
+    ok(&["put", &array, "-i", file]);
+    assert_eq!(
+        ok(&["get", &array, "-f", "json"]),
+        "[[-5, -4, -3, -2], [-1, 0, 1, 2], [3, 4, 5, 6]]\n"
+    );
+    // Whole floats in either byte order convert too; into a region, squeezed dimension
+    // included.
+    let floats: Vec<u8> = [10.0f64, -20.0, 30.0, 2e9]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    write_npy(&npy, ">f8", &[4], &floats);
+    ok(&["put", &array, "-i", file, "-r", "1,:"]);
+    assert_eq!(
+        ok(&["get", &array, "-r", "1", "-f", "json"]),
+        "[10, -20, 30, 2000000000]\n"
+    );
+
+    // A value out of range: the error names it and its index in the file, and nothing is
+    // written (the whole file is checked first), even what comes before it.
+    let before = ok(&["get", &array, "-f", "json"]);
+    let mut values = vec![7i64; 12];
+    values[6] = 1 << 40;
+    write_npy(&npy, "<i8", &[3, 4], &i64_bytes(&values));
+    let err = fails(&["put", &array, "-i", file], 1);
+    assert!(err.contains("x.npy (int64) to the array's int32"), "{err}");
+    assert!(
+        err.contains("element [1, 2]: 1099511627776 is out of the range of int32"),
+        "{err}"
+    );
+    assert_eq!(ok(&["get", &array, "-f", "json"]), before);
+    // Into a region with a single-index dimension, the index is the file's.
+    write_npy(&npy, "<i8", &[3], &i64_bytes(&[1, -1 << 33, 3]));
+    let err = fails(&["put", &array, "-i", file, "-r", "0:3,2"], 1);
+    assert!(err.contains("element [1]: -8589934592 is out"), "{err}");
+    // Fractions never become integers, and negative values never unsigned ones.
+    let halves: Vec<u8> = [1.0f64, 0.5].iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_npy(&npy, "<f8", &[1, 2], &halves);
+    let err = fails(&["put", &array, "-i", file, "-r", "2,0:2"], 1);
+    assert!(
+        err.contains("element [0, 1]: 0.5 is not a whole number, so it cannot become int32"),
+        "{err}"
+    );
+    assert_eq!(ok(&["get", &array, "-f", "json"]), before);
+    let unsigned = dir.path().join("u.zarr").display().to_string();
+    ok(&["create", &unsigned, "--shape", "2", "--dtype", "uint8"]);
+    write_npy(&npy, "<i8", &[2], &i64_bytes(&[255, -1]));
+    let err = fails(&["put", &unsigned, "-i", file], 1);
+    assert!(
+        err.contains("element [1]: -1 is out of the range of uint8"),
+        "{err}"
+    );
+    // Integers too large for a float's mantissa are not rounded.
+    let float = dir.path().join("f.zarr").display().to_string();
+    ok(&["create", &float, "--shape", "2", "--dtype", "float32"]);
+    write_npy(&npy, "<i8", &[2], &i64_bytes(&[16_777_216, 16_777_217]));
+    let err = fails(&["put", &float, "-i", file], 1);
+    assert!(
+        err.contains("element [1]: 16777217 cannot be stored exactly as float32"),
+        "{err}"
+    );
+    write_npy(&npy, "|b1", &[2], &[1, 0]);
+    ok(&["put", &float, "-i", file]);
+    assert_eq!(ok(&["get", &float, "-f", "json"]), "[1.0, 0.0]\n");
+}
+
+fn i64_bytes(values: &[i64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 #[test]
