@@ -54,7 +54,9 @@ impl Format {
 pub(crate) struct GetArgs {
     #[command(flatten)]
     target: TargetArgs,
-    /// The region, numpy-like: `0:10,:,5` (default: the whole array).
+    /// The region, numpy-like: comma-separated `start:stop`, `start:`, `:stop`, `:` or an
+    /// index per dimension, and at most one `...` for the dimensions not given (`0:10,:,5`,
+    /// `...,-1`; default: the whole array).
     #[arg(short, long, allow_hyphen_values = true)]
     region: Option<String>,
     /// Output format [default: from the extension of -o (.npy, .json, .raw, .bin), else

@@ -146,7 +146,8 @@ Examples:
     ///
     /// The region is numpy-like: one entry per dimension, separated by commas; `a:b`, `a:`,
     /// `:b`, `:` or a single index (negative counts from the end); missing trailing entries
-    /// mean `:`. Text output prints one value per line for a 1-D result and one row of the
+    /// mean `:`, and one entry may be `...`, which means `:` for every dimension the others
+    /// leave (`...,0` is the first element of the last dimension). Text output prints one value per line for a 1-D result and one row of the
     /// last dimension per line otherwise (a blank line between 2-D planes). Exports to npy
     /// and raw stream in chunk-aligned slabs, never holding the whole region. `string` and
     /// `bytes` export to npy as `<U n` / `|S n`, n the longest element: the region is read
@@ -155,6 +156,7 @@ Examples:
 Examples:
   zarr get data.zarr/temperature --region 0:5
   zarr get data.zarr/images/raw --region 0:10,:,5
+  zarr get data.zarr/images/raw --region ...,-1      # the last column
   zarr get data.zarr/images/raw --format npy -o raw.npy     # numpy.load('raw.npy')
   zarr get data.zarr/labels --format json
   zarr get data.zarr/labels --format npy -o labels.npy     # dtype <U n")]

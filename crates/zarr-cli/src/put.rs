@@ -45,7 +45,8 @@ pub(crate) struct PutArgs {
     /// are padding and dropped, as numpy does.
     #[arg(short, long, value_name = "FILE")]
     input: PathBuf,
-    /// Where to write, numpy-like (`100:200,0:50`); default the whole array. Its shape must
+    /// Where to write, numpy-like as for `get` (`100:200,0:50`, `...,3`); default the whole
+    /// array. Its shape must
     /// be the file's shape (single-index dimensions may be left out of the file's shape).
     #[arg(short, long, allow_hyphen_values = true)]
     region: Option<String>,

@@ -29,29 +29,53 @@ impl Selection {
     }
 }
 
+/// What a region is made of, for error messages.
+const REGION_SYNTAX: &str = "expected comma-separated selections, one per dimension, each \
+    `start:stop`, `start:`, `:stop`, `:` or a single index (negative counts from the end), \
+    and at most one `...` for the dimensions not given (e.g. `0:10,:,5` or `...,0`)";
+
 /// Parse `text` (or the whole array when `None`) against `shape`.
 ///
 /// Each comma-separated entry is `a:b`, `a:`, `:b`, `:` or a single index `i`; negative
 /// numbers count from the end; slice bounds are clipped to the array as numpy does, a single
-/// index must lie inside it; missing trailing entries mean `:`.
+/// index must lie inside it; missing trailing entries mean `:`. One entry may be `...`
+/// (numpy's ellipsis): `:` for as many dimensions as the other entries leave.
 pub(crate) fn parse_selection(text: Option<&str>, shape: &[u64]) -> Result<Selection> {
+    let whole = text.unwrap_or_default();
     let entries: Vec<&str> = match text.map(str::trim) {
         None | Some("") => Vec::new(),
         Some(text) => text.split(',').map(str::trim).collect(),
     };
-    if entries.len() > shape.len() {
+    for entry in &entries {
+        check_entry(whole, entry)?;
+    }
+    let ellipses = entries.iter().filter(|e| **e == "...").count();
+    if ellipses > 1 {
+        usage!("region {whole:?} has {ellipses} `...`; at most one is allowed");
+    }
+    let given = entries.len() - ellipses;
+    if given > shape.len() {
         usage!(
-            "region {:?} has {} entries but the array has {} dimensions",
-            text.unwrap_or_default(),
-            entries.len(),
+            "region {whole:?} selects {given} dimension{} but the array has {}",
+            if given == 1 { "" } else { "s" },
             shape.len()
         );
     }
+    // One entry per dimension: `...` becomes as many `:` as needed, and missing trailing
+    // entries are `:`.
+    let mut full: Vec<&str> = Vec::with_capacity(shape.len());
+    for entry in &entries {
+        if *entry == "..." {
+            full.extend(std::iter::repeat_n(":", shape.len() - given));
+        } else {
+            full.push(entry);
+        }
+    }
+    full.resize(shape.len(), ":");
     let mut ranges = Vec::with_capacity(shape.len());
     let mut squeezed = Vec::with_capacity(shape.len());
-    for (dim, &n) in shape.iter().enumerate() {
-        let entry = entries.get(dim).copied().unwrap_or(":");
-        let (range, single) = parse_entry(entry, n, dim)?;
+    for (dim, (&n, entry)) in shape.iter().zip(full).enumerate() {
+        let (range, single) = parse_entry(whole, entry, n, dim)?;
         ranges.push(range);
         squeezed.push(single);
     }
@@ -59,7 +83,30 @@ pub(crate) fn parse_selection(text: Option<&str>, shape: &[u64]) -> Result<Selec
     Ok(Selection { region, squeezed })
 }
 
-fn parse_entry(entry: &str, n: u64, dim: usize) -> Result<(Range<u64>, bool)> {
+/// Refuse an entry that is not made of the region syntax's characters (a `;` typed for a
+/// `,`, a letter), or that is empty, before reading it as numbers.
+fn check_entry(whole: &str, entry: &str) -> Result<()> {
+    if entry.is_empty() {
+        usage!("region {whole:?} has an empty selection; {REGION_SYNTAX}");
+    }
+    if entry == "..." {
+        return Ok(());
+    }
+    if let Some(bad) = entry
+        .chars()
+        .find(|c| !(c.is_ascii_digit() || matches!(c, ':' | '-' | '+' | ' ')))
+    {
+        let hint = match bad {
+            ';' | '|' | '/' | '\\' => " (dimensions are separated by commas)",
+            '.' => " (`...` must stand alone between commas)",
+            _ => "",
+        };
+        usage!("region {whole:?}: {entry:?} is not a selection{hint}; {REGION_SYNTAX}");
+    }
+    Ok(())
+}
+
+fn parse_entry(whole: &str, entry: &str, n: u64, dim: usize) -> Result<(Range<u64>, bool)> {
     let number = |s: &str| -> Result<Option<i128>> {
         let s = s.trim();
         if s.is_empty() {
@@ -67,7 +114,10 @@ fn parse_entry(entry: &str, n: u64, dim: usize) -> Result<(Range<u64>, bool)> {
         }
         match s.parse::<i128>() {
             Ok(v) => Ok(Some(v)),
-            Err(_) => usage!("region entry {entry:?} (dimension {dim}): {s:?} is not an integer"),
+            Err(_) => usage!(
+                "region {whole:?}: {entry:?} (dimension {dim}) is not a selection: {s:?} is not \
+                 an integer; {REGION_SYNTAX}"
+            ),
         }
     };
     let n_i = i128::from(n);
@@ -81,11 +131,13 @@ fn parse_entry(entry: &str, n: u64, dim: usize) -> Result<(Range<u64>, bool)> {
     match parts.as_slice() {
         [index] => {
             let Some(i) = number(index)? else {
-                usage!("region entry for dimension {dim} is empty");
+                usage!("region {whole:?}: the selection for dimension {dim} is empty");
             };
             let resolved = if i < 0 { i + n_i } else { i };
             if !(0..n_i).contains(&resolved) {
-                usage!("index {i} is out of bounds for dimension {dim} of size {n}");
+                usage!(
+                    "region {whole:?}: index {i} is out of bounds for dimension {dim} of size {n}"
+                );
             }
             let i = u64::try_from(resolved).unwrap_or_default();
             Ok((i..i + 1, true))
@@ -101,9 +153,16 @@ fn parse_entry(entry: &str, n: u64, dim: usize) -> Result<(Range<u64>, bool)> {
                 let stop = number(stop)?.map_or(n, clip);
                 return Ok((start..stop.max(start), false));
             }
-            usage!("region entry {entry:?}: steps other than 1 are not supported")
+            usage!(
+                "region {whole:?}: {entry:?} (dimension {dim}) has a step of {}; steps other \
+                 than 1 are not supported",
+                step.trim()
+            )
         }
-        _ => usage!("region entry {entry:?} is not `a:b`, `:` or an index"),
+        _ => usage!(
+            "region {whole:?}: {entry:?} (dimension {dim}) has {} colons; {REGION_SYNTAX}",
+            parts.len() - 1
+        ),
     }
 }
 
@@ -237,6 +296,88 @@ mod tests {
     }
 
     #[test]
+    fn ellipsis_fills_the_dimensions_not_given() {
+        let shape = [4, 5, 6];
+        assert_eq!(
+            sel("...,2", &shape),
+            (vec![(0, 4), (0, 5), (2, 3)], vec![4, 5])
+        );
+        assert_eq!(
+            sel("1:3,...", &shape),
+            (vec![(1, 3), (0, 5), (0, 6)], vec![2, 5, 6])
+        );
+        assert_eq!(
+            sel("0, ... ,-1", &shape),
+            (vec![(0, 1), (0, 5), (5, 6)], vec![5])
+        );
+        // Standing for no dimension at all, as in numpy.
+        assert_eq!(
+            sel("1,2,3,...", &shape),
+            (vec![(1, 2), (2, 3), (3, 4)], Vec::new())
+        );
+        assert_eq!(sel("...", &[]), (Vec::new(), Vec::new()));
+        assert_eq!(sel("...", &[2]), (vec![(0, 2)], vec![2]));
+        let err = parse_selection(Some("...,1,..."), &shape).unwrap_err();
+        assert!(err.to_string().contains("at most one"), "{err}");
+        let err = parse_selection(Some("1,...,2,3,4"), &shape).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "region \"1,...,2,3,4\" selects 4 dimensions but the array has 3"
+        );
+    }
+
+    #[test]
+    fn errors_say_what_a_region_is_and_quote_the_bad_part() {
+        let message = |text: &str| {
+            let err = parse_selection(Some(text), &[5, 5]).unwrap_err();
+            assert!(
+                err.downcast_ref::<crate::Usage>().is_some(),
+                "{text}: {err}"
+            );
+            err.to_string()
+        };
+        let err = message("0:3;0:3");
+        assert!(
+            err.starts_with(
+                "region \"0:3;0:3\": \"0:3;0:3\" is not a selection (dimensions are separated \
+                 by commas); expected comma-separated selections, one per dimension, each \
+                 `start:stop`"
+            ),
+            "{err}"
+        );
+        assert!(!err.contains("step"), "{err}");
+        let err = message("1,x:2");
+        assert!(
+            err.contains("\"x:2\" is not a selection; expected"),
+            "{err}"
+        );
+        let err = message("0..3");
+        assert!(
+            err.contains("\"0..3\" is not a selection (`...` must stand"),
+            "{err}"
+        );
+        let err = message("1,,2");
+        assert!(err.contains("has an empty selection; expected"), "{err}");
+        let err = message("0:4:2");
+        assert!(
+            err.contains("\"0:4:2\" (dimension 0) has a step of 2; steps other than 1"),
+            "{err}"
+        );
+        let err = message(":,1:2:3:4");
+        assert!(
+            err.contains("\"1:2:3:4\" (dimension 1) has 3 colons"),
+            "{err}"
+        );
+        let err = message("1 0");
+        assert!(err.contains("\"1 0\" is not an integer"), "{err}");
+        let err = message("1,7");
+        assert!(
+            err.contains("index 7 is out of bounds for dimension 1 of size 5"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn bad_regions_are_usage_errors() {
         for (text, shape) in [
             ("5", &[5u64][..]),
@@ -245,6 +386,9 @@ mod tests {
             ("a:b", &[5]),
             ("0:4:2", &[5]),
             ("1:2:3:4", &[5]),
+            ("0:3;0:3", &[5, 5]),
+            ("...,...", &[5, 5]),
+            ("....", &[5]),
         ] {
             let err = parse_selection(Some(text), shape).unwrap_err();
             assert!(

@@ -126,6 +126,59 @@ fn bad_usage_exits_2() {
 }
 
 #[test]
+fn regions_take_an_ellipsis_and_typos_say_what_a_region_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("cube.zarr").display().to_string();
+    ok(&[
+        "create", &array, "--shape", "2,3,4", "--dtype", "int16", "--chunks", "1,2,2",
+    ]);
+    let npy = dir.path().join("v.npy");
+    let data: Vec<u8> = (0..24i16).flat_map(|v| v.to_le_bytes()).collect();
+    crate::common::write_npy(&npy, "<i2", &[2, 3, 4], &data);
+    ok(&["put", &array, "-i", npy.to_str().unwrap()]);
+    // `...` is `:` for the dimensions not given: the last column of every row.
+    assert_eq!(
+        ok(&["get", &array, "-r", "...,-1", "-f", "json"]),
+        "[[3, 7, 11], [15, 19, 23]]\n"
+    );
+    assert_eq!(
+        ok(&["get", &array, "-r", "1,...,1:3", "-f", "json"]),
+        "[[13, 14], [17, 18], [21, 22]]\n"
+    );
+    assert_eq!(
+        ok(&["get", &array, "-r", "...", "-f", "json"]),
+        ok(&["get", &array, "-f", "json"])
+    );
+    // put takes it too.
+    crate::common::write_npy(&npy, "<i2", &[2, 3], &[0; 12]);
+    ok(&["put", &array, "-i", npy.to_str().unwrap(), "-r", "...,0"]);
+    assert_eq!(ok(&["get", &array, "-r", "1,2"]), "0\n21\n22\n23\n");
+
+    // A `;` for a `,` is reported as such, not as a step.
+    let err = fails(&["get", &array, "-r", "0:1;0:2"], 2);
+    assert!(
+        err.contains(
+            "region \"0:1;0:2\": \"0:1;0:2\" is not a selection (dimensions are separated by \
+             commas); expected comma-separated selections, one per dimension, each `start:stop`"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("step"), "{err}");
+    let err = fails(&["get", &array, "-r", "...,0,..."], 2);
+    assert!(err.contains("at most one"), "{err}");
+    let err = fails(&["get", &array, "-r", "0,...,0,0,0"], 2);
+    assert!(
+        err.contains("zarr: region \"0,...,0,0,0\" selects 4 dimensions"),
+        "{err}"
+    );
+    let err = fails(&["get", &array, "-r", "0,0,0,0"], 2);
+    assert!(
+        err.contains("selects 4 dimensions but the array has 3"),
+        "{err}"
+    );
+}
+
+#[test]
 fn help_has_examples_for_every_command() {
     for command in [
         "info", "tree", "get", "create", "put", "verify", "copy", "bench", "demo",
