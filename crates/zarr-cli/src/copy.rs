@@ -18,7 +18,7 @@ use crate::cast;
 use crate::create::parse_data_type;
 use crate::layout::{Layout, chosen_codecs, chunking_text, shape_text};
 use crate::progress::{bar, note};
-use crate::region::{parse_shape, slabs};
+use crate::region::{element_index, element_text, parse_shape, slabs};
 use crate::target::{Access, Target, resolve};
 use crate::{Global, TargetArgs, usage};
 
@@ -280,8 +280,10 @@ async fn check_conversions(
                 .await
                 .with_context(|| format!("reading {block} of {}", array.path()))?
             {
-                cast::convert(&bytes, from, to, |i| format!("element {i} of the block"))
-                    .with_context(|| format!("converting {block} of {}", array.path()))?;
+                cast::convert(&bytes, from, to, |i| {
+                    element_text(&element_index(&block, i as u64))
+                })
+                .with_context(|| format!("converting {block} of {}", array.path()))?;
             }
         }
     }
@@ -401,9 +403,9 @@ fn destination_metadata(
                 src.fill_value.as_bytes(),
                 &src.data_type,
                 &data_type,
-                |_| "element 0 of the block".to_owned(),
+                |_| "the fill value".to_owned(),
             )
-            .context("converting the fill value")?,
+            .with_context(|| format!("converting to {}", data_type.name()))?,
         )
     };
     let mut attributes = src.attributes.clone();
@@ -552,8 +554,10 @@ async fn copy_array(
                     .with_context(|| format!("reading {block} of {}", src.path()))?;
                 let values = match values {
                     ArrayBytes::Fixed(bytes) if from != to => ArrayBytes::fixed(
-                        cast::convert(&bytes, from, to, |i| format!("element {i} of the block"))
-                            .with_context(|| format!("converting {block}"))?,
+                        cast::convert(&bytes, from, to, |i| {
+                            element_text(&element_index(&block, i as u64))
+                        })
+                        .with_context(|| format!("converting {block}"))?,
                     ),
                     other => other,
                 };

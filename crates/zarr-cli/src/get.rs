@@ -13,7 +13,7 @@ use zarr::store::Store;
 
 use crate::format::{Style, element, native_to_little, variable_element};
 use crate::npy::{TextDtype, extend_utf32, header, npy_type, widen_small_ints};
-use crate::region::{Selection, parse_selection, slabs};
+use crate::region::{Selection, element_index, element_text, parse_selection, slabs};
 use crate::target::{Access, resolve};
 use crate::{TargetArgs, usage};
 
@@ -217,16 +217,13 @@ async fn write_text_npy(
     let metadata = array.metadata();
     let strings = metadata.data_type == DataType::String;
     let slabs = slabs(metadata, &selection.region, VARIABLE_GUESS, slab_bytes)?;
-    // `first` counts the elements before each slab, to name a bad one.
     let mut widest = 0;
     let mut kept = None;
-    let mut first = 0;
     for slab in &slabs {
         let vlen = read_variable(array, slab).await?;
         for (i, e) in vlen.iter().enumerate() {
-            widest = widest.max(measure(e, strings, first + i as u64)?.1);
+            widest = widest.max(measure(e, strings, slab, i)?.1);
         }
-        first += slab.num_elements()?;
         if slabs.len() == 1 {
             kept = Some(vlen);
         }
@@ -242,18 +239,17 @@ async fn write_text_npy(
     let widest = widest.max(1);
     out.write_all(&header(&dtype.descr(), &selection.out_shape()))?;
     let mut item = Vec::with_capacity(dtype.item_size().max(4));
-    let mut first = 0;
     for slab in &slabs {
         let vlen = match kept.take() {
             Some(vlen) => vlen,
             None => read_variable(array, slab).await?,
         };
         for (i, e) in vlen.iter().enumerate() {
-            let (text, width) = measure(e, strings, first + i as u64)?;
+            let (text, width) = measure(e, strings, slab, i)?;
             if width > widest {
                 anyhow::bail!(
-                    "element {} of the region grew while it was exported (another writer?)",
-                    first + i as u64
+                    "{} of the array grew while it was exported (another writer?)",
+                    element_text(&element_index(slab, i as u64))
                 );
             }
             item.clear();
@@ -266,17 +262,26 @@ async fn write_text_npy(
             }
             out.write_all(&item)?;
         }
-        first += slab.num_elements()?;
     }
     Ok(())
 }
 
 /// A `string` (when `strings`) or `bytes` element's text (strings only) and width: characters
-/// of a string, bytes otherwise. `index` names the element in the region if it is not UTF-8.
-fn measure(e: &[u8], strings: bool, index: u64) -> Result<(Option<&str>, usize)> {
+/// of a string, bytes otherwise. The element is element `i` of `slab`, named by its index in
+/// the array if it is not UTF-8.
+fn measure<'a>(
+    e: &'a [u8],
+    strings: bool,
+    slab: &Region,
+    i: usize,
+) -> Result<(Option<&'a str>, usize)> {
     if strings {
-        let text = std::str::from_utf8(e)
-            .with_context(|| format!("element {index} of the region is not UTF-8"))?;
+        let text = std::str::from_utf8(e).with_context(|| {
+            format!(
+                "{} of the array is not UTF-8",
+                element_text(&element_index(slab, i as u64))
+            )
+        })?;
         Ok((Some(text), text.chars().count()))
     } else {
         Ok((None, e.len()))

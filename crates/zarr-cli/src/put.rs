@@ -29,7 +29,7 @@ use crate::npy::{
     trim_nuls,
 };
 use crate::progress::{bar, note};
-use crate::region::{Selection, parse_selection, slabs_along};
+use crate::region::{Selection, element_index, element_text, parse_selection, slabs_along};
 use crate::target::{Access, resolve};
 use crate::{Global, TargetArgs, usage};
 
@@ -180,27 +180,17 @@ fn fortran_axis(region: &Region) -> usize {
 
 /// Element `i` (C order) of `slab`, named by its index in the file: `element [3, 1]`.
 fn element_name(i: usize, slab: &Region, selection: &Selection, file_rank: usize) -> String {
-    let shape = slab.shape();
-    let mut rest = i as u64;
-    let mut index = vec![0u64; shape.len()];
-    for d in (0..shape.len()).rev() {
-        let n = shape[d].max(1);
-        index[d] = rest % n + slab.ranges()[d].start - selection.region.ranges()[d].start;
-        rest /= n;
-    }
+    let index = element_index(slab, i as u64);
     // A file without the single-index dimensions has no index for them.
     let keep_all = file_rank == index.len();
-    let parts: Vec<String> = index
+    let in_file: Vec<u64> = index
         .iter()
+        .zip(selection.region.ranges())
         .zip(&selection.squeezed)
         .filter(|&(_, &squeezed)| keep_all || !squeezed)
-        .map(|(v, _)| v.to_string())
+        .map(|((v, range), _)| v - range.start)
         .collect();
-    if parts.is_empty() {
-        "the element".to_owned()
-    } else {
-        format!("element [{}]", parts.join(", "))
-    }
+    element_text(&in_file)
 }
 
 /// `count` elements of `text` (C order) as strings; `name(i)` names element `i` in errors.

@@ -166,6 +166,28 @@ fn parse_entry(whole: &str, entry: &str, n: u64, dim: usize) -> Result<(Range<u6
     }
 }
 
+/// The index in the array of element `i` (C order) of `region`.
+pub(crate) fn element_index(region: &Region, i: u64) -> Vec<u64> {
+    let ranges = region.ranges();
+    let mut rest = i;
+    let mut index = vec![0u64; ranges.len()];
+    for d in (0..ranges.len()).rev() {
+        let n = (ranges[d].end - ranges[d].start).max(1);
+        index[d] = ranges[d].start + rest % n;
+        rest /= n;
+    }
+    index
+}
+
+/// `element [3, 1]`, or `the element` of a 0-d array.
+pub(crate) fn element_text(index: &[u64]) -> String {
+    if index.is_empty() {
+        return "the element".to_owned();
+    }
+    let parts: Vec<String> = index.iter().map(u64::to_string).collect();
+    format!("element [{}]", parts.join(", "))
+}
+
 /// Parse a shape such as `100,200` (every entry at least `min`).
 pub(crate) fn parse_shape(text: &str, what: &str, min: u64) -> Result<Vec<u64>> {
     let text = text.trim();
@@ -396,6 +418,16 @@ mod tests {
                 "{text}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn elements_of_a_region_are_named_by_their_array_index() {
+        let region = Region::try_new(vec![2..4, 10..13]).unwrap();
+        assert_eq!(element_index(&region, 0), [2, 10]);
+        assert_eq!(element_index(&region, 4), [3, 11]);
+        assert_eq!(element_text(&element_index(&region, 5)), "element [3, 12]");
+        let scalar = Region::try_new(vec![]).unwrap();
+        assert_eq!(element_text(&element_index(&scalar, 0)), "the element");
     }
 
     #[test]

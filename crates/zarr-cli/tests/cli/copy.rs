@@ -132,6 +132,47 @@ fn copy_converts_the_data_type() {
 }
 
 #[test]
+fn copy_names_a_value_that_does_not_convert_by_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("s.zarr").display().to_string();
+    ok(&[
+        "create", &src, "--shape", "6,5", "--dtype", "int32", "--chunks", "4,5",
+    ]);
+    let mut values = [1i32; 30];
+    values[27] = 1000;
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let npy = dir.path().join("v.npy");
+    write_npy(&npy, "<i4", &[6, 5], &data);
+    ok(&["put", &src, "-i", npy.to_str().unwrap()]);
+    // Element 27 of the array, the fourth of the second block (rows 4..6): [5, 2].
+    let dst = dir.path().join("d.zarr").display().to_string();
+    let err = fails(&["copy", &src, &dst, "--data-type", "int8"], 1);
+    assert!(
+        err.contains("element [5, 2]: 1000 is out of the range of int8"),
+        "{err}"
+    );
+    assert!(!err.contains("of the block"), "{err}");
+    // A fill value that does not fit is named as such.
+    let big = dir.path().join("b.zarr").display().to_string();
+    ok(&[
+        "create",
+        &big,
+        "--shape",
+        "2",
+        "--dtype",
+        "int32",
+        "--fill-value",
+        "300",
+    ]);
+    let dst = dir.path().join("d2.zarr").display().to_string();
+    let err = fails(&["copy", &big, &dst, "--data-type", "int8"], 1);
+    assert!(
+        err.contains("converting to int8: the fill value: 300 is out of the range of int8"),
+        "{err}"
+    );
+}
+
+#[test]
 fn copy_never_loses_data() {
     let dir = tempfile::tempdir().unwrap();
     let src = source(dir.path());
