@@ -42,7 +42,8 @@ pub(crate) struct CopyArgs {
     #[arg(long)]
     shards: Option<String>,
     /// Replace the codecs: zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], crc32c or none,
-    /// in order; repeat for several.
+    /// in order; repeat for a compressor and crc32c (one compressor at most; `none` only
+    /// alone).
     #[arg(long = "codec", value_name = "CODEC")]
     codecs: Vec<String>,
     /// Replace the codecs with this list, as JSON as `zarr.json` holds it (the inner chunks'

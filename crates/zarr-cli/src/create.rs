@@ -36,7 +36,8 @@ pub(crate) struct CreateArgs {
     #[arg(long)]
     shards: Option<String>,
     /// A compression or checksum codec, in order: zstd[:LEVEL], gzip[:LEVEL],
-    /// blosc[:CNAME[:LEVEL]], crc32c, or none. Repeat for several. Default: zstd:3.
+    /// blosc[:CNAME[:LEVEL]], crc32c, or none. Repeat for a compressor and crc32c (one
+    /// compressor at most; `none` only alone). Default: zstd:3.
     #[arg(long = "codec", value_name = "CODEC")]
     codecs: Vec<String>,
     /// The whole codec list as JSON, as `zarr.json` holds it (the inner chunks' codecs with

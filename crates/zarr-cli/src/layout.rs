@@ -98,16 +98,51 @@ pub(crate) fn default_array_to_bytes(data_type: &DataType) -> ExtensionObject {
 }
 
 /// The codec list for `--codec` flags: the default array-to-bytes codec, then each flag's
-/// bytes-to-bytes codec (`none` adds nothing).
+/// bytes-to-bytes codec (`none` alone: nothing more).
+///
+/// Lists that contradict themselves are usage errors: `none` with anything else (no
+/// compression, and some), two compressors (which one, or which level?), `crc32c` twice.
+/// Unusual lists can still be written out in full with `--codecs JSON`.
 pub(crate) fn codecs_from_flags(
     specs: &[String],
     data_type: &DataType,
 ) -> Result<Vec<ExtensionObject>> {
+    let given = || {
+        specs
+            .iter()
+            .map(|s| format!("--codec {s}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if specs.len() > 1 && specs.iter().any(|s| s == "none") {
+        usage!(
+            "`--codec none` means no compression and must be the only --codec (given: {}); \
+             leave it out to compress",
+            given()
+        );
+    }
     let mut list = vec![default_array_to_bytes(data_type)];
+    let mut compressor: Option<&str> = None;
+    let mut checksum = false;
     for spec in specs {
-        if let Some(codec) = parse_codec(spec, data_type)? {
-            list.push(codec);
+        let Some(codec) = parse_codec(spec, data_type)? else {
+            continue;
+        };
+        if codec.name == "crc32c" {
+            if checksum {
+                usage!("--codec crc32c is given twice (given: {})", given());
+            }
+            checksum = true;
+        } else if let Some(first) = compressor {
+            usage!(
+                "--codec {first} and --codec {spec} are two compressors; choose one (given: \
+                 {}), or write the whole list with --codecs JSON",
+                given()
+            );
+        } else {
+            compressor = Some(spec);
         }
+        list.push(codec);
     }
     Ok(list)
 }
@@ -274,11 +309,35 @@ mod tests {
     #[test]
     fn codec_flags() {
         let dt = DataType::Float32;
-        let list =
-            codecs_from_flags(&["zstd:5".into(), "crc32c".into(), "none".into()], &dt).unwrap();
+        let list = codecs_from_flags(&["zstd:5".into(), "crc32c".into()], &dt).unwrap();
         let names: Vec<_> = list.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["bytes", "zstd", "crc32c"]);
         assert_eq!(list[1].configuration_or_empty()["level"], 5);
+        let list = codecs_from_flags(&["none".into()], &dt).unwrap();
+        let names: Vec<_> = list.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["bytes"]);
+        for (bad, message) in [
+            (
+                &["none", "zstd"][..],
+                "`--codec none` means no compression and must be the only",
+            ),
+            (&["zstd", "none"], "(given: --codec zstd --codec none)"),
+            (&["none", "none"], "must be the only --codec"),
+            (
+                &["zstd:3", "gzip"],
+                "--codec zstd:3 and --codec gzip are two compressors",
+            ),
+            (&["zstd:1", "crc32c", "zstd:5"], "two compressors"),
+            (
+                &["crc32c", "zstd", "crc32c"],
+                "--codec crc32c is given twice",
+            ),
+        ] {
+            let specs: Vec<String> = bad.iter().map(|s| (*s).to_owned()).collect();
+            let err = codecs_from_flags(&specs, &dt).unwrap_err();
+            assert!(err.downcast_ref::<crate::Usage>().is_some(), "{bad:?}");
+            assert!(err.to_string().contains(message), "{bad:?}: {err}");
+        }
         let blosc = parse_codec("blosc:zstd:7", &dt).unwrap().unwrap();
         assert_eq!(blosc.configuration_or_empty()["typesize"], 4);
         assert_eq!(blosc.configuration_or_empty()["shuffle"], "shuffle");

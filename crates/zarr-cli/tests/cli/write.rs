@@ -256,6 +256,63 @@ fn i64_bytes(values: &[i64]) -> Vec<u8> {
 }
 
 #[test]
+fn contradictory_codec_flags_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("c.zarr");
+    let array_text = array.to_str().unwrap();
+    let create = |codecs: &[&str]| {
+        let mut args = vec!["create", array_text, "--shape", "4", "--dtype", "uint8"];
+        for codec in codecs {
+            args.extend(["--codec", codec]);
+        }
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let run = |codecs: &[&str]| {
+        let args = create(codecs);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails(&args, 2)
+    };
+    let err = run(&["none", "zstd"]);
+    assert!(
+        err.contains(
+            "`--codec none` means no compression and must be the only --codec (given: --codec \
+             none --codec zstd)"
+        ),
+        "{err}"
+    );
+    assert!(run(&["crc32c", "none"]).contains("must be the only --codec"));
+    let err = run(&["zstd:3", "gzip:5"]);
+    assert!(
+        err.contains("--codec zstd:3 and --codec gzip:5 are two compressors; choose one"),
+        "{err}"
+    );
+    assert!(run(&["crc32c", "crc32c"]).contains("crc32c is given twice"));
+    // Nothing was created.
+    assert!(!array.exists());
+    // `none` alone is no compression; copy checks its flags the same way.
+    let args = create(&["none"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&args);
+    let info: Value = serde_json::from_str(&ok(&["info", "--json", array_text])).unwrap();
+    assert_eq!(info["metadata"]["codecs"].as_array().unwrap().len(), 1);
+    let copy = dir.path().join("d.zarr");
+    let err = fails(
+        &[
+            "copy",
+            array_text,
+            copy.to_str().unwrap(),
+            "--codec",
+            "zstd",
+            "--codec",
+            "none",
+        ],
+        2,
+    );
+    assert!(err.contains("must be the only --codec"), "{err}");
+    assert!(!copy.join("zarr.json").exists());
+}
+
+#[test]
 fn verbose_shows_the_library_tracing_and_quiet_hides_notes() {
     let dir = tempfile::tempdir().unwrap();
     let array = dir.path().join("v.zarr").display().to_string();
