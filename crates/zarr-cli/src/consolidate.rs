@@ -6,7 +6,7 @@ use zarr::array::Node;
 use zarr::metadata::v2::ZarrFormat;
 
 use crate::target::{Access, resolve};
-use crate::{TargetArgs, outln};
+use crate::{Global, TargetArgs, outln};
 
 /// Arguments of `zarr consolidate`.
 #[derive(Args, Debug)]
@@ -15,7 +15,7 @@ pub(crate) struct ConsolidateArgs {
     target: TargetArgs,
 }
 
-pub(crate) async fn run(args: ConsolidateArgs) -> Result<()> {
+pub(crate) async fn run(args: ConsolidateArgs, global: Global) -> Result<()> {
     let target = resolve(&args.target, Access::Read)?;
     let mut group = match target.node().await? {
         Node::Group(group) => group,
@@ -32,10 +32,12 @@ pub(crate) async fn run(args: ConsolidateArgs) -> Result<()> {
         ZarrFormat::V3 => "its zarr.json",
         ZarrFormat::V2 => ".zmetadata",
     };
-    outln!(
-        "recorded the metadata of {nodes} node{} below {} in {place}",
-        if nodes == 1 { "" } else { "s" },
-        group.path()
-    );
+    if !global.quiet {
+        outln!(
+            "recorded the metadata of {nodes} node{} below {} in {place}",
+            if nodes == 1 { "" } else { "s" },
+            group.path()
+        );
+    }
     Ok(())
 }

@@ -10,10 +10,10 @@ use zarr::array::{ArrayBuilder, ArrayBytes, Group, VlenBytes};
 use zarr::metadata::{DataType, FillValue};
 use zarr::store::{FilesystemStore, Store};
 
-use crate::TargetArgs;
 use crate::info::InfoArgs;
 use crate::outln;
 use crate::tree::TreeArgs;
+use crate::{Global, TargetArgs};
 
 /// Arguments of `zarr demo`.
 #[derive(Args, Debug)]
@@ -33,7 +33,7 @@ fn is_earlier_demo(dir: &Path) -> bool {
         .is_some_and(|v| v["attributes"][MARK] == true)
 }
 
-pub(crate) async fn run(args: DemoArgs) -> Result<()> {
+pub(crate) async fn run(args: DemoArgs, global: Global) -> Result<()> {
     let dir = &args.dir;
     if dir.exists() {
         let empty = std::fs::read_dir(dir)
@@ -102,6 +102,9 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
         .write_array_bytes(0..4, ArrayBytes::Variable(values))
         .await?;
 
+    if global.quiet {
+        return Ok(());
+    }
     let shown = dir.display().to_string();
     outln!("Built a Zarr v3 dataset in {shown}:\n");
     crate::tree::run(TreeArgs::for_target(&shown)).await?;

@@ -85,7 +85,8 @@ Start with `zarr demo demo.zarr`, which builds a small dataset and shows it.";
 /// Options every command takes.
 #[derive(Args, Clone, Copy, Debug)]
 pub(crate) struct Global {
-    /// Print nothing but results and errors (no progress bars, no notes).
+    /// Print nothing but results and errors (no progress bars, no notes; `demo` and
+    /// `consolidate` print only errors).
     #[arg(short, long, global = true)]
     pub(crate) quiet: bool,
     /// Log what the library does to stderr (-v info, -vv debug, -vvv trace; RUST_LOG also
@@ -260,14 +261,14 @@ fn run(cli: Cli) -> Result<()> {
         match cli.command {
             Command::Info(args) => info::run(args).await,
             Command::Tree(args) => tree::run(args).await,
-            Command::Consolidate(args) => consolidate::run(args).await,
+            Command::Consolidate(args) => consolidate::run(args, global).await,
             Command::Get(args) => get::run(args).await,
             Command::Create(args) => create::run_create(args, global).await,
             Command::Put(args) => put::run_put(args, global).await,
             Command::Verify(args) => verify::run(args, global).await,
             Command::Copy(args) => copy::run(args, global).await,
             Command::Bench(args) => bench::run(args, global).await,
-            Command::Demo(args) => demo::run(args).await,
+            Command::Demo(args) => demo::run(args, global).await,
         }
     })
 }

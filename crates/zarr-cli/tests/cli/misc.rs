@@ -81,6 +81,33 @@ fn demo_builds_a_dataset_that_the_other_commands_read() {
 }
 
 #[test]
+fn quiet_silences_demo_and_consolidate() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo.zarr");
+    let demo_text = demo.display().to_string();
+    let silent = |args: &[&str]| {
+        let out = zarr(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert_eq!(
+            (
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            ("".into(), "".into()),
+            "{args:?}"
+        );
+    };
+    silent(&["-q", "demo", &demo_text]);
+    silent(&["demo", "--quiet", &demo_text]);
+    // The dataset is there all the same.
+    assert!(ok(&["tree", &demo_text]).contains("    raw  uint16 512x512"));
+    silent(&["consolidate", "-q", &demo_text]);
+    assert!(ok(&["tree", &demo_text]).starts_with("/  (from consolidated metadata)\n"));
+    // Without --quiet both say what they did.
+    assert!(ok(&["consolidate", &demo_text]).starts_with("recorded the metadata of 5 nodes"));
+}
+
+#[test]
 fn errors_are_one_line_with_the_cause_and_exit_1() {
     let err = fails(&["info", "/definitely/not/here"], 1);
     assert_eq!(
