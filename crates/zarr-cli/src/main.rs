@@ -187,7 +187,8 @@ Examples:
     /// each one that is corrupt or undecodable, with the reason.
     ///
     /// Checksums (crc32c, zstd checksums) are checked as part of decoding; shards are decoded
-    /// whole, index included. Exits with 1 if any chunk is corrupt.
+    /// whole, index included. Exits with 1 if any chunk is corrupt. A note names the arrays
+    /// without a checksum, for which only decoding was checked.
     #[command(after_help = "\
 Examples:
   zarr verify data.zarr

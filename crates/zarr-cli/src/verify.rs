@@ -5,8 +5,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures::StreamExt as _;
+use serde_json::{Map, Value};
 use zarr::array::{Array, Node};
-use zarr::metadata::NodeMetadata;
+use zarr::metadata::{ExtensionObject, NodeMetadata};
 use zarr::store::{ListableStore as _, Store, StorePrefix};
 
 use crate::info::grid_indices;
@@ -76,6 +77,70 @@ async fn check(array: Array<dyn Store>, chunk: Vec<u64>) -> Outcome {
     match result {
         Ok(()) => Outcome::Good,
         Err(reason) => Outcome::Bad { key, reason },
+    }
+}
+
+/// Whether a codec list checks the stored bytes of every chunk when it decodes: a checksum
+/// codec (`crc32c`, numcodecs' `crc32`, `adler32`, `fletcher32`, `jenkins_lookup3`), zstd
+/// with its frame checksum on, or gzip (whose trailer holds a CRC-32), at the top level or
+/// among the inner chunks' codecs of a shard. The shard index's own checksum does not
+/// count: it covers the index, not the chunks.
+fn has_checksum(codecs: &[ExtensionObject]) -> bool {
+    codecs
+        .iter()
+        .any(|c| codec_checks(&c.name, c.configuration.as_ref()))
+}
+
+fn codec_checks(name: &str, configuration: Option<&Map<String, Value>>) -> bool {
+    let name = name.strip_prefix("numcodecs.").unwrap_or(name);
+    match name {
+        "crc32c" | "crc32" | "adler32" | "fletcher32" | "jenkins_lookup3" | "gzip" => true,
+        "zstd" => configuration
+            .and_then(|c| c.get("checksum"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        "sharding_indexed" => {
+            configuration
+                .and_then(|c| c.get("codecs"))
+                .and_then(Value::as_array)
+                .is_some_and(|inner| {
+                    inner.iter().any(|codec| match codec {
+                        Value::String(name) => codec_checks(name, None),
+                        Value::Object(codec) => codec
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|name| {
+                                codec_checks(
+                                    name,
+                                    codec.get("configuration").and_then(Value::as_object),
+                                )
+                            }),
+                        _ => false,
+                    })
+                })
+        }
+        _ => false,
+    }
+}
+
+/// The note for arrays whose codecs hold no checksum (`unchecked` of `total`; `target` names
+/// the array when it was the only one), if any.
+fn checksum_note(unchecked: &[String], total: usize, target: &str) -> Option<String> {
+    let advice = "arrays with a crc32c codec (or zstd with its checksum on, or gzip) also get \
+                  their stored bytes verified";
+    match unchecked {
+        [] => None,
+        [_] if total == 1 => Some(format!(
+            "note: {target} has no checksum, so only decoding was checked; {advice}"
+        )),
+        _ => Some(format!(
+            "note: {} of {total} arrays {} no checksum ({}), so for {} only decoding was \
+             checked; {advice}",
+            unchecked.len(),
+            if unchecked.len() == 1 { "has" } else { "have" },
+            crate::walk::list_text(unchecked),
+            if unchecked.len() == 1 { "it" } else { "them" },
+        )),
     }
 }
 
@@ -186,6 +251,16 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
         if arrays.len() == 1 { "" } else { "s" },
         if problems == 1 { "" } else { "s" }
     );
+    let unchecked: Vec<String> = arrays
+        .iter()
+        .filter(|a| !has_checksum(&a.metadata().codecs))
+        .map(|a| a.path().as_str().to_owned())
+        .collect();
+    if let Some(note) = checksum_note(&unchecked, arrays.len(), &target.describe())
+        && !global.quiet
+    {
+        outln!("{note}");
+    }
     if problems > 0 {
         bail!(
             "{}: {problems} problem{} found (corrupt or unreadable chunks, or nodes that do not open)",
@@ -194,4 +269,59 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codecs(json: &str) -> Vec<ExtensionObject> {
+        let list: Vec<Value> = serde_json::from_str(json).unwrap();
+        list.iter()
+            .map(|c| ExtensionObject::from_json(c, "codecs").unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn checksums_are_found_where_they_cover_the_chunks() {
+        for (json, checked) in [
+            (r#"[{"name": "bytes"}]"#, false),
+            (r#"[{"name": "bytes"}, {"name": "crc32c"}]"#, true),
+            (
+                r#"[{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]"#,
+                false,
+            ),
+            (
+                r#"[{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1, "checksum": true}}]"#,
+                true,
+            ),
+            (
+                r#"[{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}]"#,
+                true,
+            ),
+            (
+                r#"[{"name": "bytes"}, {"name": "numcodecs.fletcher32"}]"#,
+                true,
+            ),
+            (
+                r#"[{"name": "bytes"}, {"name": "blosc", "configuration": {}}]"#,
+                false,
+            ),
+            // A shard: the inner codecs count, the index's do not.
+            (
+                r#"[{"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+                    "codecs": [{"name": "bytes"}, "crc32c"],
+                    "index_codecs": [{"name": "bytes"}]}}]"#,
+                true,
+            ),
+            (
+                r#"[{"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+                    "codecs": [{"name": "bytes"}],
+                    "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}]}}]"#,
+                false,
+            ),
+        ] {
+            assert_eq!(has_checksum(&codecs(json)), checked, "{json}");
+        }
+    }
 }

@@ -203,19 +203,25 @@ fn usable(
 /// `1 node` / `3 nodes`, with up to five paths: for the message that ends a command that
 /// met broken nodes.
 pub(crate) fn broken_summary(broken: &[String]) -> String {
+    format!(
+        "{} node{} could not be read ({})",
+        broken.len(),
+        if broken.len() == 1 { "" } else { "s" },
+        list_text(broken)
+    )
+}
+
+/// Up to five paths, comma-separated, then how many more: `/a, /b and 3 more`.
+pub(crate) fn list_text(paths: &[String]) -> String {
     const SHOWN: usize = 5;
-    let mut list = broken
+    let mut list = paths
         .iter()
         .take(SHOWN)
         .cloned()
         .collect::<Vec<_>>()
         .join(", ");
-    if broken.len() > SHOWN {
-        list.push_str(&format!(" and {} more", broken.len() - SHOWN));
+    if paths.len() > SHOWN {
+        list.push_str(&format!(" and {} more", paths.len() - SHOWN));
     }
-    format!(
-        "{} node{} could not be read ({list})",
-        broken.len(),
-        if broken.len() == 1 { "" } else { "s" }
-    )
+    list
 }

@@ -130,7 +130,7 @@ fn verify_lists_the_stored_chunks_instead_of_asking_for_every_one() {
         "-r",
         "5,9:11",
     ]);
-    let out = ok(&["verify", array_text]);
+    let out = ok(&["-q", "verify", array_text]);
     assert_eq!(
         out,
         "checked 1 array: 2 chunks decode, 9999999998 not stored (fill value), 0 problems\n"
@@ -139,4 +139,65 @@ fn verify_lists_the_stored_chunks_instead_of_asking_for_every_one() {
     let chunk = array.join("c/0/1");
     std::fs::write(&chunk, b"not zstd").unwrap();
     assert_fails_with(&array, &["c/0/1"]);
+}
+
+#[test]
+fn verify_says_when_only_decoding_was_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.zarr");
+    let create = |name: &str, codecs: &[&str]| {
+        let path = store.join(name).display().to_string();
+        let mut args = vec!["-q", "create", &path, "--shape", "4", "--dtype", "uint8"];
+        for codec in codecs {
+            args.extend(["--codec", codec]);
+        }
+        ok(&args);
+        let npy = dir.path().join("v.npy");
+        crate::common::write_npy(&npy, "|u1", &[4], &[1, 2, 3, 4]);
+        ok(&["-q", "put", &path, "-i", npy.to_str().unwrap()]);
+        path
+    };
+    let plain = create("plain", &["zstd"]);
+    let summed = create("summed", &["zstd", "crc32c"]);
+    let gzip = create("gzip", &["gzip"]);
+    // One array without a checksum: the note names it as it was given.
+    let out = ok(&["verify", &plain]);
+    assert_eq!(
+        out,
+        format!(
+            "checked 1 array: 1 chunks decode, 0 not stored (fill value), 0 problems\n\
+             note: {plain} has no checksum, so only decoding was checked; arrays with a crc32c \
+             codec (or zstd with its checksum on, or gzip) also get their stored bytes \
+             verified\n"
+        )
+    );
+    // --quiet leaves the note out.
+    assert!(!ok(&["-q", "verify", &plain]).contains("note"));
+    // With a checksum (crc32c, or gzip's CRC-32) there is nothing to say.
+    for path in [&summed, &gzip] {
+        assert!(!ok(&["verify", path]).contains("note"), "{path}");
+    }
+    // A group counts the arrays without one.
+    let out = ok(&["verify", store.to_str().unwrap()]);
+    assert!(out.contains("checked 3 arrays"), "{out}");
+    assert!(
+        out.contains(
+            "note: 1 of 3 arrays has no checksum (/plain), so for it only decoding was checked"
+        ),
+        "{out}"
+    );
+    // The inner chunks' codecs of a shard count, its index's checksum does not.
+    let sharded = ok(&[
+        "verify",
+        &fixtures().join("tensorstore/sharded").display().to_string(),
+    ]);
+    assert!(sharded.contains("has no checksum"), "{sharded}");
+    let inner = ok(&[
+        "verify",
+        &fixtures()
+            .join("zarr-python/shard_2d")
+            .display()
+            .to_string(),
+    ]);
+    assert!(!inner.contains("note"), "{inner}");
 }
