@@ -729,6 +729,17 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
             .collect())
     }
 
+    /// [`crate::Group::children_each`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::children_each`], and [`Error::BlockingInAsync`].
+    pub fn children_each(&self) -> Result<Vec<(NodePath, Result<Node<S>>)>> {
+        Ok(block_on(self.0.children_each())??
+            .into_iter()
+            .map(|(path, node)| (path, node.map(Node::from)))
+            .collect())
+    }
+
     /// [`crate::Group::tree`].
     ///
     /// # Errors

@@ -666,6 +666,57 @@ impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {
             .collect()
     }
 
+    /// The group's direct children like [`children`](Self::children), except that a child
+    /// that cannot be opened (its metadata does not parse, an array's codecs cannot be
+    /// built, its metadata cannot be read) does not fail the whole listing: each child
+    /// comes with its own result. For tools that show what they can and mark the rest.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, Group};
+    /// use zarr_core::DataType;
+    /// use zarr_store::{MemoryStore, StoreKey, WritableStore};
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let root = Group::create(Arc::clone(&store), "/").await?;
+    /// root.create_array("good", &ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])).await?;
+    /// store.set(&StoreKey::try_new("bad/zarr.json")?, "{ not json".into()).await?;
+    ///
+    /// assert!(root.children().await.is_err());
+    /// let children = root.children_each().await?;
+    /// assert_eq!(children.len(), 2);
+    /// assert_eq!(children[0].0.as_str(), "/bad");
+    /// assert!(children[0].1.is_err());
+    /// assert!(children[1].1.is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// Store errors listing the group.
+    pub async fn children_each(&self) -> Result<Vec<(NodePath, Result<Node<S>>)>> {
+        if let Some(snapshot) = self.consolidated.as_ref().filter(|s| s.covers(&self.path)) {
+            return Ok(snapshot
+                .children_of(&self.path)
+                .into_iter()
+                .map(|(path, metadata, format)| {
+                    let node = self.node(path.clone(), metadata, format);
+                    (path, node)
+                })
+                .collect());
+        }
+        Ok(listed_children_each(&*self.store, &self.path)
+            .await?
+            .into_iter()
+            .map(|(path, read)| {
+                let node =
+                    read.and_then(|(metadata, format)| self.node(path.clone(), metadata, format));
+                (path, node)
+            })
+            .collect())
+    }
+
     /// A node below this group, passing on the group's consolidated record.
     fn node(&self, path: NodePath, metadata: NodeMetadata, format: ZarrFormat) -> Result<Node<S>> {
         let mut node = Node::from_metadata(Arc::clone(&self.store), path, metadata, format)?;
@@ -845,6 +896,19 @@ async fn listed_children<S: ReadableStore + ListableStore + ?Sized>(
     store: &S,
     path: &NodePath,
 ) -> Result<Vec<(NodePath, NodeMetadata, ZarrFormat)>> {
+    listed_children_each(store, path)
+        .await?
+        .into_iter()
+        .map(|(child, read)| read.map(|(metadata, format)| (child, metadata, format)))
+        .collect()
+}
+
+/// [`listed_children`], with each child's metadata read on its own: a child whose
+/// metadata cannot be read or parsed comes with its error. Fails only if the listing does.
+async fn listed_children_each<S: ReadableStore + ListableStore + ?Sized>(
+    store: &S,
+    path: &NodePath,
+) -> Result<Vec<(NodePath, Result<(NodeMetadata, ZarrFormat)>)>> {
     let prefix = node_prefix(path)?;
     let listing = store.list_dir(&prefix).await?;
     let mut out = Vec::new();
@@ -858,8 +922,11 @@ async fn listed_children<S: ReadableStore + ListableStore + ?Sized>(
             // Not a valid node name (e.g. an array's `c/` chunk directory).
             continue;
         };
-        if let Some((metadata, format)) = read_node(store, &child_path).await? {
-            out.push((child_path, metadata, format));
+        match read_node(store, &child_path).await {
+            Ok(Some(found)) => out.push((child_path, Ok(found))),
+            // A directory without metadata is not a node.
+            Ok(None) => {}
+            Err(err) => out.push((child_path, Err(err))),
         }
     }
     Ok(out)

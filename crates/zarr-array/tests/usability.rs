@@ -471,3 +471,57 @@ async fn fill_values_read_back_as_rust_values() {
         Error::ElementType { .. }
     ));
 }
+
+/// `children_each` lists every child with its own result: one broken child (metadata that
+/// does not parse, an unknown codec) does not hide the others, where `children` fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_broken_child_does_not_hide_the_others() {
+    use zarr_store::WritableStore;
+    let store = memory();
+    let root = zarr_array::Group::create(Arc::clone(&store), "/")
+        .await
+        .unwrap();
+    let builder = ArrayBuilder::new(vec![2], DataType::UInt8, vec![2]);
+    root.create_array("a", &builder).await.unwrap();
+    root.create_group("g").await.unwrap();
+    let mut unknown = builder.build_metadata().unwrap().to_value().unwrap();
+    unknown["codecs"] = serde_json::json!([{"name": "no-such-codec"}]);
+    store
+        .set(
+            &StoreKey::try_new("odd/zarr.json").unwrap(),
+            unknown.to_string().into(),
+        )
+        .await
+        .unwrap();
+    store
+        .set(
+            &StoreKey::try_new("torn/zarr.json").unwrap(),
+            "{\"zarr_for".into(),
+        )
+        .await
+        .unwrap();
+    // A directory without metadata is not a node.
+    store
+        .set(&StoreKey::try_new("loose/data.bin").unwrap(), "x".into())
+        .await
+        .unwrap();
+
+    assert!(root.children().await.is_err());
+    let children = root.children_each().await.unwrap();
+    let names: Vec<_> = children.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(names, ["/a", "/g", "/odd", "/torn"]);
+    assert!(matches!(children[0].1, Ok(zarr_array::Node::Array(_))));
+    assert!(matches!(children[1].1, Ok(zarr_array::Node::Group(_))));
+    let odd = children[2].1.as_ref().unwrap_err().to_string();
+    assert!(odd.contains("no-such-codec"), "{odd}");
+    assert!(matches!(children[3].1, Err(Error::Metadata { .. })));
+
+    std::thread::spawn(move || {
+        let root = zarr_array::blocking::Group::open(store, "/").unwrap();
+        let children = root.children_each().unwrap();
+        assert_eq!(children.len(), 4);
+        assert_eq!(children.iter().filter(|(_, n)| n.is_err()).count(), 2);
+    })
+    .join()
+    .unwrap();
+}

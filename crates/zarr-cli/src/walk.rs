@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use zarr::array::{Array, ArrayOptions, Group, Node};
 use zarr::metadata::v2::{self, ZarrFormat};
 use zarr::metadata::{NodeMetadata, NodePath};
-use zarr::store::{ListableStore as _, ReadableStoreExt as _, Store, StoreKey, StorePrefix};
+use zarr::store::{ReadableStoreExt as _, Store, StoreKey};
 
 use crate::error_line;
 
@@ -109,14 +109,18 @@ pub(crate) async fn tree(group: &Group<dyn Store>) -> Result<Tree> {
         }
     }
     let mut nodes = Vec::new();
-    let mut groups = vec![group.path().clone()];
-    while let Some(path) = groups.pop() {
-        for found in children_of(group.store(), &path).await? {
-            if let Ok(Node::Group(child)) = &found.node {
-                groups.push(child.path().clone());
-            }
+    let mut groups = vec![group.clone()];
+    while let Some(parent) = groups.pop() {
+        for found in children(&parent).await? {
+            let node = found.node.map(|node| {
+                let metadata = metadata_of(&node);
+                if let Node::Group(child) = node {
+                    groups.push(child);
+                }
+                metadata
+            });
             nodes.push(Found {
-                node: found.node.map(|node| metadata_of(&node)),
+                node,
                 path: found.path,
             });
         }
@@ -136,41 +140,16 @@ pub(crate) async fn tree(group: &Group<dyn Store>) -> Result<Tree> {
 /// # Errors
 /// Store errors listing the group.
 pub(crate) async fn children(group: &Group<dyn Store>) -> Result<Vec<Found<Node<dyn Store>>>> {
-    children_of(group.store(), group.path()).await
-}
-
-async fn children_of(
-    store: &Arc<dyn Store>,
-    path: &NodePath,
-) -> Result<Vec<Found<Node<dyn Store>>>> {
-    let prefix = StorePrefix::try_new(path.prefix())?;
-    let listing = store
-        .list_dir(&prefix)
+    Ok(group
+        .children_each()
         .await
-        .with_context(|| format!("listing group {path}"))?;
-    let mut out = Vec::new();
-    for child in listing.prefixes {
-        let name = child
-            .as_str()
-            .strip_prefix(prefix.as_str())
-            .unwrap_or(child.as_str())
-            .trim_end_matches('/');
-        let Ok(child_path) = path.child(name) else {
-            // Not a valid node name (such as an array's `c/` chunk directory).
-            continue;
-        };
-        let node = match Node::open(Arc::clone(store), child_path.as_str()).await {
-            Ok(node) => Ok(node),
-            // A directory without metadata is not a node.
-            Err(zarr::array::Error::NodeNotFound { .. }) => continue,
-            Err(err) => Err(error_line(&err)),
-        };
-        out.push(Found {
-            path: child_path,
-            node,
-        });
-    }
-    Ok(out)
+        .with_context(|| format!("listing group {}", group.path()))?
+        .into_iter()
+        .map(|(path, node)| Found {
+            path,
+            node: node.map_err(|err| error_line(&err)),
+        })
+        .collect())
 }
 
 /// The metadata of an opened node.
