@@ -724,75 +724,92 @@ impl std::str::FromStr for DataType {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
-        const FIELD: &str = "data type";
-        let text = text.trim();
-        if text.starts_with('{') || text.starts_with('"') {
-            let value: Value = serde_json::from_str(text).map_err(Error::Json)?;
-            return Self::from_json(&value, FIELD);
-        }
-        for (prefix, structured) in [("struct{", false), ("structured{", true)] {
-            if let Some(body) = text.strip_prefix(prefix) {
-                let body = body.strip_suffix('}').ok_or_else(|| {
-                    Error::invalid(FIELD, format!("{text:?}: a struct ends with `}}`"))
+        parse_data_type(text, 0)
+    }
+}
+
+/// How deeply struct types may nest in text, so that hostile text cannot exhaust the stack
+/// (serde_json limits the JSON form the same way).
+const MAX_STRUCT_DEPTH: usize = 64;
+
+/// [`DataType::from_str`] for text nested `depth` structs deep.
+fn parse_data_type(text: &str, depth: usize) -> Result<DataType> {
+    const FIELD: &str = "data type";
+    let text = text.trim();
+    if text.starts_with('{') || text.starts_with('"') {
+        let value: Value = serde_json::from_str(text).map_err(Error::Json)?;
+        return DataType::from_json(&value, FIELD);
+    }
+    for (prefix, structured) in [("struct{", false), ("structured{", true)] {
+        if let Some(body) = text.strip_prefix(prefix) {
+            let body = body.strip_suffix('}').ok_or_else(|| {
+                Error::invalid(FIELD, format!("{text:?}: a struct ends with `}}`"))
+            })?;
+            let mut fields = Vec::new();
+            for part in split_top_level(body) {
+                let (name, data_type) = part.split_once(':').ok_or_else(|| {
+                    Error::invalid(
+                        FIELD,
+                        format!("{text:?}: struct field {part:?} is not `name: type`"),
+                    )
                 })?;
-                let mut fields = Vec::new();
-                for part in split_top_level(body) {
-                    let (name, data_type) = part.split_once(':').ok_or_else(|| {
-                        Error::invalid(
-                            FIELD,
-                            format!("{text:?}: struct field {part:?} is not `name: type`"),
-                        )
-                    })?;
-                    fields.push(StructField::new(name.trim(), data_type.parse()?));
-                }
-                return Ok(Self::Struct(StructType::checked(
-                    fields, structured, FIELD,
-                )?));
-            }
-        }
-        if let Some((name, argument)) = text.strip_suffix(']').and_then(|rest| rest.split_once('['))
-        {
-            let mut config = Map::new();
-            match name {
-                "numpy.datetime64" | "numpy.timedelta64" => {
-                    let digits = argument.bytes().take_while(u8::is_ascii_digit).count();
-                    let (scale, unit) = argument.split_at(digits);
-                    let scale: u64 = if scale.is_empty() {
-                        1
-                    } else {
-                        scale.parse().map_err(|_| {
-                            Error::invalid(
-                                FIELD,
-                                format!("{text:?}: scale factor {scale} is too large"),
-                            )
-                        })?
-                    };
-                    config.insert("unit".into(), Value::from(unit));
-                    config.insert("scale_factor".into(), Value::from(scale));
-                }
-                "fixed_length_utf32" | "null_terminated_bytes" | "raw_bytes" => {
-                    let length: u64 = argument.trim().parse().map_err(|_| {
-                        Error::invalid(
-                            FIELD,
-                            format!("{text:?}: expected the size in bytes between the brackets"),
-                        )
-                    })?;
-                    config.insert("length_bytes".into(), Value::from(length));
-                }
-                _ => {
+                if depth >= MAX_STRUCT_DEPTH {
                     return Err(Error::invalid(
                         FIELD,
-                        format!("{text:?}: {name} takes no argument in brackets"),
+                        format!("structs nest more than {MAX_STRUCT_DEPTH} deep"),
                     ));
                 }
+                fields.push(StructField::new(
+                    name.trim(),
+                    parse_data_type(data_type, depth + 1)?,
+                ));
             }
-            return Self::from_json(
-                &ExtensionObject::with_configuration(name, config).to_json(),
-                FIELD,
-            );
+            return Ok(DataType::Struct(StructType::checked(
+                fields, structured, FIELD,
+            )?));
         }
-        Self::from_json(&Value::String(text.to_owned()), FIELD)
     }
+    if let Some((name, argument)) = text.strip_suffix(']').and_then(|rest| rest.split_once('[')) {
+        let mut config = Map::new();
+        match name {
+            "numpy.datetime64" | "numpy.timedelta64" => {
+                let digits = argument.bytes().take_while(u8::is_ascii_digit).count();
+                let (scale, unit) = argument.split_at(digits);
+                let scale: u64 = if scale.is_empty() {
+                    1
+                } else {
+                    scale.parse().map_err(|_| {
+                        Error::invalid(
+                            FIELD,
+                            format!("{text:?}: scale factor {scale} is too large"),
+                        )
+                    })?
+                };
+                config.insert("unit".into(), Value::from(unit));
+                config.insert("scale_factor".into(), Value::from(scale));
+            }
+            "fixed_length_utf32" | "null_terminated_bytes" | "raw_bytes" => {
+                let length: u64 = argument.trim().parse().map_err(|_| {
+                    Error::invalid(
+                        FIELD,
+                        format!("{text:?}: expected the size in bytes between the brackets"),
+                    )
+                })?;
+                config.insert("length_bytes".into(), Value::from(length));
+            }
+            _ => {
+                return Err(Error::invalid(
+                    FIELD,
+                    format!("{text:?}: {name} takes no argument in brackets"),
+                ));
+            }
+        }
+        return DataType::from_json(
+            &ExtensionObject::with_configuration(name, config).to_json(),
+            FIELD,
+        );
+    }
+    DataType::from_json(&Value::String(text.to_owned()), FIELD)
 }
 
 /// `body` split at the commas outside brackets and braces.
@@ -1149,5 +1166,20 @@ mod from_str_tests {
             let err = bad.parse::<DataType>().unwrap_err().to_string();
             assert!(err.contains(says), "{bad:?}: {err}");
         }
+    }
+}
+
+#[cfg(test)]
+mod nesting_tests {
+    use super::*;
+
+    #[test]
+    fn deeply_nested_struct_text_is_an_error_not_a_stack_overflow() {
+        let depth = 100_000;
+        let text = format!("{}int8{}", "struct{a: ".repeat(depth), "}".repeat(depth));
+        let err = text.parse::<DataType>().unwrap_err().to_string();
+        assert!(err.contains("nest more than 64"), "{err}");
+        let ok = format!("{}int8{}", "struct{a: ".repeat(64), "}".repeat(64));
+        assert_eq!(ok.parse::<DataType>().unwrap().fixed_size(), Some(1));
     }
 }
