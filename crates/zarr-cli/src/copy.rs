@@ -19,7 +19,7 @@ use crate::create::parse_data_type;
 use crate::layout::{Layout, chosen_codecs, chunking_text, shape_text};
 use crate::progress::{bar, note};
 use crate::region::{element_index, element_text, parse_shape, slabs};
-use crate::target::{Access, Target, resolve};
+use crate::target::{Access, Occupant, Target, resolve};
 use crate::{Global, TargetArgs, usage};
 
 /// Arguments of `zarr copy`.
@@ -145,7 +145,10 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
         );
     }
     let dst_path = NodePath::new(&dst.path)?;
-    let exists = Node::open(Arc::clone(&dst.store), &dst.path).await.is_ok();
+    let occupant = dst.occupant().await?;
+    dst.refuse_foreign(&occupant)?;
+    // A node whose metadata does not parse counts: --overwrite replaces it.
+    let exists = occupant == Occupant::Node;
     if exists && !plan.overwrite && !plan.resume {
         usage!(
             "{} already exists; use --overwrite to replace it or --resume to continue a copy",

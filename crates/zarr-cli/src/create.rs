@@ -5,7 +5,7 @@ use clap::Args;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-use zarr::array::{ArrayBuilder, Group, Node};
+use zarr::array::{ArrayBuilder, Group};
 use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{DataType, FillValue, NodePath};
 use zarr::store::{ReadableStore as _, Store, StoreKey};
@@ -13,7 +13,7 @@ use zarr::store::{ReadableStore as _, Store, StoreKey};
 use crate::layout::{Layout, chosen_codecs, shape_text};
 use crate::progress::note;
 use crate::region::parse_shape;
-use crate::target::{Access, resolve};
+use crate::target::{Access, Occupant, resolve};
 use crate::{Global, TargetArgs, usage};
 
 /// Arguments of `zarr create`.
@@ -256,11 +256,9 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
     }
     let target = resolve(&args.target, Access::Write)?;
     let node_path = NodePath::new(&target.path)?;
-    if !args.overwrite
-        && Node::open(Arc::clone(&target.store), &target.path)
-            .await
-            .is_ok()
-    {
+    let occupant = target.occupant().await?;
+    target.refuse_foreign(&occupant)?;
+    if !args.overwrite && occupant == Occupant::Node {
         usage!(
             "{} already exists; use --overwrite to replace it",
             target.describe()

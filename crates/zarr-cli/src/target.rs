@@ -7,7 +7,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use zarr::array::{Array, Node};
 use zarr::metadata::NodePath;
-use zarr::store::{FilesystemStore, ObjectStoreAdapter, Store};
+use zarr::store::{
+    FilesystemStore, ListableStore as _, ObjectStoreAdapter, ReadableStoreExt as _, Store,
+    StoreKey, StorePrefix,
+};
 
 use crate::TargetArgs;
 
@@ -32,6 +35,19 @@ pub(crate) struct Target {
 enum Location {
     Local(PathBuf),
     Url(Vec<String>),
+}
+
+/// What a target to be written holds before the command writes anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Occupant {
+    /// Nothing at or below the node's place.
+    Nothing,
+    /// A node: its metadata document (`zarr.json`, or a Zarr v2 `.zarray` or `.zgroup`),
+    /// whether it parses or not.
+    Node,
+    /// Objects that are no Zarr node's (the first one found): a directory of other files,
+    /// or a prefix with nodes below it but none of its own.
+    Other(String),
 }
 
 /// Whether the target is to be read (it must exist) or written (it may be created).
@@ -254,6 +270,49 @@ impl Target {
         Array::open(Arc::clone(&self.store), &self.path)
             .await
             .with_context(|| format!("opening {}", self.describe()))
+    }
+
+    /// What is at the node's place: nothing, a node, or objects that are no node's.
+    pub(crate) async fn occupant(&self) -> Result<Occupant> {
+        let prefix = NodePath::new(&self.path)?.prefix();
+        for name in ["zarr.json", ".zarray", ".zgroup"] {
+            let key = StoreKey::try_new(format!("{prefix}{name}"))?;
+            if self
+                .store
+                .exists(&key)
+                .await
+                .with_context(|| format!("reading {}", self.describe()))?
+            {
+                return Ok(Occupant::Node);
+            }
+        }
+        let listing = self
+            .store
+            .list_dir(&StorePrefix::try_new(prefix)?)
+            .await
+            .with_context(|| format!("listing {}", self.describe()))?;
+        let first = listing
+            .keys
+            .first()
+            .map(|key| key.as_str().to_owned())
+            .or_else(|| listing.prefixes.first().map(|p| p.as_str().to_owned()));
+        Ok(first.map_or(Occupant::Nothing, Occupant::Other))
+    }
+
+    /// A usage error when the node's place holds objects that are no Zarr node's: a new
+    /// node there would be mixed with them, and replacing it later (`--overwrite` erases a
+    /// node's whole prefix) would erase them too.
+    pub(crate) fn refuse_foreign(&self, occupant: &Occupant) -> Result<()> {
+        if let Occupant::Other(first) = occupant {
+            crate::usage!(
+                "{} is not empty but holds no Zarr node (it has {first:?}): a new node there \
+                 would be mixed with what is there, and replacing it later with --overwrite \
+                 would erase all of it; write to a new or empty place (such as a new \
+                 NAME.zarr directory inside it)",
+                self.describe()
+            );
+        }
+        Ok(())
     }
 
     /// Whether one target's node is the other's, or lies inside it (a copy between them

@@ -519,3 +519,59 @@ fn copy_to_s3_and_back() {
     ]);
     assert_eq!(raw(&back), raw(&src));
 }
+
+#[test]
+fn a_new_node_is_not_written_among_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    // A directory of other files: a node written there would be mixed with them, and
+    // replacing it later with --overwrite erased them all.
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("README"), "keep me").unwrap();
+    let docs_text = docs.display().to_string();
+    for args in [
+        vec!["create", &docs_text, "--shape", "3", "--dtype", "uint8"],
+        vec![
+            "create",
+            &docs_text,
+            "--shape",
+            "3",
+            "--dtype",
+            "uint8",
+            "--overwrite",
+        ],
+        vec!["copy", &src, &docs_text],
+        vec!["copy", &src, &docs_text, "--overwrite"],
+        vec!["copy", &src, &docs_text, "--resume"],
+    ] {
+        let err = fails(&args, 2);
+        assert!(
+            err.contains("holds no Zarr node (it has \"README\")"),
+            "{args:?}: {err}"
+        );
+    }
+    let names: Vec<_> = std::fs::read_dir(&docs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["README"]);
+    assert_eq!(
+        std::fs::read_to_string(docs.join("README")).unwrap(),
+        "keep me"
+    );
+    // A new directory inside is fine.
+    let inside = docs.join("copy.zarr").display().to_string();
+    ok(&["copy", &src, &inside]);
+    assert_eq!(raw(&inside), raw(&src));
+
+    // A node whose metadata does not parse is a node: it exists, and --overwrite replaces it.
+    let broken = dir.path().join("broken.zarr");
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::write(broken.join("zarr.json"), "{not json").unwrap();
+    let broken_text = broken.display().to_string();
+    let err = fails(&["copy", &src, &broken_text], 2);
+    assert!(err.contains("already exists"), "{err}");
+    ok(&["copy", &src, &broken_text, "--overwrite"]);
+    assert_eq!(raw(&broken_text), raw(&src));
+}
