@@ -1,6 +1,7 @@
 //! `zarr copy`: copy arrays and groups between stores, changing the layout on the way.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -12,7 +13,7 @@ use zarr::metadata::{
     ArrayMetadata, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue, GroupMetadata,
     NodeMetadata, NodePath,
 };
-use zarr::store::{Store, StorePrefix};
+use zarr::store::{ReadableStoreExt as _, Store, StoreKey, StorePrefix};
 
 use crate::cast;
 use crate::create::parse_data_type;
@@ -62,7 +63,8 @@ pub(crate) struct CopyArgs {
     #[arg(long, conflicts_with = "resume")]
     overwrite: bool,
     /// Continue an interrupted copy: keep the destination (its metadata must be what this
-    /// copy would write) and skip blocks whose destination chunks are all stored.
+    /// copy would write) and skip blocks whose destination chunks are all stored. A copy
+    /// with --resume that fails keeps what it copied, for the next --resume.
     #[arg(long)]
     resume: bool,
     /// The format to write: 3 (`zarr.json`), or 2 (`.zarray`/`.zgroup`, for readers that
@@ -92,7 +94,7 @@ struct Plan {
 }
 
 pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
-    let mut plan = Plan {
+    let plan = Plan {
         chunks: args
             .chunks
             .as_deref()
@@ -130,8 +132,128 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
         },
         Access::Write,
     )?;
+    let mut undo = Undo::default();
+    match copy(&src, &dst, plan, global, &mut undo).await {
+        Ok(()) => Ok(()),
+        Err(err) => Err(undo.apply(err, &dst).await),
+    }
+}
+
+/// What a copy that fails leaves behind.
+#[derive(Default)]
+struct Undo {
+    /// What the copy wrote; `None` until it starts writing the destination.
+    written: Option<Written>,
+}
+
+enum Written {
+    /// Everything at the destination's prefix is this copy's (the place was empty, or
+    /// `--overwrite` erased it): erase it, and the metadata documents of the groups above
+    /// it that this copy created (`ancestors`, deepest first, those that were missing).
+    Erase {
+        ancestors: Vec<StoreKey>,
+        replaced: bool,
+    },
+    /// `--resume`: keep what was copied, for the next `--resume`.
+    Keep,
+}
+
+impl Undo {
+    /// Clean up after `err`, and say in the error what was done.
+    async fn apply(self, err: anyhow::Error, dst: &Target) -> anyhow::Error {
+        match self.written {
+            None => {
+                dst.remove_created_dirs();
+                err
+            }
+            Some(Written::Keep) => err.context(format!(
+                "{}: the copy failed; what it copied is kept: run the same command with \
+                 --resume to finish it",
+                dst.describe()
+            )),
+            Some(Written::Erase {
+                ancestors,
+                replaced,
+            }) => match erase_written(dst, &ancestors).await {
+                Ok(()) => {
+                    dst.remove_created_dirs();
+                    err.context(format!(
+                        "{}: the copy failed, and the partial destination was removed{}",
+                        dst.describe(),
+                        if replaced {
+                            " (the old destination was erased by --overwrite before the copy)"
+                        } else {
+                            ""
+                        }
+                    ))
+                }
+                Err(cleanup) => err.context(format!(
+                    "{}: the copy failed, and removing the partial destination failed too \
+                     ({}); remove it, or finish it with --resume",
+                    dst.describe(),
+                    crate::one_line(&cleanup)
+                )),
+            },
+        }
+    }
+}
+
+/// Erase the destination's prefix, then the metadata documents `ancestors`.
+async fn erase_written(dst: &Target, ancestors: &[StoreKey]) -> Result<()> {
+    let prefix = StorePrefix::try_new(NodePath::new(&dst.path)?.prefix())?;
+    dst.store
+        .erase_prefix(&prefix)
+        .await
+        .with_context(|| format!("erasing {}", dst.describe()))?;
+    for key in ancestors {
+        dst.store
+            .erase(key)
+            .await
+            .with_context(|| format!("erasing {key}"))?;
+    }
+    Ok(())
+}
+
+/// The metadata documents that creating a node at `path` writes above it: those of the
+/// groups above that have none yet (deepest first).
+async fn missing_ancestors(dst: &Target, path: &NodePath) -> Result<Vec<StoreKey>> {
+    const DOCUMENTS: [&str; 3] = ["zarr.json", ".zarray", ".zgroup"];
+    let mut missing = Vec::new();
+    for ancestor in path.ancestors().iter().rev() {
+        let prefix = ancestor.prefix();
+        let mut absent = Vec::new();
+        for name in DOCUMENTS.iter().chain([&".zattrs"]) {
+            let key = StoreKey::try_new(format!("{prefix}{name}"))?;
+            if !dst
+                .store
+                .exists(&key)
+                .await
+                .with_context(|| format!("reading {key} in {}", dst.describe()))?
+            {
+                absent.push(key);
+            }
+        }
+        // No metadata document: creating the node writes one (and for Zarr v2 `.zattrs`).
+        if DOCUMENTS
+            .iter()
+            .all(|name| absent.iter().any(|key| key.as_str().ends_with(name)))
+        {
+            missing.extend(absent);
+        }
+    }
+    Ok(missing)
+}
+
+/// Copy `src` to `dst`, recording in `undo` what is written.
+async fn copy(
+    src: &Target,
+    dst: &Target,
+    mut plan: Plan,
+    global: Global,
+    undo: &mut Undo,
+) -> Result<()> {
     let started = Instant::now();
-    if src.overlaps(&dst) {
+    if src.overlaps(dst) {
         usage!(
             "{} and {} overlap (the same node, or one inside the other): a copy would read \
              what it writes{}; copy to another place",
@@ -179,14 +301,24 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
             Some(nodes)
         }
     };
-    if exists && plan.overwrite {
-        if plan.data_type.is_some() {
-            // A value that does not convert would stop the copy half-way, with the old
-            // destination gone: convert everything once first.
-            check_conversions(&source, group_nodes.as_deref(), &src, &plan)
-                .await
-                .context("nothing was erased")?;
+    if exists && plan.overwrite && plan.data_type.is_some() {
+        // A value that does not convert would stop the copy half-way, with the old
+        // destination gone: convert everything once first.
+        check_conversions(&source, group_nodes.as_deref(), src, &plan)
+            .await
+            .context("nothing was erased")?;
+    }
+    // From here on the destination changes. A copy that fails removes what it wrote, which
+    // is everything at the destination unless --resume kept an earlier copy there.
+    undo.written = Some(if plan.resume {
+        Written::Keep
+    } else {
+        Written::Erase {
+            ancestors: missing_ancestors(dst, &dst_path).await?,
+            replaced: exists,
         }
+    });
+    if exists && plan.overwrite {
         dst.store
             .erase_prefix(&StorePrefix::try_new(dst_path.prefix())?)
             .await
@@ -194,7 +326,7 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
     }
     match source {
         Node::Array(array) => {
-            copy_array(&array, &dst, &dst.path, &plan, global).await?;
+            copy_array(&array, dst, &dst.path, &plan, global).await?;
             note(
                 global,
                 &format!(
@@ -207,7 +339,7 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
         }
         Node::Group(group) => {
             let nodes = group_nodes.unwrap_or_default();
-            create_group(&dst, &dst.path, group.metadata(), plan.format).await?;
+            create_group(dst, &dst.path, group.metadata(), plan.format).await?;
             let base = group.path().names().count();
             let mut arrays = 0;
             for (path, metadata) in nodes {
@@ -218,13 +350,13 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
                 }
                 match metadata {
                     NodeMetadata::Group(g) => {
-                        create_group(&dst, target_path.as_str(), &g, plan.format).await?;
+                        create_group(dst, target_path.as_str(), &g, plan.format).await?;
                     }
                     NodeMetadata::Array(_) => {
                         let array = Array::open(Arc::clone(&src.store), path.as_str())
                             .await
                             .with_context(|| format!("opening {path} in {}", src.describe()))?;
-                        copy_array(&array, &dst, target_path.as_str(), &plan, global).await?;
+                        copy_array(&array, dst, target_path.as_str(), &plan, global).await?;
                         arrays += 1;
                     }
                 }
@@ -543,11 +675,16 @@ async fn copy_array(
         .max(to.fixed_size().unwrap_or(16)) as u64;
     let blocks = slabs(&metadata, &src.full_region(), element, plan.block_size)?;
     let progress = bar(global, blocks.len() as u64, &format!("copy {}", src.path()));
-    let skipped = futures::stream::iter(blocks)
+    let failed = AtomicBool::new(false);
+    let failed = &failed;
+    let mut results = futures::stream::iter(blocks)
         .map(|block| {
             let out = out.clone();
             let progress = progress.clone();
             async move {
+                if failed.load(Ordering::Relaxed) {
+                    return Ok(0);
+                }
                 if plan.resume && all_stored(&out, &block).await? {
                     progress.inc(1);
                     return Ok::<u64, anyhow::Error>(1);
@@ -573,10 +710,24 @@ async fn copy_array(
             }
         })
         // Read one block while the previous one is written.
-        .buffer_unordered(2)
-        .try_fold(0u64, |n, skipped| async move { Ok(n + skipped) })
-        .await?;
+        .buffer_unordered(2);
+    // After an error, let the block in flight finish rather than drop it: the store may go
+    // on writing a dropped write's chunk, after the caller has erased the partial copy.
+    let mut skipped = 0;
+    let mut error = None;
+    while let Some(result) = results.next().await {
+        match result {
+            Ok(n) => skipped += n,
+            Err(err) => {
+                failed.store(true, Ordering::Relaxed);
+                error.get_or_insert(err);
+            }
+        }
+    }
     progress.finish_and_clear();
+    if let Some(err) = error {
+        return Err(err);
+    }
     if skipped > 0 {
         note(
             global,

@@ -199,10 +199,12 @@ Examples:
     ///
     /// Copies in blocks aligned to the destination's chunks (or shards) along the first
     /// dimension, so memory stays bounded and no destination chunk is written twice.
-    /// Layout not given on the command line is taken from the source. After an interruption,
-    /// run the same command again with `--resume`: blocks whose destination chunks are all
-    /// stored are skipped, every other block is copied again (chunk writes replace whole
-    /// objects, so a half-finished block is simply rewritten).
+    /// Layout not given on the command line is taken from the source. A copy that fails (a
+    /// value that does not convert, a store error) removes what it wrote, unless it was run
+    /// with `--resume`. After an interruption, run the same command again with `--resume`:
+    /// blocks whose destination chunks are all stored are skipped, every other block is
+    /// copied again (chunk writes replace whole objects, so a half-finished block is simply
+    /// rewritten).
     #[command(after_help = "\
 Examples:
   zarr copy data.zarr/images/raw rechunked.zarr --chunks 256,256

@@ -27,6 +27,9 @@ pub(crate) struct Target {
     display_is_node: bool,
     /// Where the node is: to tell whether two targets overlap.
     location: Location,
+    /// The directories that resolving the target created (opening a local store creates its
+    /// directory): `(the store's directory, the outermost one created)`.
+    created: Option<(PathBuf, PathBuf)>,
 }
 
 /// Where a target's node is: a directory (the store's resolved root and the node's names
@@ -97,6 +100,10 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         {
             anyhow::bail!("{}: no such directory", args.target);
         }
+        let created = match args.target.strip_prefix("file://") {
+            Some(dir) => created_by_opening(Path::new(dir))?,
+            None => None,
+        };
         let store = ObjectStoreAdapter::from_url(&args.target)
             .with_context(|| format!("opening {}", args.target))?;
         let path = node(args.path.as_deref())?;
@@ -114,6 +121,7 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
             display,
             display_is_node: false,
             location,
+            created,
         });
     }
     let given = Path::new(&args.target);
@@ -186,6 +194,7 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
 }
 
 fn local(root: &Path, path: String, display: String, display_is_node: bool) -> Result<Target> {
+    let created = created_by_opening(root)?;
     let store = FilesystemStore::new(root)
         .with_context(|| format!("opening the store at {}", root.display()))?;
     let mut location =
@@ -197,7 +206,24 @@ fn local(root: &Path, path: String, display: String, display_is_node: bool) -> R
         display,
         display_is_node,
         location: Location::Local(location),
+        created,
     })
+}
+
+/// What opening the store directory `root` creates: `(root, the outermost directory that
+/// does not exist yet)`, or `None` when `root` exists.
+fn created_by_opening(root: &Path) -> Result<Option<(PathBuf, PathBuf)>> {
+    let root = absolute(root)?;
+    let mut outermost = None;
+    let mut dir = Some(root.as_path());
+    while let Some(d) = dir {
+        if d.exists() {
+            break;
+        }
+        outermost = Some(d.to_path_buf());
+        dir = d.parent();
+    }
+    Ok(outermost.map(|outermost| (root.clone(), outermost)))
 }
 
 /// `path` made absolute and free of `.` and `..` (without resolving symbolic links).
@@ -270,6 +296,22 @@ impl Target {
         Array::open(Arc::clone(&self.store), &self.path)
             .await
             .with_context(|| format!("opening {}", self.describe()))
+    }
+
+    /// Remove the directories that resolving the target created, those that are empty: after
+    /// a command that failed and erased what it wrote, so that it leaves nothing behind.
+    pub(crate) fn remove_created_dirs(&self) {
+        let Some((root, outermost)) = &self.created else {
+            return;
+        };
+        let mut dir = root.as_path();
+        // `remove_dir` removes only empty directories.
+        while std::fs::remove_dir(dir).is_ok() && dir != outermost {
+            match dir.parent() {
+                Some(parent) => dir = parent,
+                None => break,
+            }
+        }
     }
 
     /// What is at the node's place: nothing, a node, or objects that are no node's.

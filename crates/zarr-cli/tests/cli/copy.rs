@@ -575,3 +575,124 @@ fn a_new_node_is_not_written_among_other_files() {
     ok(&["copy", &src, &broken_text, "--overwrite"]);
     assert_eq!(raw(&broken_text), raw(&src));
 }
+
+/// Every file below `dir`, relative to it, sorted.
+fn files_below(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap();
+                out.push(relative.display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_copy_that_fails_removes_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    // A group holding a 6x5 int32 array of ones in chunk rows of 2, with 1000 at [5, 2]: the
+    // last of three blocks does not convert to int8, after the first ones were written.
+    let store = dir.path().join("s.zarr");
+    let src = store.join("v").display().to_string();
+    ok(&[
+        "create", &src, "--shape", "6,5", "--dtype", "int32", "--chunks", "2,5",
+    ]);
+    let mut values = [1i32; 30];
+    values[27] = 1000;
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let npy = dir.path().join("v.npy");
+    write_npy(&npy, "<i4", &[6, 5], &data);
+    ok(&["put", &src, "-i", npy.to_str().unwrap()]);
+    let blocks = ["--block-size", "40"];
+    let failed = |err: &str| {
+        assert!(
+            err.contains("element [5, 2]: 1000 is out of the range of int8"),
+            "{err}"
+        );
+        assert!(err.contains("the partial destination was removed"), "{err}");
+    };
+
+    // A new store, with groups above the array: nothing is left, not even its directory.
+    let new = dir.path().join("new.zarr");
+    let dst = new.join("a/b").display().to_string();
+    failed(&fails(
+        &[&["copy", &src, &dst, "--dtype", "int8"][..], &blocks].concat(),
+        1,
+    ));
+    assert!(!new.exists(), "{:?}", files_below(&new));
+    // Nor does a copy refused before it writes (the store's directory was made to open it).
+    fails(&["copy", &src, &dst, "--chunks", "2"], 2);
+    assert!(!new.exists(), "{:?}", files_below(&new));
+    ok(&[&["copy", &src, &dst, "--dtype", "int16"][..], &blocks].concat());
+    assert_eq!(ok(&["get", &dst, "-r", "5,2"]), "1000\n");
+
+    // A group copied into an existing store: the store is as it was, its other nodes kept.
+    let other = dir.path().join("other.zarr");
+    ok(&[
+        "create",
+        other.join("keep").to_str().unwrap(),
+        "--shape",
+        "2",
+        "--dtype",
+        "uint8",
+    ]);
+    let before = files_below(&other);
+    let dst = other.join("x/copy").display().to_string();
+    let src_group = store.display().to_string();
+    failed(&fails(
+        &[&["copy", &src_group, &dst, "--dtype", "int8"][..], &blocks].concat(),
+        1,
+    ));
+    assert_eq!(files_below(&other), before);
+    ok(&[&["copy", &src_group, &dst, "--dtype", "int16"][..], &blocks].concat());
+    assert_eq!(ok(&["get", &format!("{dst}/v"), "-r", "5,2"]), "1000\n");
+
+    // --overwrite over an existing copy, failing after the old one was erased (a source
+    // chunk that does not decode): the error says both.
+    let replaced = dir.path().join("replaced.zarr");
+    let replaced_text = replaced.display().to_string();
+    ok(&["copy", &src, &replaced_text]);
+    std::fs::write(store.join("v/c/2/0"), b"not zstd").unwrap();
+    let err = fails(
+        &[&["copy", &src, &replaced_text, "--overwrite"][..], &blocks].concat(),
+        1,
+    );
+    assert!(
+        err.contains(
+            "the partial destination was removed (the old destination was erased by \
+             --overwrite before the copy)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("reading [4..6, 0..5] of /v"), "{err}");
+    assert!(
+        !replaced.join("zarr.json").exists(),
+        "{:?}",
+        files_below(&replaced)
+    );
+
+    // --resume keeps what was copied, for the next --resume, and says so.
+    let resumed = dir.path().join("resumed.zarr");
+    let resumed_text = resumed.display().to_string();
+    let err = fails(
+        &[&["copy", &src, &resumed_text, "--resume"][..], &blocks].concat(),
+        1,
+    );
+    assert!(
+        err.contains("what it copied is kept: run the same command with --resume"),
+        "{err}"
+    );
+    assert!(
+        resumed.join("c/0/0").exists(),
+        "{:?}",
+        files_below(&resumed)
+    );
+}
