@@ -5,8 +5,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use zarr_core::v2::{ArrayMetadataV2, ZarrFormat};
 use zarr_core::{
-    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, ExtensionObject,
-    FillValue, NodeMetadata, NodePath,
+    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, ErrorChain,
+    ExtensionObject, FillValue, NodeMetadata, NodePath,
 };
 use zarr_sharding::ShardingTransformerConfig;
 use zarr_store::WritableStore;
@@ -71,7 +71,7 @@ impl ArrayBuilder {
         Self {
             shape,
             data_type,
-            chunk_grid: ChunkGrid::regular(chunk_shape).map_err(|e| e.to_string()),
+            chunk_grid: ChunkGrid::regular(chunk_shape).map_err(|e| ErrorChain(&e).to_string()),
             fill_value: None,
             chunk_key_encoding: None,
             zarr_format: ZarrFormat::V3,
@@ -430,7 +430,7 @@ impl ArrayBuilder {
             let config = ShardingTransformerConfig::try_new(per_shard.clone()).map_err(|e| {
                 zarr_core::Error::InvalidField {
                     field: field.into(),
-                    reason: e.to_string(),
+                    reason: ErrorChain(&e).to_string(),
                 }
             })?;
             metadata = metadata.with_storage_transformers(vec![config.to_metadata()]);

@@ -19,7 +19,7 @@ pub enum Error {
     Store(#[from] zarr_store::Error),
 
     /// A codec could not be built from the array's metadata.
-    #[error("array {array}: {source}")]
+    #[error("codec error in array {array}")]
     Codecs {
         /// The array's path.
         array: String,
@@ -29,7 +29,7 @@ pub enum Error {
     },
 
     /// A chunk could not be decoded or encoded.
-    #[error("array {array}, chunk {key}: {source}")]
+    #[error("array {array}, chunk {key}")]
     Chunk {
         /// The array's path.
         array: String,
@@ -41,7 +41,7 @@ pub enum Error {
     },
 
     /// A shard could not be read, decoded or encoded.
-    #[error("array {array}, shard {key}: {source}")]
+    #[error("array {array}, shard {key}")]
     Shard {
         /// The array's path.
         array: String,
@@ -53,7 +53,7 @@ pub enum Error {
     },
 
     /// The sharding codec or transformer could not be built from the array's metadata.
-    #[error("array {array}: {source}")]
+    #[error("sharding error in array {array}")]
     Sharding {
         /// The array's path.
         array: String,
@@ -63,7 +63,7 @@ pub enum Error {
     },
 
     /// Variable-length values are malformed (invalid UTF-8, offsets that do not fit).
-    #[error("array {array}: {source}")]
+    #[error("invalid variable-length values in array {array}")]
     Vlen {
         /// The array's path.
         array: String,
@@ -90,7 +90,7 @@ pub enum Error {
 
     /// A node's `zarr.json` is not a valid Zarr v3 document (not JSON, a field missing or
     /// malformed, an inline consolidated record that does not parse, ...).
-    #[error("metadata of {path:?} ({key}): {source}")]
+    #[error("metadata of {path:?} ({key})")]
     Metadata {
         /// The node's path.
         path: String,
@@ -105,7 +105,7 @@ pub enum Error {
     /// v3 equivalent here (an unsupported filter or compressor, ...), or an array to be
     /// written as Zarr v2 has something v2 cannot store (a sharding codec, dimension names,
     /// a `bfloat16` data type, ...).
-    #[error("Zarr v2 metadata of {path:?}: {source}")]
+    #[error("Zarr v2 metadata of {path:?}")]
     V2Metadata {
         /// The node's path.
         path: String,

@@ -80,7 +80,7 @@ pub use error::{Error, Result};
 pub use group::{Group, Node};
 pub use region::{IntoRegion, RegionIndex};
 pub use zarr_codecs::{ArrayBytes, VlenBytes};
-pub use zarr_core::Region;
+pub use zarr_core::{ErrorChain, Region};
 
 /// The `ndarray` crate this one reads and writes regions as (`read_ndarray`,
 /// `write_ndarray`), re-exported so callers use the same version.

@@ -386,5 +386,10 @@ async fn arrays_with_unknown_codecs_are_listed_and_recorded() {
     assert_eq!(root.consolidate_metadata().await.unwrap(), 1);
     let root = Group::open_consolidated(store, "/").await.unwrap();
     let e = root.open_array("odd").await.unwrap_err();
-    assert!(e.to_string().contains("not_a_codec"), "{e}");
+    assert!(
+        zarr_array::ErrorChain(&e)
+            .to_string()
+            .contains("not_a_codec"),
+        "{e}"
+    );
 }

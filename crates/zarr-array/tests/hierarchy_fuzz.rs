@@ -190,7 +190,7 @@ fn a_damaged_document_is_named() {
             }
             other => panic!("{other:?}"),
         }
-        let text = err.to_string();
+        let text = zarr_array::ErrorChain(&err).to_string();
         assert!(
             text.contains("\"/a/b\"")
                 && text.contains("a/b/zarr.json")

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use zarr_array::{ArrayBuilder, Error};
 use zarr_core::v2::ZarrFormat;
 use zarr_core::{ChunkGrid, DataType, DimensionChunks, FillValue};
-use zarr_store::{MemoryStore, ReadableStore, StoreKey};
+use zarr_store::{MemoryStore, ReadableStore, StoreKey, WritableStore};
 
 fn memory() -> Arc<MemoryStore> {
     Arc::new(MemoryStore::new())
@@ -147,26 +147,82 @@ async fn byte_buffers_of_the_wrong_size_are_counted_in_bytes() {
     assert_eq!(err.to_string(), "the buffer holds 1 elements, the region 2");
 }
 
+/// Every error in the chain says only its own part, so a reporter that prints the chain
+/// repeats nothing.
+fn assert_no_repeats(err: &(dyn std::error::Error + 'static)) {
+    let mut current = err;
+    while let Some(source) = current.source() {
+        let (text, cause) = (current.to_string(), source.to_string());
+        assert!(
+            !text.contains(&cause),
+            "{text:?} repeats its source {cause:?}"
+        );
+        current = source;
+    }
+}
+
 #[tokio::test]
-async fn errors_say_why_in_their_own_text() {
-    // The reason a sharding configuration is refused is in the error's text, not only in
-    // its sources.
+async fn errors_say_what_in_their_text_and_why_in_their_source() {
+    // The reason a sharding configuration is refused is the error's source; the chain says
+    // it once.
     let err = ArrayBuilder::new(vec![100], DataType::UInt8, vec![10])
         .sharding(vec![3])
         .create(memory(), "/s")
         .await
         .unwrap_err();
+    assert_no_repeats(&err);
+    let why = "[3] does not divide shard shape [10]";
+    assert!(!err.to_string().contains(why), "{err}");
+    let line = zarr_array::ErrorChain(&err).to_string();
+    assert_eq!(line.matches(why).count(), 1, "{line}");
     assert!(
-        err.to_string()
-            .contains("[3] does not divide shard shape [10]"),
-        "{err}"
+        line.starts_with("codec error in array /s: codec `sharding_indexed` failed: "),
+        "{line}"
     );
     let err = ArrayBuilder::new(vec![100], DataType::UInt8, vec![10])
         .sharding(vec![5, 5])
         .create(memory(), "/s")
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("has 2 dimensions"), "{err}");
+    assert_no_repeats(&err);
+    assert!(
+        zarr_array::ErrorChain(&err)
+            .to_string()
+            .contains("has 2 dimensions"),
+        "{err}"
+    );
+
+    // A corrupt chunk: the array and key, then the codec's reason.
+    let store = memory();
+    let a = ArrayBuilder::new(vec![4], DataType::UInt8, vec![4])
+        .zstd(1)
+        .create(Arc::clone(&store), "/z")
+        .await
+        .unwrap();
+    a.write(.., &[1u8, 2, 3, 4]).await.unwrap();
+    store
+        .set(&StoreKey::try_new("z/c/0").unwrap(), "garbage".into())
+        .await
+        .unwrap();
+    let err = a.read::<u8>(..).await.unwrap_err();
+    assert_no_repeats(&err);
+    assert_eq!(err.to_string(), "array /z, chunk z/c/0");
+    let line = zarr_array::ErrorChain(&err).to_string();
+    assert!(line.starts_with("array /z, chunk z/c/0: "), "{line}");
+    assert!(line.contains("zstd"), "{line}");
+
+    // A store error: what the store did, then the operating system's reason.
+    let err = Error::from(zarr_store::Error::Io {
+        operation: "read",
+        path: "/data/a/c/0".into(),
+        source: std::io::Error::other("input/output error"),
+    });
+    assert_no_repeats(&err);
+    assert_eq!(err.to_string(), "cannot read /data/a/c/0");
+    assert_eq!(
+        zarr_array::ErrorChain(&err).to_string(),
+        "cannot read /data/a/c/0: input/output error"
+    );
 }
 
 #[tokio::test]
@@ -181,7 +237,12 @@ async fn chunks_and_regions_too_large_to_allocate_are_errors() {
     assert_eq!(a.read::<u8>(0..10).await.unwrap(), [0; 10]);
     let err = a.write(0..10, &[1u8; 10]).await.unwrap_err();
     assert!(matches!(err, Error::Chunk { .. }), "{err:?}");
-    assert!(err.to_string().contains("cannot allocate"), "{err}");
+    assert!(
+        zarr_array::ErrorChain(&err)
+            .to_string()
+            .contains("cannot allocate"),
+        "{err}"
+    );
     // The array stays usable.
     assert_eq!(a.read::<u8>(0..10).await.unwrap(), [0; 10]);
 
@@ -190,7 +251,12 @@ async fn chunks_and_regions_too_large_to_allocate_are_errors() {
         .await
         .unwrap();
     let err = big.read::<u16>(..).await.unwrap_err();
-    assert!(err.to_string().contains("cannot allocate"), "{err}");
+    assert!(
+        zarr_array::ErrorChain(&err)
+            .to_string()
+            .contains("cannot allocate"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -267,7 +333,9 @@ async fn names_below_a_group_are_relative_and_a_leading_slash_says_so() {
     // This looked up /images/raw/images/raw/a before.
     let err = raw.open_array("/images/raw/a").await.unwrap_err();
     assert!(
-        err.to_string().contains("leave out the leading `/`"),
+        zarr_array::ErrorChain(&err)
+            .to_string()
+            .contains("leave out the leading `/`"),
         "{err}"
     );
 }
@@ -512,7 +580,7 @@ async fn one_broken_child_does_not_hide_the_others() {
     assert_eq!(names, ["/a", "/g", "/odd", "/torn"]);
     assert!(matches!(children[0].1, Ok(zarr_array::Node::Array(_))));
     assert!(matches!(children[1].1, Ok(zarr_array::Node::Group(_))));
-    let odd = children[2].1.as_ref().unwrap_err().to_string();
+    let odd = zarr_array::ErrorChain(children[2].1.as_ref().unwrap_err()).to_string();
     assert!(odd.contains("no-such-codec"), "{odd}");
     assert!(matches!(children[3].1, Err(Error::Metadata { .. })));
 

@@ -471,7 +471,7 @@ async fn bad_v2_metadata_and_chunks_are_typed_errors_naming_the_node() {
         .await;
         let e = Array::open(Arc::clone(&store), name).await.unwrap_err();
         assert!(matches!(e, Error::V2Metadata { .. }), "{name}: {e}");
-        let text = e.to_string();
+        let text = zarr_array::ErrorChain(&e).to_string();
         assert!(
             text.contains(name) && text.contains(needle),
             "{name}: {text}"

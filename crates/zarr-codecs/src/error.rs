@@ -207,7 +207,7 @@ pub enum Error {
 
     /// An error from a codec defined in another crate, kept whole (as its source) so callers
     /// can downcast it: the sharding codec reports a bad shard index this way.
-    #[error("codec `{codec}` failed: {source}")]
+    #[error("codec `{codec}` failed")]
     External {
         /// The codec.
         codec: String,

@@ -44,7 +44,7 @@ impl ChunkRepresentation {
         fill_value
             .check(&data_type)
             .map_err(|e| Error::InvalidRepresentation {
-                reason: e.to_string(),
+                reason: zarr_core::ErrorChain(&e).to_string(),
             })?;
         let num_elements = shape
             .iter()

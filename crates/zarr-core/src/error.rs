@@ -33,6 +33,51 @@ impl fmt::Display for ExtensionKind {
     }
 }
 
+/// Displays an error followed by each of its causes, joined by `": "`.
+///
+/// The errors of the `zarr` crates follow the Rust convention of saying in `Display` what
+/// failed and where, and leaving the cause to [`source()`](std::error::Error::source): a
+/// corrupt chunk displays as `array /temperature, chunk temperature/c/0/1`, and its source
+/// says why (a zstd frame that does not decode, say). Reporters that walk the chain (`anyhow`'s `{:#}`, `eyre`)
+/// print the whole story; `ErrorChain` does the same for callers who want one line:
+///
+/// ```
+/// use zarr_core::{ErrorChain, NodePath};
+///
+/// let error = NodePath::new("/a/../b").unwrap_err();
+/// assert_eq!(error.to_string(), r#"invalid node path "/a/../b""#);
+/// let line = ErrorChain(&error).to_string();
+/// assert!(line.starts_with(r#"invalid node path "/a/../b": invalid node name "..": "#), "{line}");
+/// ```
+///
+/// A cause whose text is empty, or that the line already ends with (errors of other crates
+/// that do repeat their source), is skipped.
+#[derive(Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut last = self.0.to_string();
+        f.write_str(&last)?;
+        let mut cause = self.0.source();
+        while let Some(error) = cause {
+            let text = error.to_string();
+            if !text.is_empty() && !last.ends_with(&text) {
+                write!(f, ": {text}")?;
+                last = text;
+            }
+            cause = error.source();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 /// Everything that can go wrong while parsing, validating or computing with Zarr metadata.
 ///
 /// Every variant names the offending field (as a JSON path such as
@@ -117,7 +162,7 @@ pub enum Error {
     },
 
     /// A node path is malformed.
-    #[error("invalid node path {path:?}: {source}")]
+    #[error("invalid node path {path:?}")]
     InvalidNodePath {
         /// The offending path.
         path: String,

@@ -51,7 +51,7 @@ pub mod v2;
 pub use chunk_grid::*;
 pub use chunk_key_encoding::*;
 pub use data_type::*;
-pub use error::{Error, ExtensionKind, Result};
+pub use error::{Error, ErrorChain, ExtensionKind, Result};
 pub use extension::ExtensionObject;
 pub use fill_value::*;
 pub use metadata::*;

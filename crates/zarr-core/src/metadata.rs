@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use crate::chunk_grid::ChunkGrid;
 use crate::chunk_key_encoding::{ChunkKeyEncoding, ChunkKeySeparator};
 use crate::data_type::DataType;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorChain, Result};
 use crate::extension::ExtensionObject;
 use crate::fill_value::FillValue;
 use crate::json::{self, Map};
@@ -740,10 +740,10 @@ impl ConsolidatedMetadata {
             .iter()
             .map(|(path, doc)| {
                 let field = format!("consolidated_metadata.metadata.{path}");
-                let node_path =
-                    NodePath::new(path).map_err(|e| Error::invalid(&field, e.to_string()))?;
+                let node_path = NodePath::new(path)
+                    .map_err(|e| Error::invalid(&field, ErrorChain(&e).to_string()))?;
                 let node = NodeMetadata::from_value(doc)
-                    .map_err(|e| Error::invalid(&field, e.to_string()))?;
+                    .map_err(|e| Error::invalid(&field, ErrorChain(&e).to_string()))?;
                 Ok((node_path, node))
             })
             .collect()

@@ -124,7 +124,7 @@ pub enum Error {
     },
 
     /// An I/O error on the local filesystem.
-    #[error("cannot {operation} {}: {source}", path.display())]
+    #[error("cannot {operation} {}", path.display())]
     Io {
         /// What the store was doing (for example `"read"`, `"rename"`).
         operation: &'static str,
@@ -136,7 +136,7 @@ pub enum Error {
     },
 
     /// An error from an `object_store` backend.
-    #[error("object store cannot {operation} {path:?}: {source}")]
+    #[error("object store cannot {operation} {path:?}")]
     ObjectStore {
         /// What the adapter was doing (for example `"get"`, `"list"`).
         operation: &'static str,
@@ -157,7 +157,7 @@ pub enum Error {
     },
 
     /// A URL could not be parsed.
-    #[error("cannot parse the store URL {url:?}{}: {source}", url_hint(.source))]
+    #[error("cannot parse the store URL {url:?}{}", url_hint(.source))]
     InvalidUrl {
         /// The URL.
         url: String,
@@ -178,7 +178,7 @@ pub enum Error {
     /// An error from a store wrapper defined in another crate (such as the sharding storage
     /// transformer finding a corrupt shard index), kept whole as the source so callers can
     /// downcast it.
-    #[error("{wrapper} failed: {source}")]
+    #[error("{wrapper} failed")]
     Wrapper {
         /// The wrapper (for example `"sharding transformer"`).
         wrapper: &'static str,
@@ -188,7 +188,7 @@ pub enum Error {
     },
 
     /// A background task doing blocking I/O panicked or was cancelled.
-    #[error("a blocking store task failed: {0}")]
+    #[error("a blocking store task failed")]
     TaskFailed(#[source] tokio::task::JoinError),
 }
 

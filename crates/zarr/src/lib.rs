@@ -57,7 +57,7 @@ pub mod prelude {
     pub use std::sync::Arc;
 
     pub use zarr_array::{Array, ArrayBuilder, ArrayOptions, Group, IntoRegion, Node, blocking};
-    pub use zarr_core::{DataType, FillValue, Region};
+    pub use zarr_core::{DataType, ErrorChain, FillValue, Region};
     pub use zarr_store::{
         FilesystemStore, ListableStore, MemoryStore, ReadableStore, WritableStore,
     };

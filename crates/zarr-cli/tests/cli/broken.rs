@@ -79,7 +79,9 @@ fn tree_and_info_mark_an_array_with_an_unknown_codec() {
     let store = copy.to_str().unwrap();
     let (stdout, stderr) = shows_and_fails(&["tree", store]);
     assert!(
-        stdout.contains("  root_array  (error: array /root_array: unknown codec `no_such_codec`"),
+        stdout.contains(
+            "  root_array  (error: codec error in array /root_array: unknown codec `no_such_codec`"
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("c_array  bool 4"), "{stdout}");
@@ -88,7 +90,9 @@ fn tree_and_info_mark_an_array_with_an_unknown_codec() {
     let (stdout, stderr) = shows_and_fails(&["info", store]);
     assert!(stdout.contains("children     a/  group"), "{stdout}");
     assert!(
-        stdout.contains("             root_array  (error: array /root_array: unknown codec"),
+        stdout.contains(
+            "             root_array  (error: codec error in array /root_array: unknown codec"
+        ),
         "{stdout}"
     );
     assert!(
@@ -117,7 +121,9 @@ fn tree_and_info_mark_an_array_with_an_unknown_codec() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("  root_array  (error: array /root_array: unknown codec `no_such_codec`"),
+        stdout.contains(
+            "  root_array  (error: codec error in array /root_array: unknown codec `no_such_codec`"
+        ),
         "{stdout}"
     );
 }

@@ -5,7 +5,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use super::{ArrayMetadataV2, ByteOrder, DtypeV2, ELEMENT_FILTERS, Order, ZARRAY};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorChain, Result};
 use crate::extension::ExtensionObject;
 use crate::{ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue};
 
@@ -309,7 +309,10 @@ impl ArrayMetadataV2 {
             let back = written.to_v3(Map::new()).map_err(|e| {
                 no_v2(
                     "codecs",
-                    format!("the `.zarray` these filters make would not read back: {e}"),
+                    format!(
+                        "the `.zarray` these filters make would not read back: {}",
+                        ErrorChain(&e)
+                    ),
                 )
             })?;
             if stored(&back) != stored(metadata) {

@@ -40,7 +40,7 @@ impl NumcodecsAlias {
         let mut config = metadata.configuration.clone().unwrap_or_default();
         config.insert("id".into(), Value::from(id));
         let v3 = zarr_core::v2::numcodec_to_v3(&config, 1)
-            .map_err(|e| Error::config(&metadata.name, e.to_string()))?;
+            .map_err(|e| Error::config(&metadata.name, zarr_core::ErrorChain(&e).to_string()))?;
         match registry.build(&v3, repr)? {
             Some(Codec::BytesToBytes(inner)) => Ok(Codec::BytesToBytes(Arc::new(Self {
                 inner,
