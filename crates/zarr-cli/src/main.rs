@@ -85,8 +85,8 @@ Start with `zarr demo demo.zarr`, which builds a small dataset and shows it.";
 /// Options every command takes.
 #[derive(Args, Clone, Copy, Debug)]
 pub(crate) struct Global {
-    /// Print nothing but results and errors (no progress bars, no notes; `demo` and
-    /// `consolidate` print only errors).
+    /// Print nothing but results and errors (no progress bars, notes or warnings; `demo`
+    /// and `consolidate` print only errors).
     #[arg(short, long, global = true)]
     pub(crate) quiet: bool,
     /// Log what the library does to stderr (-v info, -vv debug, -vvv trace; RUST_LOG also
@@ -137,7 +137,9 @@ Examples:
     /// Zarr v3 groups get zarr-python's inline `consolidated_metadata` in their zarr.json,
     /// Zarr v2 groups a `.zmetadata` document. zarr-python (`zarr.open_consolidated`), this
     /// library (`Group::open_consolidated`) and `zarr tree` use it. The record is not kept
-    /// current: run the command again after changing the hierarchy.
+    /// current: run the command again after changing the hierarchy. An array whose codecs
+    /// this library cannot build is recorded all the same (other implementations may know
+    /// them), with a warning naming it.
     #[command(after_help = "\
 Examples:
   zarr consolidate data.zarr

@@ -162,7 +162,7 @@ fn metadata_of(node: &Node<dyn Store>) -> NodeMetadata {
 
 /// Recorded metadata, checked as opening the node would check it (an array's codecs must
 /// be buildable).
-fn usable(
+pub(crate) fn usable(
     store: &Arc<dyn Store>,
     path: &NodePath,
     metadata: NodeMetadata,

@@ -176,3 +176,36 @@ fn verify_checks_the_healthy_arrays_beside_a_malformed_node() {
     assert!(stdout.contains("1 problem"), "{stdout}");
     assert!(stderr.contains("nodes that do not open"), "{stderr}");
 }
+
+#[test]
+fn consolidate_records_an_array_with_an_unknown_codec_and_warns() {
+    let (_dir, copy) = with_malformed_child();
+    std::fs::remove_dir_all(copy.join("a/bad")).unwrap();
+    rename_codec(&copy.join("root_array"), "zstd", "no_such_codec");
+    let store = copy.to_str().unwrap();
+    let out = zarr(&["consolidate", store]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.starts_with("recorded the metadata of "), "{stdout}");
+    // One warning, naming the node and the reason.
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "warning: /root_array: recorded, but this library cannot open it (other \
+             implementations may): "
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unknown codec `no_such_codec`"), "{stderr}");
+    // Recorded all the same, as other implementations may know the codec.
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(copy.join("zarr.json")).unwrap()).unwrap();
+    let recorded = &doc["consolidated_metadata"]["metadata"]["root_array"];
+    assert_eq!(recorded["codecs"][1]["name"], "no_such_codec", "{doc}");
+    // -q: notes and warnings are not printed.
+    let out = zarr(&["-q", "consolidate", store]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+}
