@@ -136,9 +136,12 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
             }
             .await;
             if result.is_err() {
-                // Leave no partial export behind.
+                // Leave no partial export behind; but only a regular file is an export's
+                // (`-o /dev/null` is not to be removed, nor a named pipe or a link).
                 drop(out);
-                let _ = std::fs::remove_file(path);
+                if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) {
+                    let _ = std::fs::remove_file(path);
+                }
             }
             result?;
         }

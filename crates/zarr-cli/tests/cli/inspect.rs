@@ -366,3 +366,42 @@ fn copy_converts_zarr_v2_to_v3() {
     let out = ok(&["info", dst.join("sub").to_str().unwrap()]);
     assert!(out.contains("origin: \"v2\""), "{out}");
 }
+
+#[test]
+fn a_failed_export_removes_its_file_but_nothing_that_is_not_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("a.zarr");
+    let array_text = array.display().to_string();
+    ok(&[
+        "create",
+        &array_text,
+        "--shape",
+        "4",
+        "--dtype",
+        "uint8",
+        "--chunks",
+        "2",
+    ]);
+    let npy = dir.path().join("v.npy");
+    crate::common::write_npy(&npy, "|u1", &[4], &[1, 2, 3, 4]);
+    ok(&["put", &array_text, "-i", npy.to_str().unwrap()]);
+    // The second chunk does not decode, so an export fails after it began.
+    std::fs::write(array.join("c/1"), b"not zstd").unwrap();
+    let file = dir.path().join("out.txt");
+    fails(&["get", &array_text, "-o", file.to_str().unwrap()], 1);
+    assert!(!file.exists());
+    // A named pipe (as a device such as /dev/null) is written to, never removed.
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    fails(&["get", &array_text, "-o", fifo.to_str().unwrap()], 1);
+    reader.join().unwrap();
+    assert!(fifo.exists(), "the named pipe was removed");
+}
