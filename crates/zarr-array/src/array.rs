@@ -598,6 +598,52 @@ impl<S: ?Sized> Array<S> {
             source: Box::new(source),
         }
     }
+
+    /// [`Array::chunk_error`] for the chunk at grid indices `chunk`, which turns a codec's
+    /// invalid element (an index in the chunk's C order) into [`Error::Element`] naming the
+    /// element's indices in the array.
+    pub(crate) fn chunk_error_at(
+        &self,
+        key: &StoreKey,
+        chunk: &[u64],
+        source: zarr_codecs::Error,
+    ) -> Error {
+        if let zarr_codecs::Error::InvalidElement { index, .. } = &source
+            && let Some(element) = self.element_in_chunk(chunk, *index)
+        {
+            return Error::Element {
+                array: self.path.as_str().to_owned(),
+                key: key.as_str().to_owned(),
+                element,
+                source: Box::new(source),
+            };
+        }
+        self.chunk_error(key, source)
+    }
+
+    /// The array indices of the element at C-order `index` of chunk `chunk`, when codecs
+    /// see the chunk's elements in that order (no `transpose`) and the element lies inside
+    /// the array (not in an edge chunk's padding).
+    fn element_in_chunk(&self, chunk: &[u64], index: u64) -> Option<Vec<u64>> {
+        let metadata = &*self.metadata;
+        if metadata.codecs.iter().any(|c| c.name == "transpose") {
+            return None;
+        }
+        let grid = &metadata.chunk_grid;
+        let shape = grid.chunk_shape(&metadata.shape, chunk).ok()?;
+        let origin = grid.chunk_origin(&metadata.shape, chunk).ok()?;
+        let mut rest = index;
+        let mut element = vec![0; shape.len()];
+        for (d, &n) in shape.iter().enumerate().rev() {
+            if n == 0 {
+                return None;
+            }
+            element[d] = origin[d].checked_add(rest % n)?;
+            rest /= n;
+        }
+        let inside = element.iter().zip(&metadata.shape).all(|(i, n)| i < n);
+        (rest == 0 && inside).then_some(element)
+    }
 }
 
 impl<S: ReadableStore + ?Sized> Array<S> {
@@ -939,7 +985,9 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         match self.read_store().get(&key).await? {
             None => ArrayBytes::fill(chain.decoded_representation())
                 .map_err(|e| self.chunk_error(&key, e)),
-            Some(bytes) => chain.decode(bytes).map_err(|e| self.chunk_error(&key, e)),
+            Some(bytes) => chain
+                .decode(bytes)
+                .map_err(|e| self.chunk_error_at(&key, chunk, e)),
         }
     }
 
@@ -1202,7 +1250,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
             .chunk_grid
             .chunk_shape(&self.metadata.shape, chunk)?;
         let chain = self.chain(&shape)?;
-        let value = crate::write::encode_chunk(self, &chain, &key, values)?;
+        let value = crate::write::encode_chunk(self, &chain, &key, chunk, values)?;
         self.sink().put(self, key, value).await
     }
 

@@ -40,6 +40,24 @@ pub enum Error {
         source: Box<zarr_codecs::Error>,
     },
 
+    /// An element of a chunk has a value its data type or a codec cannot take (a string that
+    /// is not UTF-8, a number a `numcodecs` filter cannot convert), named by its indices in
+    /// the array. Reported in place of [`Error::Chunk`] when the codec names the element and
+    /// its position in the array is known (not through a `transpose` codec, not inside a
+    /// shard).
+    #[error("array {array}, element {element:?} (chunk {key})")]
+    Element {
+        /// The array's path.
+        array: String,
+        /// The chunk's store key.
+        key: String,
+        /// The element's indices in the array.
+        element: Vec<u64>,
+        /// What the codec said (a [`zarr_codecs::Error::InvalidElement`]).
+        #[source]
+        source: Box<zarr_codecs::Error>,
+    },
+
     /// A shard could not be read, decoded or encoded.
     #[error("array {array}, shard {key}")]
     Shard {

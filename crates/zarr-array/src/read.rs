@@ -479,7 +479,7 @@ pub(crate) async fn read_fixed<S: ReadableStore + ?Sized>(
                 None => array
                     .chain(&selection.chunk_shape)?
                     .decode_into_view(bytes, &selection.within_chunk, &mut target)
-                    .map_err(|e| array.chunk_error(&fetched.key, e)),
+                    .map_err(|e| array.chunk_error_at(&fetched.key, &selection.chunk, e)),
             },
         }
     };
@@ -530,7 +530,7 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
                 ArrayBytes::fill(chain.decoded_representation())
             }
         }
-        .map_err(|e| array.chunk_error(&fetched.key, e))?;
+        .map_err(|e| array.chunk_error_at(&fetched.key, &fetched.selection.chunk, e))?;
         let ArrayBytes::Variable(vlen) = whole else {
             return Err(Error::unsupported(
                 array.path.as_str(),

@@ -40,6 +40,7 @@ pub(crate) fn encode_chunk<S: ?Sized>(
     array: &Array<S>,
     chain: &CodecChain,
     key: &StoreKey,
+    chunk: &[u64],
     values: ArrayBytes,
 ) -> Result<Option<Bytes>> {
     let repr = chain.decoded_representation();
@@ -52,7 +53,7 @@ pub(crate) fn encode_chunk<S: ?Sized>(
     chain
         .encode(values)
         .map(Some)
-        .map_err(|e| array.chunk_error(key, e))
+        .map_err(|e| array.chunk_error_at(key, chunk, e))
 }
 
 /// Whether `selection` covers every element of its chunk that lies inside the array.
@@ -641,7 +642,13 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
                 .map_err(|e| codecs_error(array, e))?;
         }
         Ok(
-            match encode_chunk(array, &chain, &t.key, ArrayBytes::fixed(chunk))? {
+            match encode_chunk(
+                array,
+                &chain,
+                &t.key,
+                &t.selection.chunk,
+                ArrayBytes::fixed(chunk),
+            )? {
                 Some(bytes) => Action::Set(t.key.clone(), bytes),
                 None => Action::Erase(t.key.clone()),
             },
@@ -790,7 +797,13 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
             let runs = crate::vlen_partial::runs(&region_shape, &t.selection.within_output);
             let chunk = crate::vlen_partial::gather(&values, &runs)?;
             return Ok(
-                match encode_chunk(array, &chain, &t.key, ArrayBytes::Variable(chunk))? {
+                match encode_chunk(
+                    array,
+                    &chain,
+                    &t.key,
+                    &t.selection.chunk,
+                    ArrayBytes::Variable(chunk),
+                )? {
                     Some(bytes) => Action::Set(t.key.clone(), bytes),
                     None => Action::Erase(t.key.clone()),
                 },
@@ -834,7 +847,13 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
             }
         }));
         Ok(
-            match encode_chunk(array, &chain, &t.key, ArrayBytes::Variable(merged))? {
+            match encode_chunk(
+                array,
+                &chain,
+                &t.key,
+                &t.selection.chunk,
+                ArrayBytes::Variable(merged),
+            )? {
                 Some(bytes) => Action::Set(t.key.clone(), bytes),
                 None => Action::Erase(t.key.clone()),
             },

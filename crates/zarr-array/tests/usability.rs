@@ -593,3 +593,74 @@ async fn one_broken_child_does_not_hide_the_others() {
     .join()
     .unwrap();
 }
+
+#[tokio::test]
+async fn an_invalid_element_is_named_by_its_indices_in_the_array() {
+    let store = memory();
+    let a = ArrayBuilder::new(vec![6, 6], DataType::String, vec![3, 3])
+        .create(Arc::clone(&store), "/s")
+        .await
+        .unwrap();
+    let text: Vec<String> = (0..6)
+        .flat_map(|i| (0..6).map(move |j| format!("v{i}{j}")))
+        .collect();
+    a.write_text(.., &text).await.unwrap();
+    // Break the UTF-8 of element [4, 5]: element [1, 2] of chunk [1, 1].
+    let key = StoreKey::try_new("s/c/1/1").unwrap();
+    let mut bytes = store.get(&key).await.unwrap().unwrap().to_vec();
+    let at = bytes.windows(3).position(|w| w == b"v45").unwrap();
+    bytes[at + 1] = 0xff;
+    store.set(&key, bytes.into()).await.unwrap();
+
+    let err = a.read_text(..).await.unwrap_err();
+    match &err {
+        Error::Element {
+            array,
+            key,
+            element,
+            ..
+        } => {
+            assert_eq!((array.as_str(), key.as_str()), ("/s", "s/c/1/1"));
+            assert_eq!(element, &[4, 5]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_no_repeats(&err);
+    let line = zarr_array::ErrorChain(&err).to_string();
+    assert!(
+        line.starts_with("array /s, element [4, 5] (chunk s/c/1/1): codec `vlen-utf8`: "),
+        "{line}"
+    );
+    assert!(line.contains("element 5 of the chunk"), "{line}");
+    // Reading one chunk names the same element; the other chunks still read.
+    let err = a.read_chunk(&[1, 1]).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Element { element, .. } if element == &[4, 5]),
+        "{err:?}"
+    );
+    assert_eq!(a.read_text([0..3, 0..6]).await.unwrap(), text[..18]);
+
+    // Writing: a value a numcodecs filter cannot store is named the same way.
+    let codecs = [
+        serde_json::json!({"name": "numcodecs.fixedscaleoffset",
+            "configuration": {"offset": 0, "scale": 1, "dtype": "<f8", "astype": "|u1"}}),
+        serde_json::json!({"name": "bytes"}),
+    ];
+    let codecs = codecs
+        .iter()
+        .map(|c| zarr_core::ExtensionObject::from_json(c, "codecs").unwrap())
+        .collect();
+    let f = ArrayBuilder::new(vec![2, 4], DataType::Float64, vec![2, 2])
+        .codecs(codecs)
+        .create(store, "/f")
+        .await
+        .unwrap();
+    let err = f
+        .write(.., &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 1000.0])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Element { key, element, .. } if key == "f/c/0/1" && element == &[1, 3]),
+        "{err:?}"
+    );
+}

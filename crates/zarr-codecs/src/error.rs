@@ -169,7 +169,10 @@ pub enum Error {
 
     /// A decoded element is not a valid value of its data type (a string that is not
     /// UTF-8).
-    #[error("codec `{codec}`: element {index} is not a valid {data_type} ({reason})")]
+    #[error(
+        "codec `{codec}`: element {index} of the chunk (in C order) is not a valid {data_type} \
+         ({reason})"
+    )]
     InvalidElement {
         /// The codec.
         codec: String,
