@@ -315,17 +315,21 @@ impl ArrayBuilder {
     /// use zarr_core::DataType;
     ///
     /// let metadata = ArrayBuilder::new(vec![2, 3, 4], DataType::Float32, vec![2, 3, 4])
-    ///     .dimension_names_opt([Some("t".to_owned()), None, Some("z".to_owned())])
+    ///     .dimension_names_opt([Some("t"), None, Some("z")])
     ///     .build_metadata()?;
     /// assert_eq!(metadata.dimension_names.unwrap()[1], None);
     /// # Ok::<(), zarr_array::Error>(())
     /// ```
+    ///
+    /// Names may be `&str` or `String`; a list of only `None` needs the type spelled out
+    /// (`[None::<&str>; 3]`).
     #[must_use]
-    pub fn dimension_names_opt<I>(mut self, names: I) -> Self
+    pub fn dimension_names_opt<I, N>(mut self, names: I) -> Self
     where
-        I: IntoIterator<Item = Option<String>>,
+        I: IntoIterator<Item = Option<N>>,
+        N: Into<String>,
     {
-        self.dimension_names = Some(names.into_iter().collect());
+        self.dimension_names = Some(names.into_iter().map(|n| n.map(Into::into)).collect());
         self
     }
 

@@ -346,7 +346,7 @@ async fn names_below_a_group_are_relative_and_a_leading_slash_says_so() {
 async fn arrays_describe_their_chunks_and_dimensions() {
     let store = memory();
     let plain = ArrayBuilder::new(vec![10, 20, 30], DataType::Int16, vec![5, 5, 5])
-        .dimension_names_opt([Some("t".to_owned()), None, Some("x".to_owned())])
+        .dimension_names_opt([Some("t"), None, Some("x")])
         .create(Arc::clone(&store), "/plain")
         .await
         .unwrap();
