@@ -366,9 +366,13 @@ pub(crate) struct Header {
 }
 
 impl Header {
-    /// The number of elements.
+    /// The number of elements, `u64::MAX` when the shape's product does not fit (no file
+    /// holds that many).
     pub(crate) fn num_elements(&self) -> u64 {
-        self.shape.iter().product()
+        self.shape
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .unwrap_or(u64::MAX)
     }
 }
 

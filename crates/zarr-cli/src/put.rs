@@ -376,7 +376,30 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
             shape_text(&selection.region.shape())
         );
     }
+    // A short file (an interrupted download, say) is found before anything is written,
+    // rather than when the slab it ends in is read.
     let total = header.num_elements();
+    let needed = total
+        .checked_mul(elements.item_size() as u64)
+        .and_then(|data| data.checked_add(header.data_offset));
+    let file_info = reader
+        .get_ref()
+        .metadata()
+        .with_context(|| format!("reading {name}"))?;
+    if file_info.is_file() && needed.is_none_or(|needed| file_info.len() < needed) {
+        anyhow::bail!(
+            "{name} is shorter than its header says: {} elements of {} take {} bytes after \
+             its {}-byte header, and the file has {} bytes in all; nothing was written",
+            shape_text(&header.shape),
+            header.descr,
+            needed.map_or_else(
+                || "more than 2^64".to_owned(),
+                |n| (n - header.data_offset).to_string()
+            ),
+            header.data_offset,
+            file_info.len()
+        );
+    }
     let mut source = Source {
         reader,
         name,

@@ -709,3 +709,26 @@ fn create_takes_numpy_type_codes_and_leaves_nothing_behind_on_bad_input() {
     assert!(err.contains("no such directory"), "{err}");
     assert!(!dir.path().join("x").exists());
 }
+
+#[test]
+fn put_writes_nothing_from_a_short_file() {
+    // More than one slab (about 64 MiB each): the file ends in the second, so the first was
+    // written before the end was found.
+    const MIB: u64 = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("big.zarr").display().to_string();
+    let len = (80 * MIB).to_string();
+    let chunks = (4 * MIB).to_string();
+    ok(&[
+        "create", &array, "--shape", &len, "--dtype", "uint8", "--chunks", &chunks, "--codec",
+        "none",
+    ]);
+    let npy = dir.path().join("x.npy");
+    // An interrupted download: the header says 80 MiB, the file holds 70.
+    write_npy(&npy, "|u1", &[80 * MIB], &vec![1u8; 70 * MIB as usize]);
+    let err = fails(&["put", &array, "-i", npy.to_str().unwrap()], 1);
+    assert!(err.contains("shorter than its header says"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(ok(&["get", &array, "-r", "0:2"]), "0\n0\n");
+    assert!(!std::path::Path::new(&array).join("c/0").exists());
+}
