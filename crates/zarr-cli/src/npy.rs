@@ -186,10 +186,11 @@ impl TextDtype {
         }
     }
 
-    /// The size of one element in bytes.
+    /// The size of one element in bytes (`usize::MAX` for a width no file can hold, which
+    /// the file's size then refutes).
     pub(crate) fn item_size(self) -> usize {
         match self {
-            Self::Utf32 { chars, .. } => chars * 4,
+            Self::Utf32 { chars, .. } => chars.saturating_mul(4),
             Self::Bytes { len } => len,
         }
     }

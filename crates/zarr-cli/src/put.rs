@@ -96,9 +96,11 @@ impl Elements {
         let values = match self {
             Self::Fixed { .. } => 0,
             Self::Convert { to, .. } => to.fixed_size().unwrap_or(1) as u64,
-            Self::Strings(_) | Self::Binary { .. } => item + 8,
+            Self::Strings(_) | Self::Binary { .. } => item.saturating_add(8),
         };
-        (item + rearranged + values).max(1)
+        item.saturating_add(rearranged)
+            .saturating_add(values)
+            .max(1)
     }
 }
 

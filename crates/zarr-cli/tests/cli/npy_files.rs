@@ -315,3 +315,22 @@ fn get_takes_the_format_from_the_file_name() {
     ok(&["get", array_text, "-o", path(&other)]);
     assert_eq!(std::fs::read_to_string(&other).unwrap(), "1\n2\n3\n");
 }
+
+#[test]
+fn put_refuses_a_text_width_no_file_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let strings = dir.path().join("s.zarr").display().to_string();
+    ok(&["create", &strings, "--shape", "1", "--dtype", "string"]);
+    let npy = dir.path().join("x.npy");
+    // 2^62 code points of 4 bytes: the element's size overflowed.
+    for descr in ["<U4611686018427387904", "|S18446744073709551615"] {
+        write_npy(&npy, descr, &[1], b"abcd");
+        let err = fails(&["put", &strings, "-i", npy.to_str().unwrap()], 1);
+        assert!(
+            err.contains("shorter than its header says"),
+            "{descr}: {err}"
+        );
+        assert!(err.contains("nothing was written"), "{descr}: {err}");
+    }
+    assert_eq!(ok(&["get", &strings]), "\"\"\n");
+}
