@@ -255,84 +255,94 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         usage!("--dimension-names needs one name per dimension");
     }
     let target = resolve(&args.target, Access::Write)?;
-    let node_path = NodePath::new(&target.path)?;
-    let occupant = target.occupant().await?;
-    target.refuse_foreign(&occupant)?;
-    if !args.overwrite && occupant == Occupant::Node {
-        usage!(
-            "{} already exists; use --overwrite to replace it",
-            target.describe()
-        );
-    }
-    // The nearest existing group above decides the format unless it is given: a node of
-    // the other format below it would be invisible to zarr-python.
-    let mut parent_format = None;
-    for ancestor in node_path.ancestors().iter().rev() {
-        if let Ok(group) = Group::open(Arc::clone(&target.store), ancestor.as_str()).await {
-            parent_format = Some((ancestor.clone(), group.zarr_format()));
-            break;
-        }
-    }
-    let format = match (args.zarr_format.as_deref(), &parent_format) {
-        (Some("2"), _) => ZarrFormat::V2,
-        (Some(_), _) => ZarrFormat::V3,
-        (None, Some((_, format))) => *format,
-        (None, None) => ZarrFormat::V3,
-    };
-    if let Some((group, parent)) = &parent_format
-        && *parent != format
-    {
-        usage!(
-            "the group {group} above is Zarr v{}: a Zarr v{} array below it would be invisible \
-             to readers that open the hierarchy (zarr-python); leave --zarr-format out to match it",
-            format_number(*parent),
-            format_number(format)
-        );
-    }
-    if format == ZarrFormat::V2 {
-        if layout.inner.is_some() {
-            usage!("--shards: Zarr v2 has no sharding (leave --shards out, or write Zarr v3)");
-        }
-        if args.dimension_names.is_some() {
+    // A failure from here on (a codec the library does not know, a store error) leaves no
+    // empty store directory behind, which would make the next attempt's path resolve
+    // differently (an existing directory that is not a node becomes a store root).
+    let result: Result<()> = async {
+        let node_path = NodePath::new(&target.path)?;
+        let occupant = target.occupant().await?;
+        target.refuse_foreign(&occupant)?;
+        if !args.overwrite && occupant == Occupant::Node {
             usage!(
-                "--dimension-names: Zarr v2 has no dimension names (give them as the \
-                 `_ARRAY_DIMENSIONS` attribute, as xarray does: --attr '_ARRAY_DIMENSIONS=[\"y\", \"x\"]')"
+                "{} already exists; use --overwrite to replace it",
+                target.describe()
             );
         }
-    }
-    let mut builder = ArrayBuilder::new(shape, data_type.clone(), grid)
-        .codecs(codecs)
-        .attributes(attributes)
-        .overwrite(args.overwrite)
-        .zarr_format(format);
-    if let Some(fill_value) = fill_value {
-        builder = builder.fill_value(fill_value);
-    }
-    if let Some(names) = &args.dimension_names {
-        builder = builder.dimension_names(names.iter().cloned());
-    }
-    let array = builder
-        .create(Arc::clone(&target.store), &target.path)
-        .await
-        .with_context(|| format!("creating {}", target.describe()))?;
-    for group in consolidated_ancestors(&target.store, &node_path).await {
+        // The nearest existing group above decides the format unless it is given: a node of
+        // the other format below it would be invisible to zarr-python.
+        let mut parent_format = None;
+        for ancestor in node_path.ancestors().iter().rev() {
+            if let Ok(group) = Group::open(Arc::clone(&target.store), ancestor.as_str()).await {
+                parent_format = Some((ancestor.clone(), group.zarr_format()));
+                break;
+            }
+        }
+        let format = match (args.zarr_format.as_deref(), &parent_format) {
+            (Some("2"), _) => ZarrFormat::V2,
+            (Some(_), _) => ZarrFormat::V3,
+            (None, Some((_, format))) => *format,
+            (None, None) => ZarrFormat::V3,
+        };
+        if let Some((group, parent)) = &parent_format
+            && *parent != format
+        {
+            usage!(
+                "the group {group} above is Zarr v{}: a Zarr v{} array below it would be invisible \
+                 to readers that open the hierarchy (zarr-python); leave --zarr-format out to match it",
+                format_number(*parent),
+                format_number(format)
+            );
+        }
+        if format == ZarrFormat::V2 {
+            if layout.inner.is_some() {
+                usage!("--shards: Zarr v2 has no sharding (leave --shards out, or write Zarr v3)");
+            }
+            if args.dimension_names.is_some() {
+                usage!(
+                    "--dimension-names: Zarr v2 has no dimension names (give them as the \
+                     `_ARRAY_DIMENSIONS` attribute, as xarray does: --attr '_ARRAY_DIMENSIONS=[\"y\", \"x\"]')"
+                );
+            }
+        }
+        let mut builder = ArrayBuilder::new(shape, data_type.clone(), grid)
+            .codecs(codecs)
+            .attributes(attributes)
+            .overwrite(args.overwrite)
+            .zarr_format(format);
+        if let Some(fill_value) = fill_value {
+            builder = builder.fill_value(fill_value);
+        }
+        if let Some(names) = &args.dimension_names {
+            builder = builder.dimension_names(names.iter().cloned());
+        }
+        let array = builder
+            .create(Arc::clone(&target.store), &target.path)
+            .await
+            .with_context(|| format!("creating {}", target.describe()))?;
+        for group in consolidated_ancestors(&target.store, &node_path).await {
+            note(
+                global,
+                &format!(
+                    "note: the group {group} has consolidated metadata, which does not list the \
+                     new array until `zarr consolidate` records it again"
+                ),
+            );
+        }
         note(
             global,
             &format!(
-                "note: the group {group} has consolidated metadata, which does not list the \
-                 new array until `zarr consolidate` records it again"
+                "created {}: {} {} ({})",
+                target.describe(),
+                array.data_type().name(),
+                shape_text(array.shape()),
+                crate::layout::chunking_text(array.metadata())
             ),
         );
+        Ok(())
     }
-    note(
-        global,
-        &format!(
-            "created {}: {} {} ({})",
-            target.describe(),
-            array.data_type().name(),
-            shape_text(array.shape()),
-            crate::layout::chunking_text(array.metadata())
-        ),
-    );
-    Ok(())
+    .await;
+    if result.is_err() {
+        target.remove_created_dirs();
+    }
+    result
 }

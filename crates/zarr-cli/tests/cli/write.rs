@@ -732,3 +732,31 @@ fn put_writes_nothing_from_a_short_file() {
     assert_eq!(ok(&["get", &array, "-r", "0:2"]), "0\n0\n");
     assert!(!std::path::Path::new(&array).join("c/0").exists());
 }
+
+#[test]
+fn a_create_that_fails_leaves_no_directory_to_trip_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("new.zarr");
+    let array = store.join("images/raw").display().to_string();
+    // The codec list is checked by the library, after the store's directory was made.
+    let err = fails(
+        &[
+            "create",
+            &array,
+            "--shape",
+            "4",
+            "--dtype",
+            "uint8",
+            "--codecs",
+            r#"["bytes", "no_such_codec"]"#,
+        ],
+        1,
+    );
+    assert!(err.contains("no_such_codec"), "{err}");
+    assert!(!store.exists());
+    // So the next attempt makes store new.zarr with node /images/raw, not a store at
+    // new.zarr/images/raw below a plain directory.
+    ok(&["create", &array, "--shape", "4", "--dtype", "uint8"]);
+    let tree = ok(&["tree", store.to_str().unwrap()]);
+    assert!(tree.contains("    raw  uint8 4"), "{tree}");
+}
