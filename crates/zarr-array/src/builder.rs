@@ -454,7 +454,9 @@ impl ArrayBuilder {
     /// # Errors
     /// As [`build_metadata`](Self::build_metadata); [`Error::Codecs`] for codecs that cannot
     /// be built; [`Error::NodeExists`] if a node is at `path` and
-    /// [`overwrite`](Self::overwrite) is off, or an ancestor is an array; store errors.
+    /// [`overwrite`](Self::overwrite) is off, or an ancestor is an array;
+    /// [`Error::Metadata`] or [`Error::V2Metadata`] if the node at `path` has metadata that
+    /// does not parse and `overwrite` is off (with it, the node is replaced); store errors.
     pub async fn create<S: WritableStore + ?Sized>(
         &self,
         store: Arc<S>,
@@ -466,7 +468,13 @@ impl ArrayBuilder {
         let array = Array::from_metadata(store, path.clone(), metadata, self.options.clone())?
             .with_format(self.zarr_format);
         let store = &*array.store;
-        if read_metadata(store, &path).await?.is_some() {
+        let existing = match read_metadata(store, &path).await {
+            Ok(found) => found.is_some(),
+            // A node whose metadata does not parse is still a node: `overwrite` replaces it.
+            Err(Error::Metadata { .. } | Error::V2Metadata { .. }) if self.overwrite => true,
+            Err(e) => return Err(e),
+        };
+        if existing {
             if !self.overwrite {
                 return Err(Error::NodeExists {
                     path: path.as_str().to_owned(),

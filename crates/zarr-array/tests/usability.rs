@@ -664,3 +664,57 @@ async fn an_invalid_element_is_named_by_its_indices_in_the_array() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn overwrite_replaces_a_node_whose_metadata_does_not_parse() {
+    let store = memory();
+    let a = ArrayBuilder::new(vec![4], DataType::UInt8, vec![2])
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    a.write(.., &[1u8, 2, 3, 4]).await.unwrap();
+    store
+        .set(&StoreKey::try_new("a/zarr.json").unwrap(), "{torn".into())
+        .await
+        .unwrap();
+    // Without overwrite: the broken document is the error, and nothing changes.
+    let err = ArrayBuilder::new(vec![4], DataType::UInt8, vec![2])
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Metadata { .. }), "{err:?}");
+    assert!(
+        store
+            .get(&StoreKey::try_new("a/c/0").unwrap())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // With it: the node and its chunks are replaced.
+    let a = ArrayBuilder::new(vec![4], DataType::UInt8, vec![2])
+        .overwrite(true)
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    assert_eq!(a.read::<u8>(..).await.unwrap(), [0; 4]);
+    assert!(
+        store
+            .get(&StoreKey::try_new("a/c/0").unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // The same for a Zarr v2 node whose `.zarray` does not parse.
+    store
+        .set(&StoreKey::try_new("b/.zarray").unwrap(), "[]".into())
+        .await
+        .unwrap();
+    let b = ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])
+        .zarr_format(ZarrFormat::V2)
+        .overwrite(true)
+        .create(Arc::clone(&store), "/b")
+        .await
+        .unwrap();
+    assert_eq!(b.read::<u8>(..).await.unwrap(), [0; 2]);
+}
