@@ -1,6 +1,6 @@
 //! `bench`, `demo`, global flags, errors and exit codes.
 
-use crate::common::{fails, ok, zarr};
+use crate::common::{fails, ok, write_npy, zarr};
 
 #[test]
 fn bench_writes_and_reads() {
@@ -75,9 +75,69 @@ fn demo_builds_a_dataset_that_the_other_commands_read() {
     let other = dir.path().join("other");
     std::fs::create_dir(&other).unwrap();
     std::fs::write(other.join("keep.txt"), "x").unwrap();
-    let err = fails(&["demo", other.to_str().unwrap()], 1);
+    let err = fails(&["demo", other.to_str().unwrap()], 2);
     assert!(err.contains("is not an earlier demo"), "{err}");
     assert!(other.join("keep.txt").exists());
+}
+
+#[test]
+fn demo_rewrites_an_earlier_demo_but_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let place = |name: &str| dir.path().join(name).display().to_string();
+    let (demo, mine) = (place("demo.zarr"), place("mine.zarr"));
+    // An earlier demo, consolidated or not, is rewritten as the demo writes it.
+    ok(&["-q", "demo", &demo]);
+    ok(&["-q", "consolidate", &demo]);
+    ok(&["-q", "demo", &demo]);
+    assert!(!ok(&["tree", &demo]).contains("consolidated"));
+    ok(&["-q", "demo", &demo]);
+
+    // A copy of the demo carries its root attributes; then it gets the user's data: an
+    // array, a file, and new values in one of the demo's arrays.
+    ok(&["-q", "copy", &demo, &mine]);
+    ok(&["-q", "demo", &mine]);
+    let extra = format!("{mine}/extra");
+    ok(&["-q", "create", &extra, "--shape", "3", "--dtype", "uint8"]);
+    let notes = dir.path().join("mine.zarr/notes.txt");
+    std::fs::write(&notes, "mine").unwrap();
+    let err = fails(&["demo", &mine], 2);
+    assert!(
+        err.contains("mine.zarr is not an earlier demo")
+            && err.contains("it holds extra/, notes.txt (not written by the demo); choose"),
+        "{err}"
+    );
+    let npy = dir.path().join("values.npy");
+    write_npy(&npy, "<f4", &[2], &[0; 8]);
+    let temperature = format!("{mine}/timeseries/temperature");
+    ok(&[
+        "put",
+        &temperature,
+        "-i",
+        npy.to_str().unwrap(),
+        "-r",
+        "0:2",
+    ]);
+    std::fs::remove_file(&notes).unwrap();
+    let err = fails(&["demo", &mine], 2);
+    assert!(
+        err.contains(
+            "it holds extra/ (not written by the demo) and timeseries/temperature/c/0 \
+             (changed since the demo wrote it)"
+        ),
+        "{err}"
+    );
+    // All of it is still there.
+    assert_eq!(ok(&["get", &temperature, "-r", "0:2"]), "0.0\n0.0\n");
+    assert_eq!(ok(&["get", &extra]), "0\n0\n0\n");
+    assert!(ok(&["tree", &mine]).contains("  labels  string 4 (chunks 2)"));
+    // A file in place of the directory is refused too.
+    std::fs::write(&notes, "mine").unwrap();
+    let err = fails(&["demo", notes.to_str().unwrap()], 2);
+    assert!(
+        err.contains("notes.txt is a file, not a directory"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine");
 }
 
 #[test]
