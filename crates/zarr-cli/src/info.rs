@@ -85,6 +85,11 @@ impl ChunkStats {
 /// and one size request per stored chunk, or (for stores that cannot list) one size request
 /// per chunk of a small grid.
 pub(crate) async fn chunk_stats(array: &Array<dyn Store>) -> Result<ChunkStats> {
+    chunk_stats_walking(array, MAX_WALKED_CHUNKS).await
+}
+
+/// [`chunk_stats`], walking grids of up to `max_walked` chunks chunk by chunk.
+async fn chunk_stats_walking(array: &Array<dyn Store>, max_walked: u64) -> Result<ChunkStats> {
     let metadata = array.metadata();
     let grid = array.grid_shape()?;
     let possible: u64 = grid.iter().product();
@@ -109,9 +114,9 @@ pub(crate) async fn chunk_stats(array: &Array<dyn Store>) -> Result<ChunkStats> 
     if listed.is_none() && possible > 100_000 {
         return Ok(stats);
     }
-    if possible > MAX_WALKED_CHUNKS {
-        // Count the listed keys without matching them to chunks.
-        stats.present = listed.map(|l| l.len() as u64);
+    if possible > max_walked {
+        // Count the listed chunk keys without asking for their sizes.
+        stats.present = listed.map(|l| count_chunk_keys(metadata, &grid, l.iter()));
         return Ok(stats);
     }
     let element = metadata.data_type.fixed_size().map(|s| s as u64);
@@ -152,6 +157,22 @@ pub(crate) async fn chunk_stats(array: &Array<dyn Store>) -> Result<ChunkStats> 
     stats.stored_bytes = Some(stored);
     stats.decoded_bytes = element.map(|_| decoded);
     Ok(stats)
+}
+
+/// How many of `keys` (relative to the array's prefix) are keys of chunks in `grid`: not the
+/// metadata documents (`.zarray`, `.zattrs` of a Zarr v2 array) or anything else stored there.
+fn count_chunk_keys<'a>(
+    metadata: &ArrayMetadata,
+    grid: &[u64],
+    keys: impl Iterator<Item = &'a String>,
+) -> u64 {
+    let encoding = &metadata.chunk_key_encoding;
+    keys.filter(|key| {
+        encoding
+            .decode(key, grid.len())
+            .is_some_and(|chunk| chunk.iter().zip(grid).all(|(i, n)| i < n))
+    })
+    .count() as u64
 }
 
 /// `1.5 MiB (1572864 bytes)`.
@@ -427,6 +448,43 @@ mod tests {
             vec![Vec::<u64>::new()]
         );
         assert_eq!(grid_indices(&[0, 4]).count(), 0);
+    }
+
+    /// Above the walking threshold only chunk keys count: not a Zarr v2 array's `.zarray`
+    /// and `.zattrs`, nor other files, nor keys outside the grid.
+    #[test]
+    fn a_grid_too_large_to_walk_counts_only_chunk_keys() {
+        use zarr::metadata::v2::ZarrFormat;
+        use zarr::store::{MemoryStore, WritableStore as _};
+
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            for format in [ZarrFormat::V2, ZarrFormat::V3] {
+                let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+                let array = zarr::array::ArrayBuilder::new(
+                    vec![4, 6],
+                    zarr::metadata::DataType::UInt8,
+                    vec![2, 2],
+                )
+                .zarr_format(format)
+                .attribute("units", "m")
+                .create(Arc::clone(&store), "/a")
+                .await
+                .unwrap();
+                array.write([0..2, 0..4], &[1u8; 8]).await.unwrap();
+                let stray = |name: &str| StoreKey::try_new(format!("a/{name}")).unwrap();
+                for name in ["notes.txt", "c/9/9", "9.9", "c/0/0/0", "0.0.0"] {
+                    store.set(&stray(name), vec![1].into()).await.unwrap();
+                }
+                let walked = chunk_stats(&array).await.unwrap();
+                let counted = chunk_stats_walking(&array, 0).await.unwrap();
+                assert_eq!(
+                    (walked.possible, walked.present, counted.present),
+                    (6, Some(2), Some(2)),
+                    "{format:?}"
+                );
+            }
+        });
     }
 
     #[test]
