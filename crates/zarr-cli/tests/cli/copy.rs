@@ -131,19 +131,25 @@ fn copy_converts_the_data_type() {
     assert!(err.contains("out of the range of int8"), "{err}");
 }
 
-#[test]
-fn copy_names_a_value_that_does_not_convert_by_its_index() {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("s.zarr").display().to_string();
+/// Create a 6x5 int32 array at `target` in chunks of `chunks`, all ones but for 1000 at
+/// [5, 2] (element 27), which does not convert to int8; the `.npy` file goes in `dir`.
+fn int32_with_one_value_too_big_for_int8(dir: &Path, target: &str, chunks: &str) {
     ok(&[
-        "create", &src, "--shape", "6,5", "--dtype", "int32", "--chunks", "4,5",
+        "create", target, "--shape", "6,5", "--dtype", "int32", "--chunks", chunks,
     ]);
     let mut values = [1i32; 30];
     values[27] = 1000;
     let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let npy = dir.path().join("v.npy");
+    let npy = dir.join("v.npy");
     write_npy(&npy, "<i4", &[6, 5], &data);
-    ok(&["put", &src, "-i", npy.to_str().unwrap()]);
+    ok(&["put", target, "-i", npy.to_str().unwrap()]);
+}
+
+#[test]
+fn copy_names_a_value_that_does_not_convert_by_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("s.zarr").display().to_string();
+    int32_with_one_value_too_big_for_int8(dir.path(), &src, "4,5");
     // Element 27 of the array, the fourth of the second block (rows 4..6): [5, 2].
     let dst = dir.path().join("d.zarr").display().to_string();
     let err = fails(&["copy", &src, &dst, "--data-type", "int8"], 1);
@@ -598,19 +604,11 @@ fn files_below(dir: &Path) -> Vec<String> {
 #[test]
 fn a_copy_that_fails_removes_what_it_wrote() {
     let dir = tempfile::tempdir().unwrap();
-    // A group holding a 6x5 int32 array of ones in chunk rows of 2, with 1000 at [5, 2]: the
-    // last of three blocks does not convert to int8, after the first ones were written.
+    // A group holding the array with 1000 at [5, 2], in chunk rows of 2: the last of three
+    // blocks does not convert to int8, after the first ones were written.
     let store = dir.path().join("s.zarr");
     let src = store.join("v").display().to_string();
-    ok(&[
-        "create", &src, "--shape", "6,5", "--dtype", "int32", "--chunks", "2,5",
-    ]);
-    let mut values = [1i32; 30];
-    values[27] = 1000;
-    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let npy = dir.path().join("v.npy");
-    write_npy(&npy, "<i4", &[6, 5], &data);
-    ok(&["put", &src, "-i", npy.to_str().unwrap()]);
+    int32_with_one_value_too_big_for_int8(dir.path(), &src, "2,5");
     let blocks = ["--block-size", "40"];
     let failed = |err: &str| {
         assert!(
