@@ -12,7 +12,7 @@ use zarr_core::{
     ArrayMetadata, ChunkGrid, ChunkKeyEncoding, DataType, FillValue, NodeMetadata, NodePath, Region,
 };
 use zarr_sharding::{ShardingTransformer, ShardingTransformerConfig};
-use zarr_store::{ReadableStore, StoreKey, StorePrefix, WritableStore};
+use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableStore};
 use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 
 use crate::codecs::{ArrayCodecs, shared_default_registry};
@@ -998,6 +998,63 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     pub async fn chunk_exists(&self, chunk: &[u64]) -> Result<bool> {
         let key = self.chunk_key(chunk)?;
         Ok(self.read_store().size(&key).await?.is_some())
+    }
+}
+
+impl<S: ReadableStore + ListableStore + ?Sized> Array<S> {
+    /// The grid indices of the chunks that are stored, in C order, from one listing of the
+    /// array's prefix (zarr-python's `nchunks_initialized` counts the same keys). Listed keys
+    /// are decoded with the array's chunk key encoding; keys that name no chunk of the grid
+    /// (metadata documents, stray files, chunks left outside the grid by a resize of
+    /// another implementation) are not chunks. For a sharded array the chunks are the
+    /// shards; through the sharding storage transformer they are the chunks its shard
+    /// indexes list, which costs a read of every shard's index.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let array = ArrayBuilder::new(vec![8, 8], DataType::UInt8, vec![4, 4])
+    ///     .create(Arc::new(MemoryStore::new()), "/a")
+    ///     .await?;
+    /// array.write([4..8, 0..4], &[1u8; 16]).await?;
+    /// assert_eq!(array.stored_chunks().await?, [vec![1, 0]]);
+    /// assert_eq!(array.num_stored_chunks().await?, 1);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// Store errors, including a store that cannot list (an HTTP store); shard index errors
+    /// through the sharding storage transformer.
+    pub async fn stored_chunks(&self) -> Result<Vec<Vec<u64>>> {
+        let prefix = StorePrefix::try_new(self.path.prefix())?;
+        let keys = match &self.transformer {
+            Some(transformer) => transformer.list_prefix(&prefix).await?,
+            None => self.store.list_prefix(&prefix).await?,
+        };
+        let grid = self.grid_shape()?;
+        let encoding = &self.metadata.chunk_key_encoding;
+        let mut chunks: Vec<Vec<u64>> = keys
+            .iter()
+            .filter_map(|key| key.strip_prefix(&prefix))
+            .filter_map(|key| encoding.decode(key.as_str(), grid.len()))
+            .filter(|chunk| chunk.iter().zip(&grid).all(|(i, n)| i < n))
+            .collect();
+        chunks.sort_unstable();
+        chunks.dedup();
+        Ok(chunks)
+    }
+
+    /// How many chunks are stored: the length of [`Array::stored_chunks`].
+    ///
+    /// # Errors
+    /// As [`Array::stored_chunks`].
+    pub async fn num_stored_chunks(&self) -> Result<u64> {
+        Ok(self.stored_chunks().await?.len() as u64)
     }
 }
 

@@ -358,6 +358,24 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     }
 }
 
+impl<S: ReadableStore + ListableStore + ?Sized> Array<S> {
+    /// [`crate::Array::stored_chunks`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::stored_chunks`], and [`Error::BlockingInAsync`].
+    pub fn stored_chunks(&self) -> Result<Vec<Vec<u64>>> {
+        block_on(self.0.stored_chunks())?
+    }
+
+    /// [`crate::Array::num_stored_chunks`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::num_stored_chunks`], and [`Error::BlockingInAsync`].
+    pub fn num_stored_chunks(&self) -> Result<u64> {
+        block_on(self.0.num_stored_chunks())?
+    }
+}
+
 impl<S: ReadableStore + ?Sized + 'static> Array<S> {
     /// [`crate::Array::read_many`]: several regions at once, each read a task of its own on
     /// this API's runtime (up to `io_concurrency` in flight), returned in the order given.

@@ -718,3 +718,66 @@ async fn overwrite_replaces_a_node_whose_metadata_does_not_parse() {
         .unwrap();
     assert_eq!(b.read::<u8>(..).await.unwrap(), [0; 2]);
 }
+
+#[tokio::test]
+async fn stored_chunks_come_from_one_listing() {
+    let store = memory();
+    // Default keys; a stray file and a key outside the grid are not chunks.
+    let a = ArrayBuilder::new(vec![10, 10], DataType::UInt16, vec![4, 4])
+        .create(Arc::clone(&store), "/g/a")
+        .await
+        .unwrap();
+    assert!(a.stored_chunks().await.unwrap().is_empty());
+    a.write([0..4, 4..8], &[1u16; 16]).await.unwrap();
+    a.write([8..10, 0..2], &[2u16; 4]).await.unwrap();
+    for stray in ["g/a/notes.txt", "g/a/c/9/0", "g/a/c/01/0"] {
+        store
+            .set(&StoreKey::try_new(stray).unwrap(), "x".into())
+            .await
+            .unwrap();
+    }
+    assert_eq!(a.stored_chunks().await.unwrap(), [vec![0, 1], vec![2, 0]]);
+    // An array that writes only fill values stores nothing.
+    a.write([0..4, 4..8], &[0u16; 16]).await.unwrap();
+    assert_eq!(a.num_stored_chunks().await.unwrap(), 1);
+
+    // Zarr v2 keys (`1.0`), beside `.zarray` and `.zattrs`.
+    let v2 = ArrayBuilder::new(vec![4, 4], DataType::UInt8, vec![2, 2])
+        .zarr_format(ZarrFormat::V2)
+        .create(Arc::clone(&store), "/v2")
+        .await
+        .unwrap();
+    v2.write([2..4, 0..2], &[7u8; 4]).await.unwrap();
+    assert_eq!(v2.stored_chunks().await.unwrap(), [vec![1, 0]]);
+
+    // The sharding codec: the chunks are the shards.
+    let sharded = ArrayBuilder::new(vec![8], DataType::UInt8, vec![4])
+        .sharding(vec![2])
+        .create(Arc::clone(&store), "/sharded")
+        .await
+        .unwrap();
+    sharded.write(5..6, &[3u8]).await.unwrap();
+    assert_eq!(sharded.stored_chunks().await.unwrap(), [vec![1]]);
+
+    // The sharding storage transformer: the chunks its shard indexes list.
+    let transformed = ArrayBuilder::new(vec![8], DataType::UInt8, vec![2])
+        .sharding_transformer(vec![2])
+        .create(Arc::clone(&store), "/t")
+        .await
+        .unwrap();
+    transformed.write(2..3, &[4u8]).await.unwrap();
+    transformed.write(7..8, &[5u8]).await.unwrap();
+    assert_eq!(
+        transformed.stored_chunks().await.unwrap(),
+        [vec![1], vec![3]]
+    );
+
+    // The blocking API.
+    std::thread::spawn(move || {
+        let a = zarr_array::blocking::Array::open(store, "/g/a").unwrap();
+        assert_eq!(a.stored_chunks().unwrap(), [vec![2, 0]]);
+        assert_eq!(a.num_stored_chunks().unwrap(), 1);
+    })
+    .join()
+    .unwrap();
+}
