@@ -8,7 +8,7 @@ use futures::StreamExt as _;
 use serde_json::{Map, Value};
 use zarr::array::{Array, Node};
 use zarr::metadata::{ExtensionObject, NodeMetadata};
-use zarr::store::{ListableStore as _, Store, StorePrefix};
+use zarr::store::Store;
 
 use crate::info::grid_indices;
 use crate::outln;
@@ -144,32 +144,20 @@ fn checksum_note(unchecked: &[String], total: usize, target: &str) -> Option<Str
     }
 }
 
-/// The chunks of `array` that are stored, from one listing of its prefix (keys decoded with
-/// its chunk key encoding; keys that name no chunk of the grid are not chunks), or `None`
-/// when the store cannot list or chunks are not keys of their own (the sharding storage
-/// transformer): then every chunk of the grid is asked for.
-async fn stored_chunks(array: &Array<dyn Store>, grid: &[u64]) -> Option<Vec<Vec<u64>>> {
+/// The chunks of `array` that are stored ([`Array::stored_chunks`]), or `None` when the
+/// store cannot list or chunks are not keys of their own (the sharding storage transformer,
+/// whose listing would read every shard's index): then every chunk of the grid is asked for.
+async fn stored_chunks(array: &Array<dyn Store>) -> Option<Vec<Vec<u64>>> {
     if array.uses_storage_transformer() {
         return None;
     }
-    let prefix = StorePrefix::try_new(array.path().prefix()).ok()?;
-    let keys = match array.store().list_prefix(&prefix).await {
-        Ok(keys) => keys,
+    match array.stored_chunks().await {
+        Ok(chunks) => Some(chunks),
         Err(err) => {
             tracing::info!(error = %err, "the store cannot list; asking chunk by chunk");
-            return None;
+            None
         }
-    };
-    let encoding = &array.metadata().chunk_key_encoding;
-    let mut chunks: Vec<Vec<u64>> = keys
-        .iter()
-        .filter_map(|key| key.strip_prefix(&prefix))
-        .filter_map(|key| encoding.decode(key.as_str(), grid.len()))
-        .filter(|chunk| chunk.iter().zip(grid).all(|(i, n)| i < n))
-        .collect();
-    chunks.sort_unstable();
-    chunks.dedup();
-    Some(chunks)
+    }
 }
 
 pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
@@ -214,7 +202,7 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
     for array in &arrays {
         let grid = array.grid_shape()?;
         let possible: u64 = grid.iter().product();
-        let chunks = match stored_chunks(array, &grid).await {
+        let chunks = match stored_chunks(array).await {
             Some(stored) => {
                 missing += possible - stored.len() as u64;
                 stored
