@@ -316,31 +316,12 @@ fn report(err: &anyhow::Error) -> ExitCode {
 /// The error and its causes joined by `: `, skipping a cause whose text the previous message
 /// already ends with (some errors print their source themselves), and flattening newlines.
 pub(crate) fn one_line(err: &anyhow::Error) -> String {
-    chain_line(err.chain())
+    error_line(&**err)
 }
 
 /// As [`one_line`], for any error.
 pub(crate) fn error_line(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut chain = Vec::new();
-    let mut next = Some(err);
-    while let Some(e) = next {
-        chain.push(e);
-        next = e.source();
-    }
-    chain_line(chain.into_iter())
-}
-
-fn chain_line<'a>(chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
-    let mut line = String::new();
-    for cause in chain {
-        let text = cause.to_string().replace('\n', " ");
-        if text.is_empty() || line.ends_with(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
+    zarr::metadata::ErrorChain(err)
+        .to_string()
+        .replace('\n', " ")
 }
