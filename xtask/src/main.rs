@@ -74,7 +74,17 @@ pub(crate) fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
     Ok(())
 }
 
+/// CI builds from a clean clone once: incremental caches would only cost disk (16 GB of them
+/// across the workspace's test binaries) and time.
+const NO_INCREMENTAL: (&str, &str) = ("CARGO_INCREMENTAL", "0");
+
+/// What a clean `cargo xtask ci` needs on the disk holding `target/`, with room to spare:
+/// it measured ~9 GB (debug tests, release harness, Python venv) after the dev profile dropped
+/// full debug info.
+const CI_DISK_NEED_GIB: u64 = 16;
+
 fn ci() -> Result<()> {
+    warn_if_disk_is_short();
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
     cargo(
         &[
@@ -85,7 +95,7 @@ fn ci() -> Result<()> {
             "-D",
             "warnings",
         ],
-        &[],
+        &[NO_INCREMENTAL],
     )?;
     // One Python environment serves the object-store tests (a real S3 server) and the interop
     // tests (zarr-python and tensorstore as peers); neither kind skips in CI.
@@ -97,7 +107,8 @@ fn ci() -> Result<()> {
         .context("cannot start the S3 test server (moto) that the object-store tests need")?;
     let mut env = s3.env();
     env.extend(venv.env());
-    let envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    envs.push(NO_INCREMENTAL);
     cargo(&["test", "--workspace", "--all-targets"], &envs)?;
     cargo(&["test", "--workspace", "--doc"], &envs)?;
     drop(s3);
@@ -107,10 +118,43 @@ fn ci() -> Result<()> {
     bench::smoke(&venv).context("the comparison harness's smoke run failed")?;
     cargo(
         &["doc", "--workspace", "--no-deps"],
-        &[("RUSTDOCFLAGS", "-D warnings")],
+        &[("RUSTDOCFLAGS", "-D warnings"), NO_INCREMENTAL],
     )?;
     eprintln!("==> ci: all steps passed");
     Ok(())
+}
+
+/// Say up front when the disk under `target/` has less room than CI needs, so a run that
+/// later dies in the linker ("No space left on device", a bus error) is explained at its top.
+/// Only a warning: the estimate is coarse and a warm `target/` needs far less.
+fn warn_if_disk_is_short() {
+    let target = workspace_root().join("target");
+    let probe = if target.exists() {
+        target
+    } else {
+        workspace_root()
+    };
+    let output = Command::new("df").arg("-Pk").arg(&probe).output();
+    let Ok(output) = output else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    // `df -P`: a header line, then "filesystem blocks used available capacity mount".
+    let available_kib = text
+        .lines()
+        .nth(1)
+        .and_then(|line| line.split_whitespace().nth(3))
+        .and_then(|field| field.parse::<u64>().ok());
+    if let Some(kib) = available_kib {
+        let gib = kib / (1024 * 1024);
+        if gib < CI_DISK_NEED_GIB {
+            eprintln!(
+                "==> warning: {gib} GiB free under {}; a clean CI run needs about \
+                 {CI_DISK_NEED_GIB} GiB (free space or run `cargo clean` first)",
+                probe.display()
+            );
+        }
+    }
 }
 
 /// Start the S3 test server and keep it running until interrupted.
