@@ -195,21 +195,26 @@ pub(crate) async fn run(args: VerifyArgs, global: Global) -> Result<()> {
             arrays
         }
     };
-    // The chunks to check: the stored ones, from one listing per array.
+    // The chunks to check: the stored ones, from one listing per array; where the store
+    // cannot list, every chunk of the grid, generated as the checks go (a grid of a billion
+    // chunks is not held in memory).
     let mut work = Vec::with_capacity(arrays.len());
     let mut total = 0u64;
     let (mut good, mut missing) = (0u64, 0u64);
     for array in &arrays {
         let grid = array.grid_shape()?;
         let possible: u64 = grid.iter().product();
-        let chunks = match stored_chunks(array).await {
+        let chunks: Box<dyn Iterator<Item = Vec<u64>> + Send> = match stored_chunks(array).await {
             Some(stored) => {
                 missing += possible - stored.len() as u64;
-                stored
+                total += stored.len() as u64;
+                Box::new(stored.into_iter())
             }
-            None => grid_indices(&grid).collect(),
+            None => {
+                total += possible;
+                Box::new(grid_indices(&grid))
+            }
         };
-        total += chunks.len() as u64;
         work.push((array, chunks));
     }
     let progress = bar(global, total, "verify");

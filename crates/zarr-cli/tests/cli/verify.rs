@@ -141,6 +141,53 @@ fn verify_lists_the_stored_chunks_instead_of_asking_for_every_one() {
     assert_fails_with(&array, &["c/0/1"]);
 }
 
+/// Through the sharding storage transformer the listing would read every shard's index, so
+/// each chunk of the grid is asked for: missing ones count as fill value, a damaged one is
+/// reported by its chunk key.
+#[test]
+fn verify_asks_every_chunk_through_the_storage_transformer() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("transformed.zarr");
+    std::fs::create_dir(&array).unwrap();
+    std::fs::write(
+        array.join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [8, 8], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}, {"name": "crc32c"}],
+            "storage_transformers": [{"name": "sharding",
+                "configuration": {"chunks_per_shard": [2, 2]}}]}"#,
+    )
+    .unwrap();
+    let array_text = array.to_str().unwrap();
+    let npy = dir.path().join("v.npy");
+    crate::common::write_npy(&npy, "|u1", &[2, 8], &[7; 16]);
+    ok(&[
+        "put",
+        array_text,
+        "-i",
+        npy.to_str().unwrap(),
+        "-r",
+        "0:2,:",
+    ]);
+    // Rows 0-1 are chunks (0, 0..4), in shards c/0/0 and c/0/1.
+    let shards: Vec<String> = std::fs::read_dir(array.join("c/0"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(shards.len(), 2, "{shards:?}");
+    let out = ok(&["-q", "verify", array_text]);
+    assert_eq!(
+        out,
+        "checked 1 array: 4 chunks decode, 12 not stored (fill value), 0 problems\n"
+    );
+    // The shard's first byte is chunk (0, 0)'s first (the index is at the end).
+    let shard = array.join("c/0/0");
+    let len = std::fs::metadata(&shard).unwrap().len() as usize;
+    flip_byte(&shard, len);
+    assert_fails_with(&array, &["c/0/0"]);
+}
+
 #[test]
 fn verify_says_when_only_decoding_was_checked() {
     let dir = tempfile::tempdir().unwrap();
