@@ -315,10 +315,15 @@ impl CodecChain {
         }
         array.validate(&self.decoded)?;
         let mut array = array;
-        for (codec, repr) in &self.array_to_array {
-            array = codec.encode(array, repr)?;
+        for (depth, (codec, repr)) in self.array_to_array.iter().enumerate() {
+            array = codec
+                .encode(array, repr)
+                .map_err(|e| self.locate(e, depth))?;
         }
-        let mut bytes = self.array_to_bytes.encode(array, &self.bytes_repr)?;
+        let mut bytes = self
+            .array_to_bytes
+            .encode(array, &self.bytes_repr)
+            .map_err(|e| self.locate(e, self.array_to_array.len()))?;
         for (codec, _) in &self.bytes_to_bytes {
             bytes = codec.encode(bytes)?;
         }
@@ -337,17 +342,61 @@ impl CodecChain {
 
     /// Decode the array->array codecs from the last down to (not including) `stop`.
     fn decode_arrays_to(&self, mut array: ArrayBytes, stop: usize) -> Result<ArrayBytes> {
-        for (codec, repr) in self.array_to_array[stop..].iter().rev() {
-            array = codec.decode(array, repr)?;
+        for depth in (stop..self.array_to_array.len()).rev() {
+            let (codec, repr) = &self.array_to_array[depth];
+            array = codec
+                .decode(array, repr)
+                .map_err(|e| self.locate(e, depth))?;
             array.validate_for(&codec.to_metadata().name, repr)?;
         }
         Ok(array)
     }
 
     fn decode_array_to_bytes(&self, bytes: Bytes) -> Result<ArrayBytes> {
-        let array = self.array_to_bytes.decode(bytes, &self.bytes_repr)?;
+        let array = self
+            .array_to_bytes
+            .decode(bytes, &self.bytes_repr)
+            .map_err(|e| self.locate(e, self.array_to_array.len()))?;
         array.validate_for(&self.array_to_bytes.to_metadata().name, &self.bytes_repr)?;
         Ok(array)
+    }
+
+    /// An [`Error::InvalidElement`] of the codec that works on the representation after the
+    /// first `depth` array->array codecs, with its position moved back through them into
+    /// the chunk's C order. When one of them cannot say where its elements come from
+    /// ([`ArrayToArrayCodec::decoded_position`] is `None`), the error is wrapped as
+    /// [`Error::External`] naming that codec, its position left in the rejecting codec's
+    /// input. Other errors pass through.
+    fn locate(&self, err: Error, depth: usize) -> Error {
+        let Error::InvalidElement { index, .. } = &err else {
+            return err;
+        };
+        let mut position = *index;
+        for (codec, repr) in self.array_to_array[..depth].iter().rev() {
+            match codec.decoded_position(position, repr) {
+                Some(p) => position = p,
+                None => {
+                    return Error::External {
+                        codec: codec.to_metadata().name,
+                        source: Box::new(err),
+                    };
+                }
+            }
+        }
+        match err {
+            Error::InvalidElement {
+                codec,
+                data_type,
+                reason,
+                ..
+            } => Error::InvalidElement {
+                codec,
+                index: position,
+                data_type,
+                reason,
+            },
+            other => other,
+        }
     }
 
     /// Decode a chunk.

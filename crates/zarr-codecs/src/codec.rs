@@ -142,6 +142,19 @@ pub trait ArrayToArrayCodec: Debug + Send + Sync {
     fn can_partially_decode(&self) -> bool {
         false
     }
+
+    /// Where the element at C-order position `index` of this codec's encoded
+    /// representation sits in its decoded representation `decoded` (also C order), or `None`
+    /// when elements do not correspond one to one.
+    ///
+    /// A [`CodecChain`](crate::CodecChain) uses it to name an element that a later codec
+    /// rejects ([`Error::InvalidElement`]) by its position in the chunk. The default, `None`,
+    /// is the safe answer for any codec; an element-wise codec (a conversion, a scale) returns
+    /// `Some(index)`, and one that moves elements (as `transpose`) says where they go.
+    fn decoded_position(&self, index: u64, decoded: &ChunkRepresentation) -> Option<u64> {
+        let _ = (index, decoded);
+        None
+    }
 }
 
 /// A codec that serialises an array into bytes (e.g. `bytes`, `sharding_indexed`, `vlen-utf8`).

@@ -167,8 +167,14 @@ pub enum Error {
         computed: u32,
     },
 
-    /// A decoded element is not a valid value of its data type (a string that is not
-    /// UTF-8).
+    /// An element is not a valid value of its data type (a decoded string that is not
+    /// UTF-8), or a codec cannot store it (a NaN that a `numcodecs.astype` to an integer
+    /// type meets).
+    ///
+    /// From a [`CodecChain`](crate::CodecChain), `index` is the element's position in the
+    /// chunk, in C order, whatever `transpose` codecs the chain holds. (Behind an
+    /// array->array codec that cannot place its elements, the chain wraps this error as
+    /// [`Error::External`] naming that codec, and `index` is in the input of `codec`.)
     #[error(
         "codec `{codec}`: element {index} of the chunk (in C order) is not a valid {data_type} \
          ({reason})"
@@ -176,7 +182,7 @@ pub enum Error {
     InvalidElement {
         /// The codec.
         codec: String,
-        /// The element's index in the chunk (C order).
+        /// The element's position in the chunk (C order).
         index: u64,
         /// The data type.
         data_type: String,

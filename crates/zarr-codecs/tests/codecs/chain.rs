@@ -801,3 +801,55 @@ fn bytes_only_views_check_the_stored_chunk() {
         assert_eq!(out, expected);
     }
 }
+
+/// An element a codec refuses is reported at its position in the chunk, through the
+/// transposes before that codec; behind a codec that cannot place elements (`packbits`) the
+/// error is wrapped, naming that codec.
+#[test]
+fn refused_elements_are_placed_in_the_chunk() {
+    let scale_into_u8 = |dtype: &str, scale: u32| {
+        json!({"name": "numcodecs.fixedscaleoffset",
+            "configuration": {"offset": 0, "scale": scale, "dtype": dtype, "astype": "|u1"}})
+    };
+    let transposed = chain(
+        json!([{"name": "transpose", "configuration": {"order": [1, 0]}},
+            scale_into_u8("<f8", 1), {"name": "bytes"}]),
+        repr(&[2, 3], DataType::Float64),
+    )
+    .unwrap();
+    // 1000 does not fit a uint8: element [0, 2], position 2 in the chunk (4 after the
+    // transpose).
+    let values: Vec<u8> = [1.0f64, 2.0, 1000.0, 4.0, 5.0, 6.0]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    let err = transposed.encode(ArrayBytes::fixed(values)).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidElement { codec, index: 2, .. }
+            if codec == "numcodecs.fixedscaleoffset"),
+        "{err:?}"
+    );
+
+    // Eight booleans pack into [padding 0, 0b1000_0000]; scaling 128 by 1000 overflows
+    // element 1 of packbits' output, which is no element of the chunk.
+    let packed = chain(
+        json!([{"name": "numcodecs.packbits", "configuration": {}},
+            scale_into_u8("|u1", 1000), {"name": "bytes"}]),
+        repr(&[8], DataType::Bool),
+    )
+    .unwrap();
+    let err = packed
+        .encode(ArrayBytes::fixed(vec![1, 0, 0, 0, 0, 0, 0, 0]))
+        .unwrap_err();
+    match &err {
+        Error::External { codec, source } => {
+            assert_eq!(codec, "numcodecs.packbits");
+            let inner = source.downcast_ref::<Error>().unwrap();
+            assert!(
+                matches!(inner, Error::InvalidElement { index: 1, .. }),
+                "{inner:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

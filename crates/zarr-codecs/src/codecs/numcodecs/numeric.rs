@@ -560,6 +560,11 @@ impl ArrayToArrayCodec for NumericFilterCodec {
         Ok(ArrayBytes::fixed(encoded))
     }
 
+    fn decoded_position(&self, index: u64, _decoded: &ChunkRepresentation) -> Option<u64> {
+        // Every numcodecs filter here maps element i to element i.
+        Some(index)
+    }
+
     fn decode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
         let mut out = crate::zeroed_bytes(decoded.fixed_size_usize()?)?;
         self.decode_into(array, decoded, &mut out)?;
