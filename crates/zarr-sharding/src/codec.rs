@@ -584,11 +584,65 @@ impl ShardingCodec {
         self.inner
             .encode(chunk)
             .map(Some)
-            .map_err(|source| Error::InnerChunk {
-                shard: ShardName(None),
-                chunk: indices.to_vec(),
-                source: Box::new(source),
-            })
+            .map_err(|source| self.inner_error(ShardName(None), indices, source))
+    }
+
+    /// An inner chunk's codec error. An invalid element is moved to its position in the
+    /// shard (C order), so that the chain above and the array name it by its indices; any
+    /// other error is [`Error::InnerChunk`], naming the shard and the inner chunk.
+    fn inner_error(&self, shard: ShardName, chunk: &[u64], source: zarr_codecs::Error) -> Error {
+        if let zarr_codecs::Error::InvalidElement {
+            codec,
+            index,
+            data_type,
+            reason,
+        } = &source
+            && let Some(position) = self.position_in_shard(chunk, *index)
+        {
+            return Error::Codec(zarr_codecs::Error::InvalidElement {
+                codec: codec.clone(),
+                index: position,
+                data_type: data_type.clone(),
+                reason: reason.clone(),
+            });
+        }
+        Error::InnerChunk {
+            shard,
+            chunk: chunk.to_vec(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The C-order position in the shard of element `index` (C order) of inner chunk
+    /// `chunk`, or `None` if it lies outside.
+    fn position_in_shard(&self, chunk: &[u64], index: u64) -> Option<u64> {
+        let shard = self.shard.shape();
+        if chunk.len() != self.chunk_shape.len() || shard.len() != chunk.len() {
+            return None;
+        }
+        let mut within = vec![0u64; chunk.len()];
+        let mut rest = index;
+        for (w, &n) in within.iter_mut().zip(&self.chunk_shape).rev() {
+            if n == 0 {
+                return None;
+            }
+            *w = rest % n;
+            rest /= n;
+        }
+        if rest != 0 {
+            return None;
+        }
+        let mut position = 0u64;
+        for d in 0..chunk.len() {
+            let at = chunk[d]
+                .checked_mul(self.chunk_shape[d])?
+                .checked_add(within[d])?;
+            if at >= shard[d] {
+                return None;
+            }
+            position = position.checked_mul(shard[d])?.checked_add(at)?;
+        }
+        Some(position)
     }
 
     /// Lay out encoded inner chunks (C order, `None` = empty) and the index; `None` if all are
@@ -757,11 +811,7 @@ impl ShardingCodec {
         }
         let fill = self.shard.fill_value().as_bytes();
         let run = |(t, mut sub): (Touch, ArrayViewMut<'_>)| -> Result<()> {
-            let wrap = |source| Error::InnerChunk {
-                shard: ShardName::from(key),
-                chunk: t.indices.clone(),
-                source: Box::new(source),
-            };
+            let wrap = |source| self.inner_error(ShardName::from(key), &t.indices, source);
             match chunk(t.linear)? {
                 None => sub.fill(fill).map_err(wrap),
                 Some(bytes) => self
@@ -800,11 +850,7 @@ impl ShardingCodec {
                 let Some(bytes) = chunk(t.linear)? else {
                     return Ok(None);
                 };
-                let wrap = |source| Error::InnerChunk {
-                    shard: ShardName::from(key),
-                    chunk: t.indices.clone(),
-                    source: Box::new(source),
-                };
+                let wrap = |source| self.inner_error(ShardName::from(key), &t.indices, source);
                 match self.inner.decode(bytes).map_err(wrap)? {
                     ArrayBytes::Variable(v) => Ok(Some(v)),
                     ArrayBytes::Fixed(_) => Err(wrap(zarr_codecs::Error::UnexpectedArray {
@@ -890,15 +936,10 @@ impl ShardingCodec {
                 nd::extract(data, &region_shape, &t.out_start, &extent, elem)
             } else {
                 let base = match old_chunk(linear) {
-                    Some(bytes) => {
-                        self.inner
-                            .decode(bytes)
-                            .map_err(|source| Error::InnerChunk {
-                                shard: ShardName(None),
-                                chunk: t.indices.clone(),
-                                source: Box::new(source),
-                            })?
-                    }
+                    Some(bytes) => self
+                        .inner
+                        .decode(bytes)
+                        .map_err(|source| self.inner_error(ShardName(None), &t.indices, source))?,
                     None => ArrayBytes::fill(inner_repr)?,
                 };
                 nd::patch(
