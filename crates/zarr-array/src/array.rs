@@ -565,6 +565,29 @@ impl<S: ?Sized> Array<S> {
         }
     }
 
+    /// [`Array::shard_error`] for the shard at grid indices `chunk`: an element a codec
+    /// refused (which the sharding codec places in the shard) becomes [`Error::Element`].
+    pub(crate) fn shard_error_at(
+        &self,
+        key: &StoreKey,
+        chunk: &[u64],
+        source: zarr_sharding::Error,
+    ) -> Error {
+        if let zarr_sharding::Error::Codec(zarr_codecs::Error::InvalidElement { index, .. }) =
+            &source
+            && let Some(element) = self.element_in_chunk(chunk, *index)
+            && let zarr_sharding::Error::Codec(codec_error) = source
+        {
+            return Error::Element {
+                array: self.path.as_str().to_owned(),
+                key: key.as_str().to_owned(),
+                element,
+                source: Box::new(codec_error),
+            };
+        }
+        self.shard_error(key, source)
+    }
+
     fn check_vlen(&self, data_type: DataType, element: &'static str) -> Result<()> {
         if self.metadata.data_type == data_type {
             Ok(())
@@ -621,14 +644,11 @@ impl<S: ?Sized> Array<S> {
         self.chunk_error(key, source)
     }
 
-    /// The array indices of the element at C-order `index` of chunk `chunk`, when codecs
-    /// see the chunk's elements in that order (no `transpose`) and the element lies inside
-    /// the array (not in an edge chunk's padding).
+    /// The array indices of the element at C-order `index` of chunk `chunk` (codec chains
+    /// and the sharding codec report positions in that order, through transposes and
+    /// shards), when it lies inside the array (not in an edge chunk's padding).
     fn element_in_chunk(&self, chunk: &[u64], index: u64) -> Option<Vec<u64>> {
         let metadata = &*self.metadata;
-        if metadata.codecs.iter().any(|c| c.name == "transpose") {
-            return None;
-        }
         let grid = &metadata.chunk_grid;
         let shape = grid.chunk_shape(&metadata.shape, chunk).ok()?;
         let origin = grid.chunk_origin(&metadata.shape, chunk).ok()?;

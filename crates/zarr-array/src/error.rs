@@ -42,9 +42,10 @@ pub enum Error {
 
     /// An element of a chunk has a value its data type or a codec cannot take (a string that
     /// is not UTF-8, a number a `numcodecs` filter cannot convert), named by its indices in
-    /// the array. Reported in place of [`Error::Chunk`] when the codec names the element and
-    /// its position in the array is known (not through a `transpose` codec, not inside a
-    /// shard).
+    /// the array. Reported in place of [`Error::Chunk`] or [`Error::Shard`] when the codec
+    /// names the element: codec chains place it through `transpose` codecs, and the sharding
+    /// codec places it in its shard. (Behind a codec that cannot say where its elements go,
+    /// such as `numcodecs.packbits`, it stays [`Error::Chunk`].)
     #[error("array {array}, element {element:?} (chunk {key})")]
     Element {
         /// The array's path.

@@ -308,7 +308,10 @@ async fn plan<'a, S: ReadableStore + ?Sized>(
         .shard_representation()
         .fixed_size_usize()
         .unwrap_or(usize::MAX);
-    if whole && decoded <= budget {
+    // A whole shard is one request; of variable-length elements, whatever its size (its
+    // decoded size is not known before decoding).
+    let variable = codec.shard_representation().element_size().is_none();
+    if whole && (decoded <= budget || variable) {
         return Ok(vec![Job::Whole { selection, key }]);
     }
     let cache = array.index_cache.as_deref();
@@ -470,12 +473,12 @@ pub(crate) async fn read_fixed<S: ReadableStore + ?Sized>(
                     .ok_or_else(|| Error::unsupported(array.path.as_str(), "not sharded"))?;
                 codec
                     .decode_fetched_into_view(&fetch, &selection.within_chunk, &mut target)
-                    .map_err(|e| array.shard_error(&fetched.key, e))
+                    .map_err(|e| array.shard_error_at(&fetched.key, &selection.chunk, e))
             }
             Payload::Whole(bytes) => match array.sharding(&selection.chunk_shape)? {
                 Some(codec) => codec
                     .decode_shard_into_view(bytes, &selection.within_chunk, &mut target)
-                    .map_err(|e| array.shard_error(&fetched.key, e)),
+                    .map_err(|e| array.shard_error_at(&fetched.key, &selection.chunk, e)),
                 None => array
                     .chain(&selection.chunk_shape)?
                     .decode_into_view(bytes, &selection.within_chunk, &mut target)
@@ -510,8 +513,11 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
     // Each chunk's selected elements, in the C order of its `within_chunk`.
     let parts: Vec<(Region, VlenBytes)> = Vec::new();
     let ranged = RangedVlen::of(array);
+    // A region of a shard fetches the index and only the inner chunks it needs; a whole
+    // shard is one request.
     let partial = match &ranged {
         Some(ranged) => Partial::Vlen(ranged),
+        None if array.codecs.first_sharding().is_some() => Partial::Shards,
         None => Partial::Whole,
     };
     let parts = std::sync::Mutex::new(parts);
@@ -525,10 +531,30 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
                     .push((fetched.selection.within_output, part));
                 return Ok(());
             }
-            Payload::Whole(bytes) => chain.decode(bytes),
-            Payload::Missing | Payload::Shard(_) => {
-                ArrayBytes::fill(chain.decoded_representation())
+            Payload::Shard(fetch) => {
+                // Decoded already as the selection: only the touched inner chunks.
+                let selection = &fetched.selection;
+                let codec = array
+                    .sharding(&selection.chunk_shape)?
+                    .ok_or_else(|| Error::unsupported(array.path.as_str(), "not sharded"))?;
+                let part = match codec.decode_fetched(&fetch, &selection.within_chunk) {
+                    Ok(ArrayBytes::Variable(part)) => part,
+                    Ok(ArrayBytes::Fixed(_)) => {
+                        return Err(Error::unsupported(
+                            array.path.as_str(),
+                            "a shard of a variable-length data type decoded to fixed-size data",
+                        ));
+                    }
+                    Err(e) => return Err(array.shard_error_at(&fetched.key, &selection.chunk, e)),
+                };
+                parts
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((fetched.selection.within_output, part));
+                return Ok(());
             }
+            Payload::Whole(bytes) => chain.decode(bytes),
+            Payload::Missing => ArrayBytes::fill(chain.decoded_representation()),
         }
         .map_err(|e| array.chunk_error_at(&fetched.key, &fetched.selection.chunk, e))?;
         let ArrayBytes::Variable(vlen) = whole else {

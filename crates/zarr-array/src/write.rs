@@ -706,7 +706,7 @@ fn merge_shard<S: ?Sized>(
         // A whole shard: its inner chunks are cut straight out of the values.
         let merged = codec
             .encode_shard_from(values, region_shape, &t.selection.within_output.starts())
-            .map_err(|e| array.shard_error(&t.key, e))?;
+            .map_err(|e| array.shard_error_at(&t.key, &t.selection.chunk, e))?;
         return shard_action(array, codec, t, merged);
     }
     let n = within.num_elements()? as usize;
@@ -740,7 +740,7 @@ fn merge_shard<S: ?Sized>(
     } else {
         codec.merge_region(existing, within, &ArrayBytes::fixed(part))
     }
-    .map_err(|e| array.shard_error(&t.key, e))?;
+    .map_err(|e| array.shard_error_at(&t.key, &t.selection.chunk, e))?;
     shard_action(array, codec, t, merged)
 }
 

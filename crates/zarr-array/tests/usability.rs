@@ -665,6 +665,88 @@ async fn an_invalid_element_is_named_by_its_indices_in_the_array() {
     );
 }
 
+/// Codec chains move an invalid element's position back through `transpose` codecs, and
+/// the sharding codec moves it from the inner chunk into the shard, so the array names the
+/// element by its indices behind both (and both nested).
+#[tokio::test]
+async fn an_invalid_element_is_named_through_transposes_and_shards() {
+    fn codecs(json: serde_json::Value) -> Vec<zarr_core::ExtensionObject> {
+        json.as_array()
+            .unwrap()
+            .iter()
+            .map(|c| zarr_core::ExtensionObject::from_json(c, "codecs").unwrap())
+            .collect()
+    }
+    let transpose = serde_json::json!({"name": "transpose", "configuration": {"order": [1, 0]}});
+    let vlen = serde_json::json!({"name": "vlen-utf8"});
+    let shard = |inner: serde_json::Value| {
+        serde_json::json!({"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [2, 2], "codecs": inner,
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}})
+    };
+    let cases = [
+        // (array, codecs, chunk shape, the stored key that holds [5, 7])
+        ("t", serde_json::json!([transpose, vlen]), [4, 4], "t/c/1/1"),
+        (
+            "s",
+            serde_json::json!([shard(serde_json::json!([vlen]))]),
+            [4, 4],
+            "s/c/1/1",
+        ),
+        (
+            "ts",
+            serde_json::json!([transpose, shard(serde_json::json!([transpose, vlen]))]),
+            [4, 4],
+            "ts/c/1/1",
+        ),
+        (
+            "big",
+            serde_json::json!([shard(serde_json::json!([vlen]))]),
+            [8, 8],
+            "big/c/0/0",
+        ),
+        (
+            "nested",
+            serde_json::json!([{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [4, 4],
+                "codecs": [shard(serde_json::json!([transpose, vlen]))]}}]),
+            [8, 8],
+            "nested/c/0/0",
+        ),
+    ];
+    let store = memory();
+    let text: Vec<String> = (0..8)
+        .flat_map(|i| (0..8).map(move |j| format!("v{i}{j}")))
+        .collect();
+    for (name, list, chunk, key) in cases {
+        let a = ArrayBuilder::new(vec![8, 8], DataType::String, chunk.to_vec())
+            .codecs(codecs(list))
+            .create(Arc::clone(&store), &format!("/{name}"))
+            .await
+            .unwrap();
+        a.write_text(.., &text).await.unwrap();
+        let key = StoreKey::try_new(key).unwrap();
+        let mut bytes = store.get(&key).await.unwrap().unwrap().to_vec();
+        let at = bytes.windows(3).position(|w| w == b"v57").unwrap();
+        bytes[at + 1] = 0xff;
+        store.set(&key, bytes.into()).await.unwrap();
+
+        let err = a.read_text(..).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Element { key: k, element, .. }
+                if k == key.as_str() && element == &[5, 7]),
+            "{name}: {err:?}"
+        );
+        assert_no_repeats(&err);
+        // The rest of the array still reads.
+        assert_eq!(
+            a.read_text([0..4, 0..8]).await.unwrap(),
+            text[..32],
+            "{name}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn overwrite_replaces_a_node_whose_metadata_does_not_parse() {
     let store = memory();

@@ -1,6 +1,7 @@
 //! Reads of a few elements of large uncompressed ZEP0007 (`zarr-rs.vlen_arrow`) chunks fetch
-//! only the offsets and values bytes they need, directly and inside shards; bad chunks are
-//! errors naming the key.
+//! only the offsets and values bytes they need, directly and inside shards; strings in shards
+//! of any inner codecs fetch only the inner chunks they need; bad chunks are errors naming
+//! the key.
 
 // Regions are written as literal range lists, including one-range ones.
 #![allow(clippy::single_range_in_vec_init)]
@@ -164,6 +165,56 @@ async fn a_few_strings_of_a_shard_cost_three_small_requests() {
     assert_eq!(got, all[19_998..20_003]);
     let got = read(&array, &[29_999..40_002]).await;
     assert_eq!(got, all[29_999..40_002]);
+}
+
+/// Strings in shards of `vlen-utf8` inner chunks (what zarr-python writes): a region inside
+/// a shard costs the index and one request for the inner chunks it touches, never the whole
+/// shard; a whole shard is one request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_of_a_vlen_utf8_shard_fetches_only_its_inner_chunks() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let n = 80_000u64;
+    let array = ArrayBuilder::new(vec![n], DataType::String, vec![40_000])
+        .sharding(vec![10_000])
+        .create(Arc::clone(&store), "/u")
+        .await
+        .unwrap();
+    assert_eq!(array.metadata().codecs[0].name, "sharding_indexed");
+    let inner = array.codec_chain().codecs()[0].to_metadata();
+    let inner_codecs = inner.configuration.as_ref().unwrap()["codecs"].to_string();
+    assert!(inner_codecs.contains("vlen-utf8"), "{inner_codecs}");
+    let all = words(0..n as usize);
+    array
+        .write_strings(0..n, &VlenStrings::<i32>::from_strs(&all).unwrap())
+        .await
+        .unwrap();
+    let shard = store.get(&StoreKey::new("u/c/0")).await.unwrap().unwrap();
+
+    store.clear();
+    let got = read(&array, &[15_000..15_004]).await;
+    assert_eq!(got, all[15_000..15_004]);
+    let stats = store.stats();
+    assert_eq!(
+        stats.calls(),
+        2,
+        "the index, then one inner chunk: {stats:?}"
+    );
+    assert!(
+        (stats.bytes_read as usize) < shard.len() / 3,
+        "one inner chunk of four and the index, not the {}-byte shard: {stats:?}",
+        shard.len()
+    );
+
+    store.clear();
+    let got = read(&array, &[0..40_000]).await;
+    assert_eq!(got, all[..40_000]);
+    assert_eq!(store.stats().calls(), 1, "a whole shard: one request");
+
+    // Across inner chunks and shards.
+    let got = read(&array, &[19_998..50_003]).await;
+    assert_eq!(got, all[19_998..50_003]);
+    let text = array.read_text(39_999..40_001).await.unwrap();
+    assert_eq!(text, all[39_999..40_001]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

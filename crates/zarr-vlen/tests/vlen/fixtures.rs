@@ -17,8 +17,9 @@ use zarr_vlen::{VlenBinary, VlenBytesCodec, VlenStrings, VlenUtf8Codec};
 
 use crate::registry;
 
-/// Fixtures that need the `sharding_indexed` codec, which lives in `zarr-sharding` and is not
-/// on this branch: they are skipped here, by name, and counted.
+/// Fixtures that need the `sharding_indexed` codec, which lives in `zarr-sharding`, a crate
+/// above this one: they are skipped here, by name, and counted (`zarr-array`'s fixture tests
+/// read them).
 const SKIPPED_SHARDED_FIXTURES: [&str; 1] = ["zarr-python/shard_strings"];
 
 fn corpus() -> PathBuf {
