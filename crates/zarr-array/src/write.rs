@@ -623,7 +623,7 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
             (Some(bytes), false) => {
                 chain
                     .decode_into(bytes.clone(), &mut chunk)
-                    .map_err(|e| array.chunk_error(&t.key, e))?;
+                    .map_err(|e| array.chunk_error_at(&t.key, &t.selection.chunk, e))?;
                 reset_padding(array, &t.selection, &mut chunk, elem)?;
             }
             // Every element is written below: filling first (or even checking that the
@@ -809,11 +809,26 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
                 },
             );
         }
+        if let Some(codec) = array.sharding(&t.selection.chunk_shape)? {
+            // Part of a shard: re-encode only the inner chunks the region touches; the
+            // others keep their stored bytes.
+            let runs = crate::vlen_partial::runs(&region_shape, &t.selection.within_output);
+            let part = crate::vlen_partial::gather(&values, &runs)?;
+            let existing = if t.whole { None } else { t.existing.clone() };
+            let merged = codec
+                .merge_region(
+                    existing,
+                    &t.selection.within_chunk,
+                    &ArrayBytes::Variable(part),
+                )
+                .map_err(|e| array.shard_error_at(&t.key, &t.selection.chunk, e))?;
+            return shard_action(array, &codec, t, merged);
+        }
         let existing = match (&t.existing, t.whole) {
             (Some(bytes), false) => chain.decode(bytes.clone()),
             _ => ArrayBytes::fill(repr),
         }
-        .map_err(|e| array.chunk_error(&t.key, e))?;
+        .map_err(|e| array.chunk_error_at(&t.key, &t.selection.chunk, e))?;
         let ArrayBytes::Variable(existing) = existing else {
             return Err(Error::unsupported(
                 array.path.as_str(),

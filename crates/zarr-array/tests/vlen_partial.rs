@@ -217,6 +217,61 @@ async fn a_region_of_a_vlen_utf8_shard_fetches_only_its_inner_chunks() {
     assert_eq!(text, all[39_999..40_001]);
 }
 
+/// Writing part of a string shard reads the shard once, re-encodes only the inner chunks the
+/// region touches and writes the shard once: an inner chunk elsewhere is neither decoded
+/// nor re-encoded (a corrupt one is kept byte for byte and does not fail the write).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_into_part_of_a_string_shard_re_encodes_only_its_inner_chunks() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let n = 80_000u64;
+    let sharding = ExtensionObject::from_json(
+        &serde_json::json!({"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [10_000], "codecs": [{"name": "vlen-utf8"}]}}),
+        "codecs[0]",
+    )
+    .unwrap();
+    let array = ArrayBuilder::new(vec![n], DataType::String, vec![40_000])
+        .codecs(vec![sharding])
+        .create(Arc::clone(&store), "/w")
+        .await
+        .unwrap();
+    let mut all = words(0..n as usize);
+    array
+        .write_strings(0..n, &VlenStrings::<i32>::from_strs(&all).unwrap())
+        .await
+        .unwrap();
+    // Break the UTF-8 of element 35,003, in inner chunk 3 of shard 0.
+    let key = StoreKey::new("w/c/0");
+    let mut shard = store.get(&key).await.unwrap().unwrap().to_vec();
+    assert_eq!(all[35_003], "w35003");
+    let at = shard.windows(6).position(|w| w == b"w35003").unwrap();
+    shard[at] = 0xff;
+    store.set(&key, shard.into()).await.unwrap();
+
+    // Rewrite elements 5..10 (inner chunk 0).
+    store.clear();
+    let new: Vec<String> = (5..10).map(|i| format!("new {i}")).collect();
+    array
+        .write_strings(5..10, &VlenStrings::<i32>::from_strs(&new).unwrap())
+        .await
+        .unwrap();
+    let stats = store.stats();
+    assert_eq!((stats.gets, stats.sets), (1, 1), "{stats:?}");
+    all.splice(5..10, new);
+
+    assert_eq!(read(&array, &[0..30_000]).await, all[..30_000]);
+    let shard = store.get(&key).await.unwrap().unwrap();
+    assert!(
+        shard.windows(6).any(|w| w == b"\xff35003"),
+        "the untouched inner chunk keeps its bytes"
+    );
+    let err = array.read_text(35_000..35_010).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Element { element, .. } if element == &[35_003]),
+        "{err:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncated_and_corrupt_chunks_are_errors_naming_the_key() {
     let store = Arc::new(MemoryStore::new());
