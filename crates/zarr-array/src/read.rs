@@ -522,56 +522,49 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
     };
     let parts = std::sync::Mutex::new(parts);
     let decode = |fetched: Fetched| -> Result<()> {
-        let chain = array.chain(&fetched.selection.chunk_shape)?;
-        let whole = match fetched.payload {
-            Payload::Elements(part) => {
-                parts
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push((fetched.selection.within_output, part));
-                return Ok(());
-            }
+        let Fetched {
+            selection,
+            key,
+            payload,
+        } = fetched;
+        let fixed = || {
+            Error::unsupported(
+                array.path.as_str(),
+                "a chunk of a variable-length data type decoded to fixed-size data",
+            )
+        };
+        let part = match payload {
+            Payload::Elements(part) => part,
             Payload::Shard(fetch) => {
-                // Decoded already as the selection: only the touched inner chunks.
-                let selection = &fetched.selection;
+                // Only the inner chunks the selection touches, decoded as the selection.
                 let codec = array
                     .sharding(&selection.chunk_shape)?
                     .ok_or_else(|| Error::unsupported(array.path.as_str(), "not sharded"))?;
-                let part = match codec.decode_fetched(&fetch, &selection.within_chunk) {
-                    Ok(ArrayBytes::Variable(part)) => part,
-                    Ok(ArrayBytes::Fixed(_)) => {
-                        return Err(Error::unsupported(
-                            array.path.as_str(),
-                            "a shard of a variable-length data type decoded to fixed-size data",
-                        ));
-                    }
-                    Err(e) => return Err(array.shard_error_at(&fetched.key, &selection.chunk, e)),
-                };
-                parts
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push((fetched.selection.within_output, part));
-                return Ok(());
+                match codec
+                    .decode_fetched(&fetch, &selection.within_chunk)
+                    .map_err(|e| array.shard_error_at(&key, &selection.chunk, e))?
+                {
+                    ArrayBytes::Variable(part) => part,
+                    ArrayBytes::Fixed(_) => return Err(fixed()),
+                }
             }
-            Payload::Whole(bytes) => chain.decode(bytes),
-            Payload::Missing => ArrayBytes::fill(chain.decoded_representation()),
-        }
-        .map_err(|e| array.chunk_error_at(&fetched.key, &fetched.selection.chunk, e))?;
-        let ArrayBytes::Variable(vlen) = whole else {
-            return Err(Error::unsupported(
-                array.path.as_str(),
-                "a chunk of a variable-length data type decoded to fixed-size data",
-            ));
+            payload => {
+                let chain = array.chain(&selection.chunk_shape)?;
+                let whole = match payload {
+                    Payload::Whole(bytes) => chain.decode(bytes),
+                    _ => ArrayBytes::fill(chain.decoded_representation()),
+                }
+                .map_err(|e| array.chunk_error_at(&key, &selection.chunk, e))?;
+                let ArrayBytes::Variable(vlen) = whole else {
+                    return Err(fixed());
+                };
+                select_elements(&vlen, &selection.chunk_shape, &selection.within_chunk)?
+            }
         };
-        let part = select_elements(
-            &vlen,
-            &fetched.selection.chunk_shape,
-            &fetched.selection.within_chunk,
-        )?;
         parts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push((fetched.selection.within_output, part));
+            .push((selection.within_output, part));
         Ok(())
     };
     fetch_and_decode(array, selections, chunks, partial, decode)
