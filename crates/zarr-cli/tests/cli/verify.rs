@@ -26,6 +26,14 @@ fn verify(store: &Path) -> (Output, String) {
     (out, stdout)
 }
 
+/// `zarr put` of `uint8` values of `shape` into `region` of `array`, through a `.npy` file
+/// in `dir`.
+fn put_u8(dir: &Path, array: &str, shape: &[u64], values: &[u8], region: &str) {
+    let npy = dir.join("v.npy");
+    crate::common::write_npy(&npy, "|u1", shape, values);
+    ok(&["put", array, "-i", npy.to_str().unwrap(), "-r", region]);
+}
+
 fn assert_fails_with(store: &Path, corrupt: &[&str]) -> String {
     let (out, stdout) = verify(store);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
@@ -120,16 +128,7 @@ fn verify_lists_the_stored_chunks_instead_of_asking_for_every_one() {
         "--chunks",
         "10,10",
     ]);
-    let npy = dir.path().join("v.npy");
-    crate::common::write_npy(&npy, "|u1", &[1, 2], &[1, 2]);
-    ok(&[
-        "put",
-        array_text,
-        "-i",
-        npy.to_str().unwrap(),
-        "-r",
-        "5,9:11",
-    ]);
+    put_u8(dir.path(), array_text, &[1, 2], &[1, 2], "5,9:11");
     let out = ok(&["-q", "verify", array_text]);
     assert_eq!(
         out,
@@ -160,16 +159,7 @@ fn verify_asks_every_chunk_through_the_storage_transformer() {
     )
     .unwrap();
     let array_text = array.to_str().unwrap();
-    let npy = dir.path().join("v.npy");
-    crate::common::write_npy(&npy, "|u1", &[2, 8], &[7; 16]);
-    ok(&[
-        "put",
-        array_text,
-        "-i",
-        npy.to_str().unwrap(),
-        "-r",
-        "0:2,:",
-    ]);
+    put_u8(dir.path(), array_text, &[2, 8], &[7; 16], "0:2,:");
     // Rows 0-1 are chunks (0, 0..4), in shards c/0/0 and c/0/1.
     let shards: Vec<String> = std::fs::read_dir(array.join("c/0"))
         .unwrap()
