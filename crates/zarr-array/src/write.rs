@@ -927,10 +927,6 @@ pub(crate) async fn clear_outside<S: WritableStore + ?Sized>(
     }
     for (chunk, region) in straddling {
         let key = array.chunk_key_unchecked(&chunk)?;
-        if array.read_store().size(&key).await?.is_none() {
-            continue;
-        }
-        let values = array.read_chunk(&chunk).await?;
         let chunk_shape = region.shape();
         // The part of the chunk still inside the new shape.
         let keep: Vec<std::ops::Range<u64>> = region
@@ -940,6 +936,29 @@ pub(crate) async fn clear_outside<S: WritableStore + ?Sized>(
             .map(|(r, &n)| 0..n.saturating_sub(r.start).min(r.end - r.start))
             .collect();
         let keep = Region::try_new(keep)?;
+        if let Some(codec) = array.sharding(&chunk_shape)? {
+            // A shard: only the inner chunks the new edge cuts through are re-encoded.
+            let Some(existing) = array.read_store().get(&key).await? else {
+                continue;
+            };
+            let kept = codec
+                .retain_region(&existing, &keep)
+                .map_err(|e| array.shard_error_at(&key, &chunk, e))?;
+            let value = match kept {
+                None if array.options.write_empty_chunks() => Some(
+                    codec
+                        .empty_shard()
+                        .map_err(|e| array.shard_error(&key, e))?,
+                ),
+                kept => kept,
+            };
+            sink.put(array, key, value).await?;
+            continue;
+        }
+        if array.read_store().size(&key).await?.is_none() {
+            continue;
+        }
+        let values = array.read_chunk(&chunk).await?;
         let chain = array.chain(&chunk_shape)?;
         let mut fresh = ArrayBytes::fill(chain.decoded_representation())
             .map_err(|e| array.chunk_error(&key, e))?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use zarr_array::{Array, ArrayBuilder};
 use zarr_core::DataType;
-use zarr_store::{MemoryStore, RecordingStore, StoreKey, WritableStore};
+use zarr_store::{MemoryStore, ReadableStore, RecordingStore, StoreKey, WritableStore};
 
 fn values(n: usize) -> Vec<u32> {
     (0..n as u32)
@@ -92,6 +92,68 @@ async fn sharded_writes_read_once_write_once_and_drop_empty_shards() {
     // The edge shard (elements 16..20 of a shard of 8) round-trips.
     let edge: Vec<u32> = array.read(16..20).await.unwrap();
     assert_eq!(edge, values(20)[16..20]);
+}
+
+/// Shrinking a sharded array rewrites each shard on the new edge once, re-encoding only the
+/// inner chunks the edge cuts through: inner chunks wholly inside are kept byte for byte (a
+/// corrupt one does not fail the resize), those wholly outside are dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shrinking_re_encodes_only_the_inner_chunks_the_new_edge_cuts() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let mut array = ArrayBuilder::new(vec![64, 64], DataType::UInt32, vec![32, 32])
+        .sharding(vec![8, 8])
+        .zstd(1)
+        .crc32c()
+        .create(Arc::clone(&store), "/r")
+        .await
+        .unwrap();
+    let all = values(64 * 64);
+    array.write([0..64, 0..64], &all).await.unwrap();
+    // Damage inner chunk (0, 0) of shard (0, 0): written first, it starts at byte 0.
+    let key = StoreKey::new("r/c/0/0");
+    let mut shard = store.get(&key).await.unwrap().unwrap().to_vec();
+    shard[12] ^= 0xff;
+    store.set(&key, shard.clone().into()).await.unwrap();
+
+    store.clear();
+    array.resize(vec![20, 64]).await.unwrap();
+    let stats = store.stats();
+    assert_eq!(
+        stats.gets, 2,
+        "the two shards on the edge, once each: {stats:?}"
+    );
+    assert_eq!(stats.sets, 3, "those two shards and zarr.json: {stats:?}");
+    let kept = store.get(&key).await.unwrap().unwrap();
+    assert_eq!(
+        kept[..64],
+        shard[..64],
+        "the damaged inner chunk keeps its bytes"
+    );
+    for gone in ["r/c/1/0", "r/c/1/1"] {
+        assert!(
+            store.get(&StoreKey::new(gone)).await.unwrap().is_none(),
+            "{gone}"
+        );
+    }
+
+    // Grown again, the rows cut off read as the fill value; the damage is still reported.
+    array.resize(vec![64, 64]).await.unwrap();
+    let back: Vec<u32> = array.read([8..64, 0..64]).await.unwrap();
+    let expected: Vec<u32> = (8..64u64)
+        .flat_map(|y| (0..64u64).map(move |x| (y, x)))
+        .map(|(y, x)| {
+            if y < 20 {
+                all[(y * 64 + x) as usize]
+            } else {
+                0
+            }
+        })
+        .collect();
+    assert_eq!(back, expected);
+    let left: Vec<u32> = array.read([0..8, 8..64]).await.unwrap();
+    assert_eq!(left[..56], all[8..64]);
+    let err = array.read::<u32>([0..8, 0..8]).await.unwrap_err();
+    assert!(err.to_string().contains("r/c/0/0"), "{err}");
 }
 
 /// Writers updating different inner chunks of one shard at the same time lose nothing.

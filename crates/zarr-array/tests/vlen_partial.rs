@@ -272,6 +272,66 @@ async fn a_write_into_part_of_a_string_shard_re_encodes_only_its_inner_chunks() 
     );
 }
 
+/// Shrinking an array of string shards re-encodes only the inner chunks the new edge cuts
+/// through: one wholly inside is kept byte for byte (a corrupt one does not fail the resize).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shrinking_a_string_shard_re_encodes_only_the_inner_chunk_it_cuts() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let n = 80_000u64;
+    let sharding = ExtensionObject::from_json(
+        &serde_json::json!({"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [10_000], "codecs": [{"name": "vlen-utf8"}]}}),
+        "codecs[0]",
+    )
+    .unwrap();
+    let mut array = ArrayBuilder::new(vec![n], DataType::String, vec![40_000])
+        .codecs(vec![sharding])
+        .create(Arc::clone(&store), "/s")
+        .await
+        .unwrap();
+    let all = words(0..n as usize);
+    array
+        .write_strings(0..n, &VlenStrings::<i32>::from_strs(&all).unwrap())
+        .await
+        .unwrap();
+    // Break the UTF-8 of element 5,003, in inner chunk 0 of shard 0.
+    let key = StoreKey::new("s/c/0");
+    let mut shard = store.get(&key).await.unwrap().unwrap().to_vec();
+    assert_eq!(all[5_003], "w5003");
+    let at = shard.windows(5).position(|w| w == b"w5003").unwrap();
+    shard[at] = 0xff;
+    store.set(&key, shard.into()).await.unwrap();
+
+    // Cut shard 0 in its inner chunk 2; shard 1 goes.
+    store.clear();
+    array.resize(vec![25_000]).await.unwrap();
+    let stats = store.stats();
+    assert_eq!(
+        (stats.gets, stats.sets),
+        (1, 2),
+        "the shard and zarr.json: {stats:?}"
+    );
+    assert!(store.get(&StoreKey::new("s/c/1")).await.unwrap().is_none());
+    let shard = store.get(&key).await.unwrap().unwrap();
+    assert!(
+        shard.windows(5).any(|w| w == b"\xff5003"),
+        "the inner chunk wholly inside keeps its bytes"
+    );
+
+    array.resize(vec![n]).await.unwrap();
+    assert_eq!(read(&array, &[10_000..25_000]).await, all[10_000..25_000]);
+    let rest = read(&array, &[25_000..n]).await;
+    assert!(
+        rest.iter().all(String::is_empty),
+        "cut elements read as the fill value"
+    );
+    let err = array.read_text(5_000..5_010).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Element { element, .. } if element == &[5_003]),
+        "{err:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncated_and_corrupt_chunks_are_errors_naming_the_key() {
     let store = Arc::new(MemoryStore::new());

@@ -74,7 +74,8 @@ pub fn register(registry: &mut CodecRegistry) {
 /// - [`encode_shard`](Self::encode_shard) answers `None` when every inner chunk holds only the
 ///   fill value: nothing needs to be stored (and an existing shard should be erased).
 /// - [`merge_region`](Self::merge_region) writes a region into an existing shard, re-encoding
-///   only the inner chunks it touches.
+///   only the inner chunks it touches; [`retain_region`](Self::retain_region) resets all but a
+///   region to the fill value the same way.
 /// - [`fetch`](Self::fetch) + [`decode_fetched_into_view`](Self::decode_fetched_into_view)
 ///   read a region of a stored shard with at most two store requests, split into I/O (async)
 ///   and CPU work (synchronous, parallel).
@@ -954,6 +955,57 @@ impl ShardingCodec {
                 )
             };
             self.encode_inner(new, &t.indices)
+        };
+        let parts: Vec<Option<Bytes>> = (0..self.num_chunks)
+            .into_par_iter()
+            .map(part)
+            .collect::<Result<_>>()?;
+        self.assemble(&parts)
+    }
+
+    /// Keep the elements of `keep` (a region of the shard) in the stored shard `existing` and
+    /// reset every other element to the fill value, as shrinking an array does to a shard that
+    /// straddles its new edge. Inner chunks wholly outside `keep` are dropped, those wholly
+    /// inside keep their encoded bytes, and only those `keep` cuts through are decoded and
+    /// re-encoded (in parallel). `None` when every inner chunk ends up empty.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] for a region outside the shard; index and inner chunk errors
+    /// from `existing`.
+    pub fn retain_region(&self, existing: &Bytes, keep: &Region) -> Result<Option<Bytes>> {
+        self.check_region(keep)?;
+        let index = self.parse_shard(existing, None)?;
+        let touched = self.touched(keep);
+        let elem = self.shard.element_size();
+        let inner_repr = self.inner.decoded_representation();
+        let part = |linear: usize| -> Result<Option<Bytes>> {
+            let Ok(pos) = touched.binary_search_by_key(&linear, |t| t.linear) else {
+                return Ok(None);
+            };
+            let Some(range) = index.chunk_range(linear) else {
+                return Ok(None);
+            };
+            let bytes = existing.slice(range.start as usize..range.end as usize);
+            let t = &touched[pos];
+            if t.whole {
+                return Ok(Some(bytes));
+            }
+            let old = self
+                .inner
+                .decode(bytes)
+                .map_err(|source| self.inner_error(ShardName(None), &t.indices, source))?;
+            let starts = t.chunk_region.starts();
+            let kept = nd::patch(
+                ArrayBytes::fill(inner_repr)?,
+                &self.chunk_shape,
+                &starts,
+                &old,
+                &self.chunk_shape,
+                &starts,
+                &t.chunk_region.shape(),
+                elem,
+            );
+            self.encode_inner(kept, &t.indices)
         };
         let parts: Vec<Option<Bytes>> = (0..self.num_chunks)
             .into_par_iter()
