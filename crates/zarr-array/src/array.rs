@@ -652,17 +652,13 @@ impl<S: ?Sized> Array<S> {
         let grid = &metadata.chunk_grid;
         let shape = grid.chunk_shape(&metadata.shape, chunk).ok()?;
         let origin = grid.chunk_origin(&metadata.shape, chunk).ok()?;
-        let mut rest = index;
-        let mut element = vec![0; shape.len()];
-        for (d, &n) in shape.iter().enumerate().rev() {
-            if n == 0 {
-                return None;
-            }
-            element[d] = origin[d].checked_add(rest % n)?;
-            rest /= n;
-        }
+        let element = zarr_core::unravel_index(index, &shape)?
+            .iter()
+            .zip(&origin)
+            .map(|(i, o)| o.checked_add(*i))
+            .collect::<Option<Vec<u64>>>()?;
         let inside = element.iter().zip(&metadata.shape).all(|(i, n)| i < n);
-        (rest == 0 && inside).then_some(element)
+        inside.then_some(element)
     }
 }
 

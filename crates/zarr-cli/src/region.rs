@@ -168,15 +168,13 @@ fn parse_entry(whole: &str, entry: &str, n: u64, dim: usize) -> Result<(Range<u6
 
 /// The index in the array of element `i` (C order) of `region`.
 pub(crate) fn element_index(region: &Region, i: u64) -> Vec<u64> {
-    let ranges = region.ranges();
-    let mut rest = i;
-    let mut index = vec![0u64; ranges.len()];
-    for d in (0..ranges.len()).rev() {
-        let n = (ranges[d].end - ranges[d].start).max(1);
-        index[d] = ranges[d].start + rest % n;
-        rest /= n;
-    }
-    index
+    let shape = region.shape();
+    let within = zarr::metadata::unravel_index(i, &shape).unwrap_or_else(|| vec![0; shape.len()]);
+    within
+        .iter()
+        .zip(region.ranges())
+        .map(|(w, r)| r.start + w)
+        .collect()
 }
 
 /// `element [3, 1]`, or `the element` of a 0-d array.

@@ -158,6 +158,47 @@ impl fmt::Display for Region {
     }
 }
 
+/// The indices of the element at C-order position `position` (the last dimension varies
+/// fastest) of an array of `shape`; `None` if the array has no such element.
+///
+/// ```
+/// use zarr_core::{ravel_index, unravel_index};
+///
+/// assert_eq!(unravel_index(7, &[2, 3, 4]), Some(vec![0, 1, 3]));
+/// assert_eq!(ravel_index(&[0, 1, 3], &[2, 3, 4]), Some(7));
+/// assert_eq!(unravel_index(24, &[2, 3, 4]), None);
+/// assert_eq!(unravel_index(0, &[]), Some(vec![])); // a 0-d array has one element
+/// ```
+pub fn unravel_index(position: u64, shape: &[u64]) -> Option<Vec<u64>> {
+    let mut indices = vec![0u64; shape.len()];
+    let mut rest = position;
+    for (index, &n) in indices.iter_mut().zip(shape).rev() {
+        if n == 0 {
+            return None;
+        }
+        *index = rest % n;
+        rest /= n;
+    }
+    (rest == 0).then_some(indices)
+}
+
+/// The C-order position of the element at `indices` of an array of `shape`; `None` if the
+/// ranks differ, an index lies outside its dimension or the position overflows `u64`.
+pub fn ravel_index(indices: &[u64], shape: &[u64]) -> Option<u64> {
+    if indices.len() != shape.len() {
+        return None;
+    }
+    indices
+        .iter()
+        .zip(shape)
+        .try_fold(0u64, |position, (&i, &n)| {
+            if i >= n {
+                return None;
+            }
+            position.checked_mul(n)?.checked_add(i)
+        })
+}
+
 #[cfg(test)]
 // Tests build regions from literal ranges, including one-range and reversed ones on purpose.
 #[allow(clippy::single_range_in_vec_init, clippy::reversed_empty_ranges)]
@@ -177,6 +218,24 @@ mod tests {
         ));
         assert!(err.to_string().contains("dimension 1"), "{err}");
         Region::try_new(vec![3..3]).unwrap();
+    }
+
+    #[test]
+    fn unravel_and_ravel_are_inverse_and_refuse_what_is_outside() {
+        for shape in [vec![], vec![5], vec![2, 3, 4], vec![1, 7, 1, 2]] {
+            let n: u64 = shape.iter().product();
+            for p in 0..n {
+                let indices = unravel_index(p, &shape).unwrap();
+                assert!(indices.iter().zip(&shape).all(|(i, s)| i < s));
+                assert_eq!(ravel_index(&indices, &shape), Some(p), "{shape:?} {p}");
+            }
+            assert_eq!(unravel_index(n, &shape), None, "{shape:?}");
+        }
+        assert_eq!(unravel_index(0, &[3, 0]), None);
+        assert_eq!(ravel_index(&[1, 3], &[2, 3]), None);
+        assert_eq!(ravel_index(&[1], &[2, 3]), None);
+        assert_eq!(ravel_index(&[u64::MAX - 1, 1], &[u64::MAX, 2]), None);
+        assert_eq!(ravel_index(&[1, 1], &[u64::MAX, 2]), Some(3));
     }
 
     #[test]

@@ -617,33 +617,17 @@ impl ShardingCodec {
     /// The C-order position in the shard of element `index` (C order) of inner chunk
     /// `chunk`, or `None` if it lies outside.
     fn position_in_shard(&self, chunk: &[u64], index: u64) -> Option<u64> {
-        let shard = self.shard.shape();
-        if chunk.len() != self.chunk_shape.len() || shard.len() != chunk.len() {
+        if chunk.len() != self.chunk_shape.len() {
             return None;
         }
-        let mut within = vec![0u64; chunk.len()];
-        let mut rest = index;
-        for (w, &n) in within.iter_mut().zip(&self.chunk_shape).rev() {
-            if n == 0 {
-                return None;
-            }
-            *w = rest % n;
-            rest /= n;
-        }
-        if rest != 0 {
-            return None;
-        }
-        let mut position = 0u64;
-        for d in 0..chunk.len() {
-            let at = chunk[d]
-                .checked_mul(self.chunk_shape[d])?
-                .checked_add(within[d])?;
-            if at >= shard[d] {
-                return None;
-            }
-            position = position.checked_mul(shard[d])?.checked_add(at)?;
-        }
-        Some(position)
+        let within = zarr_core::unravel_index(index, &self.chunk_shape)?;
+        let at = chunk
+            .iter()
+            .zip(&self.chunk_shape)
+            .zip(&within)
+            .map(|((&c, &n), &w)| c.checked_mul(n)?.checked_add(w))
+            .collect::<Option<Vec<u64>>>()?;
+        zarr_core::ravel_index(&at, self.shard.shape())
     }
 
     /// Lay out encoded inner chunks (C order, `None` = empty) and the index; `None` if all are

@@ -254,29 +254,12 @@ pub(crate) fn chunk_count(chunks_per_shard: &[u64]) -> Result<usize> {
 
 /// C-order position of `indices` in a grid of `counts`.
 pub(crate) fn linear_index(counts: &[u64], indices: &[u64]) -> Option<usize> {
-    if indices.len() != counts.len() {
-        return None;
-    }
-    let mut linear = 0u64;
-    for (&i, &n) in indices.iter().zip(counts) {
-        if i >= n {
-            return None;
-        }
-        linear = linear * n + i;
-    }
-    usize::try_from(linear).ok()
+    usize::try_from(zarr_core::ravel_index(indices, counts)?).ok()
 }
 
-/// The indices of C-order position `linear` in a grid of `counts`.
+/// The indices of C-order position `linear` in a grid of `counts` (all zeros past its end).
 pub(crate) fn chunk_indices(counts: &[u64], linear: usize) -> Vec<u64> {
-    let mut rest = linear as u64;
-    let mut out = vec![0u64; counts.len()];
-    for d in (0..counts.len()).rev() {
-        let n = counts[d].max(1);
-        out[d] = rest % n;
-        rest /= n;
-    }
-    out
+    zarr_core::unravel_index(linear as u64, counts).unwrap_or_else(|| vec![0; counts.len()])
 }
 
 #[cfg(test)]

@@ -166,27 +166,15 @@ impl ArrayToArrayCodec for TransposeCodec {
         if shape.len() != self.order.len() {
             return None;
         }
-        // Encoded axis i is decoded axis order[i]: unravel over the encoded shape, placing
+        // Encoded axis i is decoded axis order[i]: unravel over the encoded shape, place
         // each coordinate on its decoded axis, then ravel over the decoded shape.
+        let encoded_shape: Vec<u64> = self.order.iter().map(|&axis| shape[axis]).collect();
+        let encoded = zarr_core::unravel_index(index, &encoded_shape)?;
         let mut coords = vec![0u64; shape.len()];
-        let mut rest = index;
-        for &axis in self.order.iter().rev() {
-            let n = shape[axis];
-            if n == 0 {
-                return None;
-            }
-            coords[axis] = rest % n;
-            rest /= n;
+        for (&axis, &c) in self.order.iter().zip(&encoded) {
+            coords[axis] = c;
         }
-        if rest != 0 {
-            return None;
-        }
-        coords
-            .iter()
-            .zip(shape)
-            .try_fold(0u64, |position, (&c, &n)| {
-                position.checked_mul(n)?.checked_add(c)
-            })
+        zarr_core::ravel_index(&coords, shape)
     }
 
     fn decode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
