@@ -733,6 +733,14 @@ impl<S: WritableStore + ?Sized> Group<S> {
     pub fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         block_on(self.0.update_attributes(attributes))?
     }
+
+    /// [`crate::Group::remove`].
+    ///
+    /// # Errors
+    /// As [`crate::Group::remove`], and [`Error::BlockingInAsync`].
+    pub fn remove(&mut self, name: &str) -> Result<()> {
+        block_on(self.0.remove(name))?
+    }
 }
 
 impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {

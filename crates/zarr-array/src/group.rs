@@ -645,6 +645,112 @@ impl<S: WritableStore + ?Sized> Group<S> {
         merged.extend(attributes);
         self.set_attributes(merged).await
     }
+
+    /// Remove the child node `name` (a relative path such as `raw` or `a/b`) and everything
+    /// below it: its metadata, its chunks and its descendants, with one
+    /// [`erase_prefix`](WritableStore::erase_prefix) of its prefix. Like zarr-python's
+    /// `del group[name]`.
+    ///
+    /// When this group's metadata holds a consolidated record (inline
+    /// `consolidated_metadata` in a v3 `zarr.json`, a v2 `.zmetadata`), the entries of the
+    /// removed nodes are taken out of it first, and out of this handle's record if it was
+    /// opened with [`Group::open_consolidated`]; so a failure half way leaves the record
+    /// listing no node that is gone. Records in groups above this one are not changed
+    /// (call [`consolidate_metadata`](Self::consolidate_metadata) on them).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, Error, Group};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let mut root = Group::create(store.clone(), "/").await?;
+    /// let scratch = ArrayBuilder::new(vec![100], DataType::Float32, vec![10]);
+    /// root.create_array("scratch", &scratch).await?;
+    ///
+    /// root.remove("scratch").await?;
+    /// assert!(root.children().await?.is_empty());
+    /// assert!(matches!(root.remove("scratch").await, Err(Error::NodeNotFound { .. })));
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NodeNotFound`] if there is no node `name` below the group (nothing is
+    /// erased); [`Error::Core`] for a name that is not a relative node path, or names the
+    /// group itself; metadata errors from a malformed consolidated record; store errors.
+    pub async fn remove(&mut self, name: &str) -> Result<()> {
+        let path = self.child_path(name)?;
+        if path == self.path {
+            return Err(zarr_core::Error::InvalidNodeName {
+                name: name.to_owned(),
+                reason: "name a node below the group; a group does not remove itself",
+            }
+            .into());
+        }
+        require_node(&*self.store, &path).await?;
+        let relative = path
+            .names()
+            .skip(self.path.names().count())
+            .collect::<Vec<_>>()
+            .join("/");
+        let below = format!("{relative}/");
+        let removed = |key: &str| key == relative || key.starts_with(&below);
+        match self.format {
+            ZarrFormat::V3 => {
+                if let (NodeMetadata::Group(mut own), ZarrFormat::V3) =
+                    require_node(&*self.store, &self.path).await?
+                    && let Some(record) = &mut own.consolidated_metadata
+                    && record.metadata.keys().any(|key| removed(key))
+                {
+                    record.metadata.retain(|key, _| !removed(key));
+                    let document = NodeMetadata::Group(own.clone());
+                    write_metadata(&*self.store, &self.path, &document, ZarrFormat::V3).await?;
+                    self.metadata = Arc::new(*own);
+                }
+            }
+            ZarrFormat::V2 => {
+                let key = v2_key(&self.path, v2::ZMETADATA)?;
+                if let Some(bytes) = self.store.get(&key).await? {
+                    let malformed = |reason: String| Error::Consolidated {
+                        path: self.path.as_str().to_owned(),
+                        reason,
+                    };
+                    let mut doc: Map<String, Value> =
+                        serde_json::from_slice(&bytes).map_err(|e| {
+                            malformed(format!("{} is not a JSON object: {e}", v2::ZMETADATA))
+                        })?;
+                    let Some(Value::Object(entries)) = doc.get_mut("metadata") else {
+                        return Err(malformed(format!(
+                            "{} has no `metadata` object",
+                            v2::ZMETADATA
+                        )));
+                    };
+                    // v2 entries are documents: `sub/.zarray`, `sub/arr/.zattrs`.
+                    if entries.keys().any(|key| key.starts_with(&below)) {
+                        entries.retain(|key, _| !key.starts_with(&below));
+                        let mut text = serde_json::to_string_pretty(&doc)
+                            .map_err(|e| malformed(e.to_string()))?;
+                        text.push('\n');
+                        self.store.set(&key, Bytes::from(text.into_bytes())).await?;
+                    }
+                }
+            }
+        }
+        if let Some(snapshot) = &self.consolidated {
+            let kept = snapshot
+                .nodes
+                .iter()
+                .filter(|(p, _)| **p != path && !p.ancestors().contains(&path))
+                .map(|(p, (m, f))| (p.clone(), m.clone(), *f));
+            self.consolidated = Some(Arc::new(Snapshot::new(snapshot.root.clone(), kept)));
+        }
+        self.store.erase_prefix(&node_prefix(&path)?).await?;
+        tracing::debug!(group = %self.path, removed = %path, "removed node");
+        Ok(())
+    }
 }
 
 impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {

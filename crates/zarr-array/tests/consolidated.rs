@@ -1,7 +1,8 @@
 //! Consolidated metadata: `Group::consolidate_metadata` writes it (Zarr v3 inline
 //! `consolidated_metadata`, Zarr v2 `.zmetadata`), `Group::open_consolidated` answers from
 //! it without store requests. (zarr-python reads what we consolidate, and we read what it
-//! consolidates, in `interop.rs`.)
+//! consolidates, in `interop.rs`.) `Group::remove` erases a node and everything below it,
+//! taking the removed nodes out of the group's record first.
 
 use std::sync::Arc;
 
@@ -11,7 +12,8 @@ use zarr_array::{ArrayBuilder, Error, Group, Node, blocking};
 use zarr_core::DataType;
 use zarr_core::v2::ZarrFormat;
 use zarr_store::{
-    MemoryStore, ReadableStore, ReadableStoreExt, RecordingStore, StoreKey, WritableStore,
+    ListableStore, MemoryStore, ReadableStore, ReadableStoreExt, RecordingStore, StoreKey,
+    WritableStore,
 };
 
 type Store = RecordingStore<MemoryStore>;
@@ -355,13 +357,22 @@ fn blocking_api() {
     .write(0..2, &[5u16, 6])
     .unwrap();
     assert_eq!(root.consolidate_metadata().unwrap(), 2);
-    let root = blocking::Group::open_consolidated(store, "/").unwrap();
+    let mut root = blocking::Group::open_consolidated(Arc::clone(&store), "/").unwrap();
     assert!(root.is_consolidated());
     let g = root.open_group("g").unwrap();
     assert_eq!(
         g.open_array("a").unwrap().read::<u16>(0..2).unwrap(),
         [5, 6]
     );
+    root.remove("g/a").unwrap();
+    assert!(matches!(
+        root.open_array("g/a"),
+        Err(Error::NodeNotFound { .. })
+    ));
+    assert!(matches!(
+        blocking::Array::open(store, "/g/a"),
+        Err(Error::NodeNotFound { .. })
+    ));
 }
 
 #[tokio::test]
@@ -392,4 +403,124 @@ async fn arrays_with_unknown_codecs_are_listed_and_recorded() {
             .contains("not_a_codec"),
         "{e}"
     );
+}
+
+async fn keys(store: &Store) -> Vec<String> {
+    let mut keys: Vec<String> = store
+        .inner()
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.as_str().to_owned())
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// `Group::remove` erases the node's metadata, chunks and descendants, and nothing else (a
+/// sibling whose name starts with the same letters stays); a missing or invalid name is a
+/// typed error that erases nothing.
+#[tokio::test]
+async fn remove_erases_a_node_and_everything_below_it() {
+    for format in [ZarrFormat::V3, ZarrFormat::V2] {
+        let (store, mut root) = hierarchy(format).await;
+        let gx = ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])
+            .zarr_format(format)
+            .create(Arc::clone(&store), "/gx")
+            .await
+            .unwrap();
+        gx.write(0..2, &[1u8, 2]).await.unwrap();
+        let before = keys(&store).await;
+        assert!(before.iter().any(|k| k.starts_with("g/a/")), "{before:?}");
+
+        root.remove("g").await.unwrap();
+        let after = keys(&store).await;
+        let expected: Vec<String> = before
+            .iter()
+            .filter(|k| !k.starts_with("g/"))
+            .cloned()
+            .collect();
+        assert_eq!(after, expected, "{format}");
+        assert!(after.iter().any(|k| k.starts_with("gx/")), "{after:?}");
+        let names: Vec<String> = root
+            .children()
+            .await
+            .unwrap()
+            .iter()
+            .map(|n| n.path().as_str().to_owned())
+            .collect();
+        assert_eq!(names, ["/b", "/gx"]);
+
+        for bad in ["g", "g/a", "nothing"] {
+            let err = root.remove(bad).await.unwrap_err();
+            assert!(matches!(err, Error::NodeNotFound { .. }), "{bad}: {err:?}");
+        }
+        for bad in ["", "/b", "b/.."] {
+            let err = root.remove(bad).await.unwrap_err();
+            assert!(matches!(err, Error::Core(_)), "{bad:?}: {err:?}");
+        }
+        assert_eq!(keys(&store).await, after, "failed removals erase nothing");
+    }
+}
+
+/// A removed node leaves the group's consolidated record (v3 inline, v2 `.zmetadata`) and
+/// the record of a handle opened with `open_consolidated`; other entries stay.
+#[tokio::test]
+async fn remove_takes_the_removed_nodes_out_of_the_record() {
+    for format in [ZarrFormat::V3, ZarrFormat::V2] {
+        let (store, mut root) = hierarchy(format).await;
+        root.create_group("gx").await.unwrap();
+        root.consolidate_metadata().await.unwrap();
+        let mut root = Group::open_consolidated(Arc::clone(&store), "/")
+            .await
+            .unwrap();
+        root.remove("g").await.unwrap();
+
+        let recorded: Vec<String> = match format {
+            ZarrFormat::V3 => {
+                json_at(&*store, "zarr.json").await["consolidated_metadata"]["metadata"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .cloned()
+                    .collect()
+            }
+            ZarrFormat::V2 => json_at(&*store, ".zmetadata").await["metadata"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect(),
+        };
+        let mut recorded = recorded;
+        recorded.sort_unstable();
+        let expected: &[&str] = match format {
+            ZarrFormat::V3 => &["b", "gx"],
+            ZarrFormat::V2 => &[
+                ".zattrs",
+                ".zgroup",
+                "b/.zarray",
+                "b/.zattrs",
+                "gx/.zattrs",
+                "gx/.zgroup",
+            ],
+        };
+        assert_eq!(recorded, expected, "{format}");
+
+        // This handle's record, and a fresh one, no longer list them.
+        assert!(matches!(
+            root.open_array("g/a").await,
+            Err(Error::NodeNotFound { .. })
+        ));
+        assert_eq!(paths(&root.tree().await.unwrap()), ["/b", "/gx"]);
+        let fresh = Group::open_consolidated(Arc::clone(&store), "/")
+            .await
+            .unwrap();
+        assert_eq!(paths(&fresh.tree().await.unwrap()), ["/b", "/gx"]);
+        assert!(matches!(
+            fresh.open_group("g").await,
+            Err(Error::NodeNotFound { .. })
+        ));
+    }
 }

@@ -25,6 +25,7 @@ mod npy;
 mod progress;
 mod put;
 mod region;
+mod rm;
 mod target;
 mod tree;
 mod verify;
@@ -145,6 +146,18 @@ Examples:
   zarr consolidate data.zarr
   zarr consolidate s3://bucket/data.zarr --path /images")]
     Consolidate(consolidate::ConsolidateArgs),
+    /// Remove an array or a group, with everything below it.
+    ///
+    /// Erases every object under the node's prefix: its metadata, its chunks, the nodes
+    /// below it, and any other file kept there. The group above it must be readable; its
+    /// consolidated metadata, if any, loses the removed nodes first (records in groups
+    /// further up are not changed: run `zarr consolidate` on them). The root of a store is
+    /// refused: delete the store itself.
+    #[command(after_help = "\
+Examples:
+  zarr rm data.zarr/scratch
+  zarr rm s3://bucket/data.zarr --path /images/old")]
+    Rm(rm::RmArgs),
     /// Print or export values of an array region.
     ///
     /// The region is numpy-like: one entry per dimension, separated by commas; `a:b`, `a:`,
@@ -267,6 +280,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Info(args) => info::run(args).await,
             Command::Tree(args) => tree::run(args).await,
             Command::Consolidate(args) => consolidate::run(args, global).await,
+            Command::Rm(args) => rm::run(args, global).await,
             Command::Get(args) => get::run(args).await,
             Command::Create(args) => create::run_create(args, global).await,
             Command::Put(args) => put::run_put(args, global).await,

@@ -529,6 +529,60 @@ fn consolidate_records_the_hierarchy_for_tree_and_readers() {
     }
 }
 
+/// `rm` erases a node and everything below it, takes it out of the group's consolidated
+/// record, and refuses a store's root and nodes that are not there.
+#[test]
+fn rm_removes_a_node_and_everything_below_it() {
+    for (format, record) in [("3", "zarr.json"), ("2", ".zmetadata")] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("r.zarr");
+        let root = store.to_str().unwrap();
+        for path in ["images/raw", "images/mask", "labels"] {
+            ok(&[
+                "create",
+                &format!("{root}/{path}"),
+                "--shape",
+                "4",
+                "--dtype",
+                "uint8",
+                "--chunks",
+                "2",
+                "--fill-value",
+                "7",
+                "--zarr-format",
+                format,
+            ]);
+        }
+        ok(&["consolidate", root]);
+
+        let out = ok(&["rm", &format!("{root}/images")]);
+        assert_eq!(out, "removed /images and everything below it\n");
+        assert!(!store.join("images").exists());
+        assert!(store.join("labels").exists());
+        let tree = ok(&["tree", root]);
+        assert!(!tree.contains("images"), "{tree}");
+        assert!(tree.contains("labels"), "{tree}");
+        let text = std::fs::read_to_string(store.join(record)).unwrap();
+        assert!(!text.contains("images"), "{text}");
+
+        let err = fails(&["rm", &format!("{root}/images")], 1);
+        assert!(err.contains("no such file or directory"), "{err}");
+        let err = fails(&["rm", root, "--path", "images"], 1);
+        assert!(err.contains("no Zarr node at \"/images\""), "{err}");
+        let err = fails(&["rm", root, "--path", "labels/c"], 1);
+        assert!(
+            err.contains("\"/labels\" is an array, not a group"),
+            "{err}"
+        );
+        let err = fails(&["rm", root], 2);
+        assert!(err.contains("root of its store"), "{err}");
+        assert!(store.join("labels").exists());
+        // Through --path as well.
+        ok(&["rm", root, "--path", "labels", "-q"]);
+        assert!(!store.join("labels").exists());
+    }
+}
+
 /// `--codecs JSON` takes any registered codec, as `zarr.json` lists them.
 #[test]
 fn create_takes_a_codec_list_as_json() {
