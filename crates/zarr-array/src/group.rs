@@ -651,12 +651,12 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// [`erase_prefix`](WritableStore::erase_prefix) of its prefix. Like zarr-python's
     /// `del group[name]`.
     ///
-    /// When this group's metadata holds a consolidated record (inline
-    /// `consolidated_metadata` in a v3 `zarr.json`, a v2 `.zmetadata`), the entries of the
-    /// removed nodes are taken out of it first, and out of this handle's record if it was
-    /// opened with [`Group::open_consolidated`]; so a failure half way leaves the record
-    /// listing no node that is gone. Records in groups above this one are not changed
-    /// (call [`consolidate_metadata`](Self::consolidate_metadata) on them).
+    /// Consolidated records that list the removed nodes lose them first: those of this group
+    /// and of every group above it (inline `consolidated_metadata` in a v3 `zarr.json`,
+    /// records nested in its entries included, or a v2 `.zmetadata`; one metadata read per
+    /// group), and this handle's own if it was opened with
+    /// [`Group::open_consolidated`]. So a failure half way never leaves a record listing a
+    /// node that is gone.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -691,52 +691,14 @@ impl<S: WritableStore + ?Sized> Group<S> {
             .into());
         }
         require_node(&*self.store, &path).await?;
-        let relative = path
-            .names()
-            .skip(self.path.names().count())
-            .collect::<Vec<_>>()
-            .join("/");
-        let below = format!("{relative}/");
-        let removed = |key: &str| key == relative || key.starts_with(&below);
-        match self.format {
-            ZarrFormat::V3 => {
-                if let (NodeMetadata::Group(mut own), ZarrFormat::V3) =
-                    require_node(&*self.store, &self.path).await?
-                    && let Some(record) = &mut own.consolidated_metadata
-                    && record.metadata.keys().any(|key| removed(key))
-                {
-                    record.metadata.retain(|key, _| !removed(key));
-                    let document = NodeMetadata::Group(own.clone());
-                    write_metadata(&*self.store, &self.path, &document, ZarrFormat::V3).await?;
-                    self.metadata = Arc::new(*own);
-                }
-            }
-            ZarrFormat::V2 => {
-                let key = v2_key(&self.path, v2::ZMETADATA)?;
-                if let Some(bytes) = self.store.get(&key).await? {
-                    let malformed = |reason: String| Error::Consolidated {
-                        path: self.path.as_str().to_owned(),
-                        reason,
-                    };
-                    let mut doc: Map<String, Value> =
-                        serde_json::from_slice(&bytes).map_err(|e| {
-                            malformed(format!("{} is not a JSON object: {e}", v2::ZMETADATA))
-                        })?;
-                    let Some(Value::Object(entries)) = doc.get_mut("metadata") else {
-                        return Err(malformed(format!(
-                            "{} has no `metadata` object",
-                            v2::ZMETADATA
-                        )));
-                    };
-                    // v2 entries are documents: `sub/.zarray`, `sub/arr/.zattrs`.
-                    if entries.keys().any(|key| key.starts_with(&below)) {
-                        entries.retain(|key, _| !key.starts_with(&below));
-                        let mut text = serde_json::to_string_pretty(&doc)
-                            .map_err(|e| malformed(e.to_string()))?;
-                        text.push('\n');
-                        self.store.set(&key, Bytes::from(text.into_bytes())).await?;
-                    }
-                }
+        // Every group from the root down to this one may hold a record listing the node.
+        let mut groups = self.path.ancestors();
+        groups.push(self.path.clone());
+        for group in groups {
+            if let Some(updated) = forget_in_record(&*self.store, &group, &path).await?
+                && group == self.path
+            {
+                self.metadata = Arc::new(updated);
             }
         }
         if let Some(snapshot) = &self.consolidated {
@@ -751,6 +713,88 @@ impl<S: WritableStore + ?Sized> Group<S> {
         tracing::debug!(group = %self.path, removed = %path, "removed node");
         Ok(())
     }
+}
+
+/// Take the node at `path` and every node below it out of the consolidated record of the
+/// group at `group` (an ancestor of `path`), if that group has one listing it: inline
+/// `consolidated_metadata` in a v3 `zarr.json` (records nested in the entries of groups
+/// between the two included), or a v2 `.zmetadata`. Answers the group's new v3 metadata when
+/// it was rewritten.
+async fn forget_in_record<S: WritableStore + ?Sized>(
+    store: &S,
+    group: &NodePath,
+    path: &NodePath,
+) -> Result<Option<GroupMetadata>> {
+    let relative = path
+        .names()
+        .skip(group.names().count())
+        .collect::<Vec<_>>()
+        .join("/");
+    match read_node(store, group).await? {
+        Some((NodeMetadata::Group(mut metadata), ZarrFormat::V3)) => {
+            let Some(record) = &mut metadata.consolidated_metadata else {
+                return Ok(None);
+            };
+            if !forget_recorded(&mut record.metadata, &relative) {
+                return Ok(None);
+            }
+            let document = NodeMetadata::Group(metadata.clone());
+            write_metadata(store, group, &document, ZarrFormat::V3).await?;
+            Ok(Some(*metadata))
+        }
+        Some((NodeMetadata::Group(_), ZarrFormat::V2)) => {
+            let key = v2_key(group, v2::ZMETADATA)?;
+            let Some(bytes) = store.get(&key).await? else {
+                return Ok(None);
+            };
+            let malformed = |reason: String| Error::Consolidated {
+                path: group.as_str().to_owned(),
+                reason,
+            };
+            let mut doc: Map<String, Value> = serde_json::from_slice(&bytes)
+                .map_err(|e| malformed(format!("{} is not a JSON object: {e}", v2::ZMETADATA)))?;
+            let Some(Value::Object(entries)) = doc.get_mut("metadata") else {
+                return Err(malformed(format!(
+                    "{} has no `metadata` object",
+                    v2::ZMETADATA
+                )));
+            };
+            // v2 entries are documents: `sub/.zarray`, `sub/arr/.zattrs`.
+            let below = format!("{relative}/");
+            if !entries.keys().any(|key| key.starts_with(&below)) {
+                return Ok(None);
+            }
+            entries.retain(|key, _| !key.starts_with(&below));
+            let mut text =
+                serde_json::to_string_pretty(&doc).map_err(|e| malformed(e.to_string()))?;
+            text.push('\n');
+            store.set(&key, Bytes::from(text.into_bytes())).await?;
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Remove the entry at `relative` (`a/b`) and every entry below it from an inline record's
+/// entries, descending into the records nested in the entries of groups above it. Whether
+/// anything was removed.
+fn forget_recorded(entries: &mut Map<String, Value>, relative: &str) -> bool {
+    let below = format!("{relative}/");
+    let before = entries.len();
+    entries.retain(|key, _| key != relative && !key.starts_with(&below));
+    let mut changed = entries.len() != before;
+    for (key, document) in entries.iter_mut() {
+        if let Some(rest) = relative
+            .strip_prefix(key.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+            && let Some(Value::Object(nested)) = document
+                .get_mut("consolidated_metadata")
+                .and_then(|record| record.get_mut("metadata"))
+        {
+            changed |= forget_recorded(nested, rest);
+        }
+    }
+    changed
 }
 
 impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {

@@ -524,3 +524,62 @@ async fn remove_takes_the_removed_nodes_out_of_the_record() {
         ));
     }
 }
+
+/// Removing through a subgroup takes the nodes out of the records of every group above it
+/// too, nested records included.
+#[tokio::test]
+async fn remove_takes_the_removed_nodes_out_of_records_further_up() {
+    for format in [ZarrFormat::V3, ZarrFormat::V2] {
+        let (store, mut root) = hierarchy(format).await;
+        root.consolidate_metadata().await.unwrap();
+        let mut g = Group::open(Arc::clone(&store), "/g").await.unwrap();
+        g.remove("a").await.unwrap();
+        let fresh = Group::open_consolidated(Arc::clone(&store), "/")
+            .await
+            .unwrap();
+        assert_eq!(
+            paths(&fresh.tree().await.unwrap()),
+            ["/b", "/g", "/g/h"],
+            "{format}"
+        );
+        assert!(matches!(
+            fresh.open_array("g/a").await,
+            Err(Error::NodeNotFound { .. })
+        ));
+    }
+
+    // A record nested in a group's entry, as other writers may lay it out.
+    let store = Arc::new(MemoryStore::new());
+    let array = json!({"zarr_format": 3, "node_type": "array", "shape": [2],
+        "data_type": "uint8", "chunk_grid": {"name": "regular",
+        "configuration": {"chunk_shape": [2]}}, "chunk_key_encoding": {"name": "default"},
+        "fill_value": 7, "codecs": [{"name": "bytes"}]});
+    let group = json!({"zarr_format": 3, "node_type": "group"});
+    let doc = json!({"zarr_format": 3, "node_type": "group", "consolidated_metadata": {
+        "kind": "inline", "must_understand": false, "metadata": {
+            "g": {"zarr_format": 3, "node_type": "group", "consolidated_metadata": {
+                "kind": "inline", "must_understand": false,
+                "metadata": {"a": array, "b": array}}}}}});
+    for (key, value) in [
+        ("zarr.json", &doc),
+        ("g/zarr.json", &group),
+        ("g/a/zarr.json", &array),
+    ] {
+        store
+            .set(
+                &StoreKey::new(key),
+                Bytes::from(serde_json::to_vec(value).unwrap()),
+            )
+            .await
+            .unwrap();
+    }
+    let mut root = Group::open(Arc::clone(&store), "/").await.unwrap();
+    root.remove("g/a").await.unwrap();
+    let record = json_at(&*store, "zarr.json").await;
+    let nested = &record["consolidated_metadata"]["metadata"]["g"]["consolidated_metadata"];
+    let names: Vec<&String> = nested["metadata"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["b"]);
+    assert!(root.metadata().consolidated_metadata.is_some());
+    let fresh = Group::open_consolidated(store, "/").await.unwrap();
+    assert_eq!(paths(&fresh.tree().await.unwrap()), ["/g", "/g/b"]);
+}

@@ -149,10 +149,9 @@ Examples:
     /// Remove an array or a group, with everything below it.
     ///
     /// Erases every object under the node's prefix: its metadata, its chunks, the nodes
-    /// below it, and any other file kept there. The group above it must be readable; its
-    /// consolidated metadata, if any, loses the removed nodes first (records in groups
-    /// further up are not changed: run `zarr consolidate` on them). The root of a store is
-    /// refused: delete the store itself.
+    /// below it, and any other file kept there. The group above it must be readable.
+    /// Consolidated metadata in that group or any group further up loses the removed nodes
+    /// first. The root of a store is refused: delete the store itself.
     #[command(after_help = "\
 Examples:
   zarr rm data.zarr/scratch
