@@ -1485,14 +1485,30 @@ async fn the_peers_read_what_we_wrote() {
         manifest.push(written.manifest_entry());
     }
 
+    // A subtree that is recorded, then removed: first `g` through its parent's handle (the
+    // root's record must lose it too), then the rest from the root.
+    for path in ["/removed/a", "/removed/g/b"] {
+        ArrayBuilder::new(vec![4], DataType::UInt8, vec![2])
+            .create(Arc::clone(&store), path)
+            .await
+            .unwrap()
+            .write(0..4, &[1u8, 2, 3, 4])
+            .await
+            .unwrap();
+    }
+
     // Consolidated metadata for the whole matrix: zarr-python opens the hierarchy from it
-    // and compares each node with its own documents.
+    // and compares each node with its own documents (and finds none of the removed ones).
     let mut root_group = Group::open(Arc::clone(&store), "/").await.unwrap();
     let recorded = root_group.consolidate_metadata().await.unwrap();
     assert_eq!(
         recorded,
-        manifest.iter().filter(|e| e["path"] != "").count()
+        manifest.iter().filter(|e| e["path"] != "").count() + 4
     );
+    let mut removed = Group::open(Arc::clone(&store), "/removed").await.unwrap();
+    removed.remove("g").await.unwrap();
+    root_group.remove("removed").await.unwrap();
+    assert!(!root.join("removed").exists());
 
     let manifest_path = dir.join("manifest.json");
     std::fs::write(
