@@ -1443,4 +1443,126 @@ impl<S: WritableStore + ?Sized> Array<S> {
         }
         self.store_metadata(metadata).await
     }
+
+    /// Append `values` (C order) along `axis`, as zarr-python's `Array.append`: the array
+    /// grows along `axis` by as many slices as the values fill (a slice holds the product of
+    /// the other dimensions' extents), and the values are written there. Answers the region
+    /// written.
+    ///
+    /// The chunks are written before the new shape: until the shape is stored, readers see
+    /// the array as it was, and a failed append leaves the shape unchanged. Appends to one
+    /// array must not run concurrently (both would write the same region).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let mut series = ArrayBuilder::new(vec![0, 3], DataType::Float32, vec![100, 3])
+    ///     .create(store, "/series")
+    ///     .await?;
+    /// series.append(0, &[1.0f32, 2.0, 3.0]).await?; // one row
+    /// let region = series.append(0, &[4.0f32, 5.0, 6.0, 7.0, 8.0, 9.0]).await?; // two more
+    /// assert_eq!(region.ranges(), &[1..3, 0..3]);
+    /// assert_eq!(series.shape(), &[3, 3]);
+    /// assert_eq!(series.read::<f32>([2..3, 0..3]).await?, [7.0, 8.0, 9.0]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Region`] for an axis the array does not have, values that are not a whole
+    /// number of slices, or a zero-length dimension besides `axis` (the values then cannot
+    /// tell how far to grow); [`Error::Core`] if the grown shape overflows or does not suit
+    /// the chunk grid; as [`Array::write`].
+    pub async fn append<T: Element>(&mut self, axis: usize, values: &[T]) -> Result<Region> {
+        self.check_element::<T>()?;
+        let (grown, region) = self.grown_along(axis, values.len() as u64)?;
+        grown.write_bytes(&region, as_bytes(values)).await?;
+        self.store_metadata(ArrayMetadata::clone(&grown.metadata))
+            .await?;
+        Ok(region)
+    }
+
+    /// [`Array::append`] of [`ArrayBytes`] of any data type (fixed-size or variable-length,
+    /// such as strings).
+    ///
+    /// # Errors
+    /// As [`Array::append`].
+    pub async fn append_array_bytes(&mut self, axis: usize, values: ArrayBytes) -> Result<Region> {
+        let elements = match &values {
+            ArrayBytes::Fixed(bytes) => {
+                let size = self.element_size()?;
+                if !bytes.len().is_multiple_of(size) {
+                    return Err(Error::Region {
+                        reason: format!(
+                            "appending {} bytes to array {}: not a whole number of {size}-byte \
+                             elements",
+                            bytes.len(),
+                            self.path
+                        ),
+                    });
+                }
+                (bytes.len() / size) as u64
+            }
+            ArrayBytes::Variable(vlen) => vlen.len() as u64,
+        };
+        let (grown, region) = self.grown_along(axis, elements)?;
+        grown.write_array_bytes(&region, values).await?;
+        self.store_metadata(ArrayMetadata::clone(&grown.metadata))
+            .await?;
+        Ok(region)
+    }
+
+    /// This array grown along `axis` by the slices `elements` values fill, and the region
+    /// they fill.
+    fn grown_along(&self, axis: usize, elements: u64) -> Result<(Self, Region)> {
+        let shape = &self.metadata.shape;
+        let refuse = |reason: String| Error::Region {
+            reason: format!(
+                "appending {elements} values along axis {axis} of array {} (shape {shape:?}): \
+                 {reason}",
+                self.path
+            ),
+        };
+        if axis >= shape.len() {
+            return Err(refuse(format!("the array has rank {}", shape.len())));
+        }
+        let slice = shape
+            .iter()
+            .enumerate()
+            .filter(|&(d, _)| d != axis)
+            .try_fold(1u64, |product, (_, &n)| product.checked_mul(n))
+            .ok_or_else(|| refuse("a slice holds more than 2^64 elements".into()))?;
+        if slice == 0 {
+            return Err(refuse(
+                "another dimension has length 0, so the values cannot tell how far to grow".into(),
+            ));
+        }
+        if !elements.is_multiple_of(slice) {
+            return Err(refuse(format!(
+                "not a whole number of slices of {slice} elements"
+            )));
+        }
+        let old = shape[axis];
+        let new = old
+            .checked_add(elements / slice)
+            .ok_or_else(|| refuse("the length would pass 2^64".into()))?;
+        let mut metadata = ArrayMetadata::clone(&self.metadata);
+        metadata.shape[axis] = new;
+        metadata.validate()?;
+        let ranges = metadata
+            .shape
+            .iter()
+            .enumerate()
+            .map(|(d, &n)| if d == axis { old..new } else { 0..n })
+            .collect();
+        let region = Region::try_new(ranges)?;
+        let mut grown = self.clone();
+        grown.metadata = Arc::new(metadata);
+        Ok((grown, region))
+    }
 }

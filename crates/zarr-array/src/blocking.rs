@@ -506,6 +506,22 @@ impl<S: WritableStore + ?Sized> Array<S> {
         block_on(self.0.resize(shape))?
     }
 
+    /// [`crate::Array::append`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::append`], and [`Error::BlockingInAsync`].
+    pub fn append<T: Element>(&mut self, axis: usize, values: &[T]) -> Result<Region> {
+        block_on(self.0.append(axis, values))?
+    }
+
+    /// [`crate::Array::append_array_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::append`], and [`Error::BlockingInAsync`].
+    pub fn append_array_bytes(&mut self, axis: usize, values: ArrayBytes) -> Result<Region> {
+        block_on(self.0.append_array_bytes(axis, values))?
+    }
+
     /// [`crate::Array::set_attributes`].
     ///
     /// # Errors

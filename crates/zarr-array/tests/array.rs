@@ -505,6 +505,114 @@ async fn resize_erases_outside_chunks_and_resets_edges() {
     assert_eq!(array.shape(), [12]);
 }
 
+/// `append` grows the array along an axis by the slices the values fill and writes them
+/// there (2-D along either axis, into partial edge chunks, strings, v2, the blocking API);
+/// values that do not fill whole slices, a missing axis and an ambiguous zero-length
+/// dimension are refused with the shape unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn append_grows_along_an_axis_and_writes_the_values() {
+    let store = memory();
+    let mut array = ArrayBuilder::new(vec![2, 3], DataType::Int32, vec![4, 2])
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    array
+        .write([0..2, 0..3], &[1, 2, 3, 4, 5, 6])
+        .await
+        .unwrap();
+    let region = array
+        .append(0, &[7, 8, 9, 10, 11, 12, 13, 14, 15])
+        .await
+        .unwrap();
+    assert_eq!(region.ranges(), &[2..5, 0..3]);
+    assert_eq!(array.shape(), [5, 3]);
+    let region = array.append(1, &[-1, -2, -3, -4, -5]).await.unwrap();
+    assert_eq!(region.ranges(), &[0..5, 3..4]);
+    let reopened = Array::open(Arc::clone(&store), "/a").await.unwrap();
+    assert_eq!(reopened.shape(), [5, 4]);
+    let all: Vec<i32> = reopened.read([0..5, 0..4]).await.unwrap();
+    assert_eq!(
+        all,
+        [
+            1, 2, 3, -1, 4, 5, 6, -2, 7, 8, 9, -3, 10, 11, 12, -4, 13, 14, 15, -5
+        ]
+    );
+
+    for (axis, values, wanted) in [
+        (
+            0,
+            vec![1, 2, 3],
+            "not a whole number of slices of 4 elements",
+        ),
+        (2, vec![1, 2, 3, 4], "the array has rank 2"),
+    ] {
+        let err = array.append(axis, &values).await.unwrap_err();
+        assert!(matches!(err, Error::Region { .. }), "{err}");
+        assert!(err.to_string().contains(wanted), "{err}");
+    }
+    let err = array.append(0, &[1u8; 4]).await.unwrap_err();
+    assert!(matches!(err, Error::ElementType { .. }), "{err}");
+    assert_eq!(array.shape(), [5, 4]);
+    let mut empty = ArrayBuilder::new(vec![0, 0], DataType::Int32, vec![2, 2])
+        .create(Arc::clone(&store), "/e")
+        .await
+        .unwrap();
+    let err = empty.append(0, &[1, 2]).await.unwrap_err();
+    assert!(err.to_string().contains("cannot tell how far"), "{err}");
+
+    // Strings, Zarr v2, and the blocking API.
+    let mut words = ArrayBuilder::new(vec![1], DataType::String, vec![2])
+        .zarr_format(zarr_core::v2::ZarrFormat::V2)
+        .create(Arc::clone(&store), "/w")
+        .await
+        .unwrap();
+    words.write_text(0..1, &["zero"]).await.unwrap();
+    let strings = zarr_vlen::VlenStrings::<i32>::from_strs(["one", "two", "three"]).unwrap();
+    let region = words
+        .append_array_bytes(0, ArrayBytes::try_from(strings).unwrap())
+        .await
+        .unwrap();
+    assert_eq!((region.starts(), region.ends()), (vec![1], vec![4]));
+    let back = Array::open(Arc::clone(&store), "/w").await.unwrap();
+    assert_eq!(
+        back.read_text(0..4).await.unwrap(),
+        ["zero", "one", "two", "three"]
+    );
+
+    // The chunks are stored before the shape that makes them visible.
+    let recording = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let mut log = ArrayBuilder::new(vec![0], DataType::UInt8, vec![2])
+        .create(Arc::clone(&recording), "/log")
+        .await
+        .unwrap();
+    recording.clear();
+    log.append(0, &[1u8, 2, 3, 4, 5]).await.unwrap();
+    let sets: Vec<String> = recording
+        .operations()
+        .into_iter()
+        .filter_map(|op| match op {
+            zarr_store::Operation::Set { key, .. } => Some(key.as_str().to_owned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sets.len(), 4, "{sets:?}");
+    assert_eq!(
+        sets.last().map(String::as_str),
+        Some("log/zarr.json"),
+        "{sets:?}"
+    );
+
+    let store2 = memory();
+    let builder = ArrayBuilder::new(vec![0], DataType::UInt16, vec![4]);
+    let handle = std::thread::spawn(move || {
+        let mut array = blocking::Array::create(&builder, store2, "/s").unwrap();
+        array.append(0, &[1u16, 2, 3]).unwrap();
+        array.append(0, &[4u16, 5]).unwrap();
+        array.read::<u16>(0..5).unwrap()
+    });
+    assert_eq!(handle.join().unwrap(), [1, 2, 3, 4, 5]);
+}
+
 /// Attributes, nodes, groups, ancestors, overwrite.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_attributes_and_hierarchy() {
