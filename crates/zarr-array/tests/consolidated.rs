@@ -60,6 +60,17 @@ async fn hierarchy(format: ZarrFormat) -> (Arc<Store>, Group<Store>) {
     (store, root)
 }
 
+/// The paths of a group's children, from `children` (one listing, or its record).
+async fn child_paths(group: &Group<Store>) -> Vec<String> {
+    group
+        .children()
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n.path().as_str().to_owned())
+        .collect()
+}
+
 fn paths(tree: &[(zarr_core::NodePath, zarr_core::NodeMetadata)]) -> Vec<&str> {
     tree.iter().map(|(p, _)| p.as_str()).collect()
 }
@@ -129,14 +140,7 @@ async fn open_consolidated_answers_without_store_requests() {
     let g = root.open_group("g").await.unwrap();
     assert!(g.is_consolidated());
     assert_eq!(g.attributes()["x"], 1);
-    let below: Vec<String> = g
-        .children()
-        .await
-        .unwrap()
-        .iter()
-        .map(|n| n.path().as_str().to_owned())
-        .collect();
-    assert_eq!(below, ["/g/a", "/g/h"]);
+    assert_eq!(child_paths(&g).await, ["/g/a", "/g/h"]);
     assert_eq!(paths(&g.tree().await.unwrap()), ["/g/a", "/g/h"]);
     let a = g.open_array("a").await.unwrap();
     let same = root.open_array("g/a").await.unwrap();
@@ -443,14 +447,7 @@ async fn remove_erases_a_node_and_everything_below_it() {
             .collect();
         assert_eq!(after, expected, "{format}");
         assert!(after.iter().any(|k| k.starts_with("gx/")), "{after:?}");
-        let names: Vec<String> = root
-            .children()
-            .await
-            .unwrap()
-            .iter()
-            .map(|n| n.path().as_str().to_owned())
-            .collect();
-        assert_eq!(names, ["/b", "/gx"]);
+        assert_eq!(child_paths(&root).await, ["/b", "/gx"]);
 
         for bad in ["g", "g/a", "nothing"] {
             let err = root.remove(bad).await.unwrap_err();

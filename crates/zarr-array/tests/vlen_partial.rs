@@ -217,12 +217,13 @@ async fn a_region_of_a_vlen_utf8_shard_fetches_only_its_inner_chunks() {
     assert_eq!(text, all[39_999..40_001]);
 }
 
-/// Writing part of a string shard reads the shard once, re-encodes only the inner chunks the
-/// region touches and writes the shard once: an inner chunk elsewhere is neither decoded
-/// nor re-encoded (a corrupt one is kept byte for byte and does not fail the write).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_into_part_of_a_string_shard_re_encodes_only_its_inner_chunks() {
-    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+/// 80,000 strings (`words`) in shards of 40,000 of inner chunks of 10,000 (`vlen-utf8`) at
+/// `path`, with the UTF-8 of `broken` (the text `w{broken}`) made invalid in its shard.
+async fn string_shards_with_a_broken_element(
+    store: &Arc<RecordingStore<MemoryStore>>,
+    path: &str,
+    broken: usize,
+) -> (Array<RecordingStore<MemoryStore>>, Vec<String>) {
     let n = 80_000u64;
     let sharding = ExtensionObject::from_json(
         &serde_json::json!({"name": "sharding_indexed", "configuration": {
@@ -232,21 +233,41 @@ async fn a_write_into_part_of_a_string_shard_re_encodes_only_its_inner_chunks() 
     .unwrap();
     let array = ArrayBuilder::new(vec![n], DataType::String, vec![40_000])
         .codecs(vec![sharding])
-        .create(Arc::clone(&store), "/w")
+        .create(Arc::clone(store), path)
         .await
         .unwrap();
-    let mut all = words(0..n as usize);
+    let all = words(0..n as usize);
     array
         .write_strings(0..n, &VlenStrings::<i32>::from_strs(&all).unwrap())
         .await
         .unwrap();
-    // Break the UTF-8 of element 35,003, in inner chunk 3 of shard 0.
-    let key = StoreKey::new("w/c/0");
+    let text = format!("w{broken}");
+    assert_eq!(all[broken], text);
+    let key = StoreKey::try_new(format!(
+        "{}/c/{}",
+        path.trim_start_matches('/'),
+        broken / 40_000
+    ))
+    .unwrap();
     let mut shard = store.get(&key).await.unwrap().unwrap().to_vec();
-    assert_eq!(all[35_003], "w35003");
-    let at = shard.windows(6).position(|w| w == b"w35003").unwrap();
+    let at = shard
+        .windows(text.len())
+        .position(|w| w == text.as_bytes())
+        .unwrap();
     shard[at] = 0xff;
     store.set(&key, shard.into()).await.unwrap();
+    (array, all)
+}
+
+/// Writing part of a string shard reads the shard once, re-encodes only the inner chunks the
+/// region touches and writes the shard once: an inner chunk elsewhere is neither decoded
+/// nor re-encoded (a corrupt one is kept byte for byte and does not fail the write).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_into_part_of_a_string_shard_re_encodes_only_its_inner_chunks() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    // Element 35,003 is in inner chunk 3 of shard 0.
+    let (array, mut all) = string_shards_with_a_broken_element(&store, "/w", 35_003).await;
+    let key = StoreKey::new("w/c/0");
 
     // Rewrite elements 5..10 (inner chunk 0).
     store.clear();
@@ -278,29 +299,9 @@ async fn a_write_into_part_of_a_string_shard_re_encodes_only_its_inner_chunks() 
 async fn shrinking_a_string_shard_re_encodes_only_the_inner_chunk_it_cuts() {
     let store = Arc::new(RecordingStore::new(MemoryStore::new()));
     let n = 80_000u64;
-    let sharding = ExtensionObject::from_json(
-        &serde_json::json!({"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [10_000], "codecs": [{"name": "vlen-utf8"}]}}),
-        "codecs[0]",
-    )
-    .unwrap();
-    let mut array = ArrayBuilder::new(vec![n], DataType::String, vec![40_000])
-        .codecs(vec![sharding])
-        .create(Arc::clone(&store), "/s")
-        .await
-        .unwrap();
-    let all = words(0..n as usize);
-    array
-        .write_strings(0..n, &VlenStrings::<i32>::from_strs(&all).unwrap())
-        .await
-        .unwrap();
-    // Break the UTF-8 of element 5,003, in inner chunk 0 of shard 0.
+    // Element 5,003 is in inner chunk 0 of shard 0.
+    let (mut array, all) = string_shards_with_a_broken_element(&store, "/s", 5_003).await;
     let key = StoreKey::new("s/c/0");
-    let mut shard = store.get(&key).await.unwrap().unwrap().to_vec();
-    assert_eq!(all[5_003], "w5003");
-    let at = shard.windows(5).position(|w| w == b"w5003").unwrap();
-    shard[at] = 0xff;
-    store.set(&key, shard.into()).await.unwrap();
 
     // Cut shard 0 in its inner chunk 2; shard 1 goes.
     store.clear();
