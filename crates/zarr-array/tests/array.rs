@@ -1178,3 +1178,49 @@ fn struct_fields_read_through_the_blocking_api() {
     assert_eq!(array.read_field::<i8>(1..4, &["a"]).unwrap(), [1, 2, 3]);
     assert_eq!(array.read_field::<f64>(0..2, &["b"]).unwrap(), [0.0, 0.25]);
 }
+
+/// A `numcodecs.pcodec` array of 8-bit integers, whose chunks only pco 1.x writes: read
+/// exactly; writing is refused with the codec's reason, and the stored chunk is kept.
+#[tokio::test]
+async fn pcodec_8_bit_arrays_are_read_and_not_written() {
+    let store = memory();
+    let metadata = json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [64],
+        "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [64]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "numcodecs.pcodec", "configuration": {}}],
+    });
+    store
+        .set(&StoreKey::new("p/zarr.json"), metadata.to_string().into())
+        .await
+        .unwrap();
+    // Python's pcodec 1.1.0: standalone.simple_compress(
+    //     (np.arange(64) * 5 % 256).astype(np.uint8), ChunkConfig(enable_8_bit=True))
+    let hex = "70636f210300061004010a3f00001001018042000000";
+    let chunk: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    store
+        .set(&StoreKey::new("p/c/0"), chunk.clone().into())
+        .await
+        .unwrap();
+    let array = Array::open(Arc::clone(&store), "/p").await.unwrap();
+    let expected: Vec<u8> = (0..64u32).map(|i| (i * 5 % 256) as u8).collect();
+    assert_eq!(array.read::<u8>(0..64).await.unwrap(), expected);
+    assert_eq!(array.read::<u8>(10..13).await.unwrap(), [50, 55, 60]);
+    let e = array.write(0..64, &[1u8; 64]).await.unwrap_err();
+    match &e {
+        Error::Chunk { source, .. } => assert!(
+            matches!(**source, zarr_codecs::Error::Unsupported { .. }),
+            "{source:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let kept = store.get(&StoreKey::new("p/c/0")).await.unwrap().unwrap();
+    assert_eq!(kept[..], chunk[..]);
+}

@@ -2,11 +2,10 @@
 
 use bytes::Bytes;
 use half::f16;
-use pco::data_types::Number;
-use pco::standalone::{simple_compress, simple_decompress_into};
+use pco::standalone::simple_compress;
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
 use serde_json::{Map, Value};
-use zarr_core::{DataType, ExtensionObject};
+use zarr_core::ExtensionObject;
 
 use crate::array_bytes::ArrayBytes;
 use crate::codec::ArrayToBytesCodec;
@@ -47,16 +46,19 @@ pub enum PcodecDelta {
 ///
 /// Data types: `int16`, `int32`, `int64`, `uint16`, `uint32`, `uint64`, `float16`,
 /// `float32`, `float64` (numcodecs' list; the stream records the type, and decoding checks
-/// it). Configuration, numcodecs' keys: `level` 0 to 12 (default 8), `mode_spec` `"auto"` or
+/// it), and for reading only `int8` and `uint8`. Configuration, numcodecs' keys: `level` 0 to 12 (default 8), `mode_spec` `"auto"` or
 /// `"classic"`, `delta_spec` `"auto"`, `"none"`, `"try_consecutive"` (with
 /// `delta_encoding_order` 0 to 7) or `"try_lookback"`, `paging_spec` `"equal_pages_up_to"`
 /// with `equal_pages_up_to` numbers per page (default 262144). A `delta_encoding_order`
 /// with `delta_spec` `"auto"` means `"try_consecutive"`, as in numcodecs.
 ///
-/// This crate uses pco 0.4, the library of `pcodec` 0.3, which numcodecs 0.16 requires: it
-/// writes pco's format 3.0 (what zarr-python with numcodecs 0.16 writes and reads) and reads
-/// formats up to 4.0. A chunk that decodes to another count of numbers than the chunk holds
-/// is an error.
+/// Writing uses pco 0.4, the library of `pcodec` 0.3, which numcodecs 0.16 requires: it
+/// writes pco's format 3.0, byte for byte what zarr-python with numcodecs 0.16 writes, and
+/// what every pco reader reads. Reading uses pco 1.x, which reads every format: pco 0.4's
+/// and its own 4.1 (what zarrs 0.23 writes), including what only 1.x writes: dictionary
+/// mode, conv1 deltas and 8-bit numbers. Writing 8-bit numbers is refused
+/// ([`Error::Unsupported`]): numcodecs' pcodec takes none, and pco 0.4 cannot write them.
+/// A chunk that decodes to another count of numbers than the chunk holds is an error.
 ///
 /// ```
 /// use zarr_codecs::{ArrayBytes, ArrayToBytesCodec, ChunkRepresentation, PcodecCodec};
@@ -236,24 +238,23 @@ impl PcodecCodec {
         config
     }
 
-    /// The chunk's numeric type, if pco (as numcodecs uses it) takes it.
+    /// The chunk's numeric type, if pco reads it (8-, 16-, 32- and 64-bit numbers).
     fn number_type(decoded: &ChunkRepresentation) -> Result<NumType> {
-        match NumType::of(decoded.data_type()) {
-            Some(t) if t.size() > 1 => Ok(t),
-            _ => Err(unsupported_type(decoded.data_type())),
-        }
+        NumType::of(decoded.data_type()).ok_or_else(|| {
+            Error::incompatible(
+                PcodecCodec::NAME,
+                format!(
+                    "pco compresses 8-, 16-, 32- and 64-bit integers and 16-, 32- and 64-bit \
+                     floats, not `{}`",
+                    decoded.data_type()
+                ),
+            )
+        })
     }
 }
 
-fn unsupported_type(data_type: &DataType) -> Error {
-    Error::incompatible(
-        PcodecCodec::NAME,
-        format!("pco compresses 16-, 32- and 64-bit integers and floats, not `{data_type}`"),
-    )
-}
-
 /// A pco number read from and written to the machine's byte order.
-trait Element: Number {
+trait Element: Copy + Default {
     const SIZE: usize;
     fn read(bytes: &[u8]) -> Self;
     fn write(self, out: &mut [u8]);
@@ -274,9 +275,12 @@ macro_rules! element {
         }
     )*};
 }
-element!(i16, i32, i64, u16, u32, u64, f16, f32, f64);
+element!(i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64);
 
-fn compress<T: Element>(bytes: &[u8], config: &ChunkConfig) -> Result<Vec<u8>> {
+fn compress<T: Element + pco::data_types::Number>(
+    bytes: &[u8],
+    config: &ChunkConfig,
+) -> Result<Vec<u8>> {
     let numbers: Vec<T> = bytes.chunks_exact(T::SIZE).map(T::read).collect();
     simple_compress(&numbers, config).map_err(|e| Error::Compression {
         codec: PcodecCodec::NAME.into(),
@@ -284,10 +288,10 @@ fn compress<T: Element>(bytes: &[u8], config: &ChunkConfig) -> Result<Vec<u8>> {
     })
 }
 
-fn decompress<T: Element>(encoded: &[u8], out: &mut [u8]) -> Result<()> {
+fn decompress<T: Element + pco1::data_types::Number>(encoded: &[u8], out: &mut [u8]) -> Result<()> {
     let n = out.len() / T::SIZE;
     let mut numbers = vec![T::default(); n];
-    let progress = simple_decompress_into(encoded, &mut numbers)
+    let progress = pco1::standalone::simple_decompress_into(encoded, &mut numbers)
         .map_err(|e| Error::corrupt(PcodecCodec::NAME, e.to_string()))?;
     if !progress.finished {
         return Err(Error::DecodedSizeLimit {
@@ -310,6 +314,16 @@ fn decompress<T: Element>(encoded: &[u8], out: &mut [u8]) -> Result<()> {
 }
 
 macro_rules! dispatch {
+    // pco 0.4 has no 8-bit numbers: only the decoder (pco 1.x) takes them.
+    (@eight compress, $t:ty, $($arg:expr),*) => {
+        Err(Error::unsupported(
+            PcodecCodec::NAME,
+            "writing 8-bit integers (pco 0.4, whose format numcodecs 0.16 reads, has none)",
+        ))
+    };
+    (@eight decompress, $t:ty, $($arg:expr),*) => {
+        decompress::<$t>($($arg),*)
+    };
     ($kind:expr, $f:ident, $($arg:expr),*) => {
         match $kind {
             NumType::I16 => $f::<i16>($($arg),*),
@@ -321,8 +335,8 @@ macro_rules! dispatch {
             NumType::F16 => $f::<f16>($($arg),*),
             NumType::F32 => $f::<f32>($($arg),*),
             NumType::F64 => $f::<f64>($($arg),*),
-            // `number_type` refuses them before this.
-            NumType::I8 | NumType::U8 => Err(unsupported_type(&$kind.data_type())),
+            NumType::I8 => dispatch!(@eight $f, i8, $($arg),*),
+            NumType::U8 => dispatch!(@eight $f, u8, $($arg),*),
         }
     };
 }
@@ -396,7 +410,7 @@ impl ArrayToBytesCodec for PcodecCodec {
 mod tests {
     use super::*;
     use serde_json::json;
-    use zarr_core::FillValue;
+    use zarr_core::{DataType, FillValue};
 
     fn repr(n: u64, data_type: DataType) -> ChunkRepresentation {
         let fill = FillValue::default_for(&data_type);
@@ -438,13 +452,7 @@ mod tests {
     #[test]
     fn pcodec_0_3_output_decodes() {
         // numcodecs 0.16.6 with pcodec 0.3.6: PCodec(level=8).encode(np.arange(20, dtype="<i4")).
-        const ARANGE: &str = "70636f2102040503031300001001018000000040000000008000";
-        let encoded = Bytes::from(
-            (0..ARANGE.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&ARANGE[i..i + 2], 16).unwrap())
-                .collect::<Vec<u8>>(),
-        );
+        let encoded = unhex("70636f2102040503031300001001018000000040000000008000");
         let r = repr(20, DataType::Int32);
         let back = PcodecCodec::default().decode(encoded.clone(), &r).unwrap();
         let expected: Vec<u8> = (0..20i32).flat_map(i32::to_ne_bytes).collect();
@@ -545,10 +553,100 @@ mod tests {
                 "{bad}: {e:?}"
             );
         }
+        // 8-bit integers are read (pco 1.x writes them) but not written.
         let ints8 = repr(4, DataType::Int8);
-        assert!(matches!(
-            PcodecCodec::default().encoded_size(&ints8),
-            Err(Error::IncompatibleRepresentation { .. })
-        ));
+        assert!(PcodecCodec::default().encoded_size(&ints8).is_ok());
+        let e = PcodecCodec::default()
+            .encode(ArrayBytes::fixed(vec![1, 2, 3, 4]), &ints8)
+            .unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        for other in [DataType::Bool, DataType::Complex64] {
+            assert!(matches!(
+                PcodecCodec::default().encoded_size(&repr(4, other)),
+                Err(Error::IncompatibleRepresentation { .. })
+            ));
+        }
+    }
+
+    fn unhex(hex: &str) -> Bytes {
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+            .into()
+    }
+
+    #[test]
+    fn pcodec_1_output_decodes() {
+        // Python's pcodec 1.1.0, `standalone.simple_compress(values, config)`: pco's format
+        // 4.1 with what only pco 1.x writes. Each with the Python that made it.
+        let codec = PcodecCodec::default();
+        let decode = |hex: &str, n: u64, data_type: DataType| {
+            codec
+                .decode(unhex(hex), &repr(n, data_type))
+                .unwrap()
+                .as_fixed()
+                .unwrap()
+                .to_vec()
+        };
+        // (np.arange(64) * 5 % 256).astype(np.uint8), ChunkConfig(enable_8_bit=True)
+        let u8s: Vec<u8> = (0..64u32).map(|i| (i * 5 % 256) as u8).collect();
+        assert_eq!(
+            decode(
+                "70636f210300061004010a3f00001001018042000000",
+                64,
+                DataType::UInt8
+            ),
+            u8s
+        );
+        // (np.arange(48) % 11 - 5).astype(np.int8), ChunkConfig(enable_8_bit=True)
+        let i8s: Vec<u8> = (0..48i8).map(|i| (i % 11 - 5) as u8).collect();
+        assert_eq!(
+            decode(
+                "70636f210300050c04010b2f000010610200c20ef440007b3eaeefb50600",
+                48,
+                DataType::Int8
+            ),
+            i8s
+        );
+        // vals[(np.arange(80) * 7) % 5] of five uint32 values,
+        // ChunkConfig(mode_spec=ModeSpec.try_dict()): dictionary mode.
+        let vals = [123_456_789u32, 987_654_321, 555_555_555, 42, 7_777_777];
+        let dict: Vec<u8> = (0..80usize)
+            .flat_map(|i| vals[i * 7 % 5].to_ne_bytes())
+            .collect();
+        assert_eq!(
+            decode(
+                "70636f21030006140401014f000054000000f1ad76002a000000e31a1d2115cd5b07b168de3a6002\
+                 00190000004060080000000095a44d9efeded5977b034b4b4b4b4b4b4b4b4b4b4b4b4b4b4b4b00",
+                80,
+                DataType::UInt32
+            ),
+            dict
+        );
+        // np.round(1000 * np.sin(np.arange(100) * 0.2)).astype(np.int32),
+        // ChunkConfig(delta_spec=DeltaSpec.try_conv1(2)): conv1 deltas.
+        let sines: Vec<u8> = (0..100)
+            .map(|i| ((f64::from(i) * 0.2).sin() * 1000.0).round_ties_even() as i32)
+            .flat_map(i32::to_ne_bytes)
+            .collect();
+        assert_eq!(
+            decode(
+                "70636f2103000619040103630000301cc6a139bdc1320a30388c00c059c3727d9e00c00f0000002800\
+                 080000000100000080c7000080990c660b83463b75b455b5bbdb56ed3ad554d5f4aed33a55d32c35bd\
+                 5b0100",
+                100,
+                DataType::Int32
+            ),
+            sines
+        );
+        // The stream's type is checked against the chunk's, as for pco 0.4's streams.
+        let e = codec
+            .decode(
+                unhex("70636f210300061004010a3f00001001018042000000"),
+                &repr(64, DataType::Int8),
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::Corrupt { .. }), "{e:?}");
     }
 }
