@@ -185,6 +185,12 @@ fn base_config(name: &str, data_type: &DataType, shape: &[u64]) -> Option<Value>
             json!({"scale": 10, "offset": 1, "dtype": typestr, "astype": "<i4"})
         }
         "numcodecs.bitround" => json!({"keepbits": 3}),
+        "bitround" => json!({"keepbits": 2}),
+        // Flatten everything but the last dimension (or everything, for 0-d and 1-d).
+        "reshape" if shape.len() >= 2 => {
+            json!({"shape": [(0..shape.len() - 1).collect::<Vec<_>>(), -1]})
+        }
+        "reshape" => json!({"shape": [-1]}),
         "numcodecs.quantize" => json!({"digits": 2, "dtype": typestr}),
         "numcodecs.astype" => json!({"encode_dtype": "<f8", "decode_dtype": typestr}),
         "numcodecs.shuffle" => json!({"elementsize": 4}),

@@ -153,6 +153,7 @@ pub use array_bytes::{ArrayBytes, VlenBytes, zeroed_bytes};
 pub use chain::{CodecChain, DEFAULT_SIZE_LIMIT};
 pub use codec::{ArrayToArrayCodec, ArrayToBytesCodec, BytesToBytesCodec, Codec, ExpectedSize};
 pub use codecs::bitpacking::{BitPackingCodec, PaddingEncoding};
+pub use codecs::bitround::BitroundCodec;
 pub use codecs::blosc::{BloscCodec, BloscCompressor, BloscShuffle};
 pub use codecs::bytes::{BytesCodec, Endian};
 pub use codecs::crc32c::Crc32cCodec;
@@ -166,6 +167,7 @@ pub use codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilter, Numeri
 pub use codecs::numcodecs::packbits::PackBitsCodec;
 pub use codecs::numcodecs::pcodec::{PcodecCodec, PcodecDelta, PcodecMode};
 pub use codecs::numcodecs::shuffle::ShuffleCodec;
+pub use codecs::reshape::{ReshapeCodec, ReshapeDim};
 pub use codecs::transpose::TransposeCodec;
 pub use codecs::zlib::ZlibCodec;
 pub use codecs::zstd::ZstdCodec;

@@ -8,6 +8,7 @@ use zarr_core::ExtensionObject;
 
 use crate::codec::Codec;
 use crate::codecs::bitpacking::BitPackingCodec;
+use crate::codecs::bitround::BitroundCodec;
 use crate::codecs::blosc::BloscCodec;
 use crate::codecs::bytes::BytesCodec;
 use crate::codecs::crc32c::Crc32cCodec;
@@ -22,6 +23,7 @@ use crate::codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilterCodec
 use crate::codecs::numcodecs::packbits::PackBitsCodec;
 use crate::codecs::numcodecs::pcodec::PcodecCodec;
 use crate::codecs::numcodecs::shuffle::ShuffleCodec;
+use crate::codecs::reshape::ReshapeCodec;
 use crate::codecs::transpose::TransposeCodec;
 use crate::codecs::zlib::ZlibCodec;
 use crate::codecs::zstd::ZstdCodec;
@@ -177,6 +179,16 @@ impl CodecRegistry {
             })
             .register(PcodecCodec::NAME, |meta, _, _| {
                 Ok(Codec::ArrayToBytes(Arc::new(PcodecCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(BitroundCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToArray(Arc::new(BitroundCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(ReshapeCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToArray(Arc::new(ReshapeCodec::from_metadata(
                     meta,
                 )?)))
             });

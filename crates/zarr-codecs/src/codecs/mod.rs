@@ -1,11 +1,13 @@
 //! The codecs this crate implements, and helpers they share.
 
 pub(crate) mod bitpacking;
+pub(crate) mod bitround;
 pub(crate) mod blosc;
 pub(crate) mod bytes;
 pub(crate) mod crc32c;
 pub(crate) mod gzip;
 pub(crate) mod numcodecs;
+pub(crate) mod reshape;
 pub(crate) mod transpose;
 pub(crate) mod zlib;
 pub(crate) mod zstd;
