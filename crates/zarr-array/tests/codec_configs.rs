@@ -186,6 +186,10 @@ fn base_config(name: &str, data_type: &DataType, shape: &[u64]) -> Option<Value>
         }
         "numcodecs.bitround" => json!({"keepbits": 3}),
         "bitround" => json!({"keepbits": 2}),
+        "cast_value" => {
+            json!({"data_type": "int16", "out_of_range": "clamp", "rounding": "nearest-away",
+                               "scalar_map": {"encode": [[0, 1]], "decode": [[1, 0]]}})
+        }
         // Flatten everything but the last dimension (or everything, for 0-d and 1-d).
         "reshape" if shape.len() >= 2 => {
             json!({"shape": [(0..shape.len() - 1).collect::<Vec<_>>(), -1]})

@@ -965,13 +965,15 @@ fn float_element(rng: &mut Rng, i: usize, width: usize) -> u64 {
     }
 }
 
-/// How the values of a case look: `Random` (with special values) or `Smooth` (runs of equal
+/// How the values of a case look: `Random` (with special values), `Smooth` (runs of equal
 /// values on a slow saw-tooth, so compressors really compress and c-blosc does not fall back
-/// to storing chunks uncompressed).
+/// to storing chunks uncompressed), or `Integral` (whole numbers from -25 to 25, or 0 to 50
+/// if `unsigned`, so that casts to any numeric type are exact).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pattern {
     Random,
     Smooth,
+    Integral { unsigned: bool },
 }
 
 impl Pattern {
@@ -979,8 +981,22 @@ impl Pattern {
         match case["values_pattern"].as_str() {
             Some("random") => Self::Random,
             Some("smooth") => Self::Smooth,
+            Some("integral") => Self::Integral { unsigned: false },
+            Some("integral_unsigned") => Self::Integral { unsigned: true },
             other => panic!("unknown values pattern {other:?}"),
         }
+    }
+}
+
+/// A whole number of `dt` for position `i`.
+fn integral_element(dt: &DataType, i: usize, unsigned: bool) -> Vec<u8> {
+    let value = (i / 3 % 51) as i64 - if unsigned { 0 } else { 25 };
+    let size = dt.fixed_size().unwrap();
+    match dt {
+        DataType::Float16 => half::f16::from_f64(value as f64).to_ne_bytes().to_vec(),
+        DataType::Float32 => (value as f32).to_ne_bytes().to_vec(),
+        DataType::Float64 => (value as f64).to_ne_bytes().to_vec(),
+        _ => native_uint(value as u64, size),
     }
 }
 
@@ -1015,8 +1031,10 @@ fn smooth_element(dt: &DataType, i: usize) -> Vec<u8> {
 
 /// One element of `dt` (native-endian bytes) for position `i`.
 fn element(dt: &DataType, pattern: Pattern, rng: &mut Rng, i: usize) -> Vec<u8> {
-    if pattern == Pattern::Smooth {
-        return smooth_element(dt, i);
+    match pattern {
+        Pattern::Smooth => return smooth_element(dt, i),
+        Pattern::Integral { unsigned } => return integral_element(dt, i, unsigned),
+        Pattern::Random => {}
     }
     let size = dt.fixed_size().unwrap();
     match dt {

@@ -156,6 +156,7 @@ pub use codecs::bitpacking::{BitPackingCodec, PaddingEncoding};
 pub use codecs::bitround::BitroundCodec;
 pub use codecs::blosc::{BloscCodec, BloscCompressor, BloscShuffle};
 pub use codecs::bytes::{BytesCodec, Endian};
+pub use codecs::cast_value::{CastValueCodec, OutOfRange, Rounding};
 pub use codecs::crc32c::Crc32cCodec;
 pub use codecs::gzip::GzipCodec;
 pub use codecs::numcodecs::bz2::Bz2Codec;

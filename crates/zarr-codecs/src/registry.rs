@@ -11,6 +11,7 @@ use crate::codecs::bitpacking::BitPackingCodec;
 use crate::codecs::bitround::BitroundCodec;
 use crate::codecs::blosc::BloscCodec;
 use crate::codecs::bytes::BytesCodec;
+use crate::codecs::cast_value::CastValueCodec;
 use crate::codecs::crc32c::Crc32cCodec;
 use crate::codecs::gzip::GzipCodec;
 use crate::codecs::numcodecs::alias::{ALIASES, NumcodecsAlias};
@@ -191,6 +192,11 @@ impl CodecRegistry {
                 Ok(Codec::ArrayToArray(Arc::new(ReshapeCodec::from_metadata(
                     meta,
                 )?)))
+            })
+            .register(CastValueCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToArray(Arc::new(
+                    CastValueCodec::from_metadata(meta)?,
+                )))
             });
         for checksum in [
             Checksum::Crc32,

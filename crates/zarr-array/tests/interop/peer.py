@@ -58,7 +58,9 @@ from typing import Any
 
 import numpy as np
 
-PINS = {"zarr": "3.1.6", "tensorstore": "0.1.86", "numcodecs": "0.16.6", "numpy": "2.4.6"}
+PINS = {"zarr": "3.1.6", "tensorstore": "0.1.86", "numcodecs": "0.16.6", "numpy": "2.4.6",
+        # The zarr-extensions `cast_value` codec for zarr-python (a `zarr.codecs` plugin).
+        "cast-value": "0.2.1"}
 for _pkg, _want in PINS.items():
     try:
         _have = importlib_metadata.version(_pkg)
@@ -549,6 +551,10 @@ def build_matrix() -> list[dict[str, Any]]:
 
     # -- numcodecs codecs in v3 metadata (zarr.codecs.numcodecs); tensorstore has none -------
     no_ts = {"tensorstore": "tensorstore reads no numcodecs.* codecs"}
+    no_ts_cast = {"tensorstore": "tensorstore 0.1.86 has no cast_value codec"}
+
+    def cast(data_type: str, **configuration: Any) -> dict[str, Any]:
+        return {"name": "cast_value", "configuration": {"data_type": data_type, **configuration}}
 
     def nc(name: str, **configuration: Any) -> dict[str, Any]:
         return {"name": f"numcodecs.{name}", "configuration": configuration}
@@ -627,6 +633,30 @@ def build_matrix() -> list[dict[str, Any]]:
     array("codec/numcodecs_pcodec_float16_lookback", "float16", [6, 40], [4, 16], 0.0,
           [nc("pcodec", delta_spec="try_lookback", equal_pages_up_to=100)],
           "float16 [6,40], numcodecs.pcodec lookback deltas, pages of 100", peer_bugs=no_ts)
+    # The zarr-extensions `cast_value` codec through the `cast-value` plugin (zarr-python
+    # only). The values are whole numbers in the target's range, so the casts are exact
+    # both ways; the NaN fill of the first case goes through `scalar_map` in the unwritten
+    # parts of its edge chunks.
+    cast_nan = {"encode": [["NaN", -32768]], "decode": [[-32768, "NaN"]]}
+    array("codec/cast_value_f8_i2_nan_map", "float64", [9, 7], [4, 3], "NaN",
+          [cast("int16", scalar_map=cast_nan), bytes_le(), zstd(1)],
+          "float64 as int16 via cast_value, NaN <-> -32768 by scalar_map, partial edge chunks",
+          peer_bugs=no_ts_cast, pattern="integral", writes=[[[0, 7], [0, 5]], [[8, 9], [6, 7]]])
+    array("codec/cast_value_i4_i1", "int32", [40], [16], -1,
+          [cast("int8"), bytes_le()], "int32 as int8 via cast_value (defaults)",
+          peer_bugs=no_ts_cast)
+    array("codec/cast_value_u2_f4_clamp", "uint16", [6, 20], [4, 8], 7,
+          [cast("float32", out_of_range="clamp"), bytes_be(), gzip(1)],
+          "uint16 as float32 via cast_value (clamp), big-endian + gzip", peer_bugs=no_ts_cast)
+    array("codec/cast_value_f8_f4_towards_zero", "float64", [50], [20], 0.5,
+          [cast("float32", rounding="towards-zero"), bytes_le()],
+          "float64 as float32 via cast_value, rounding towards zero", peer_bugs=no_ts_cast)
+    array("codec/cast_value_f4_u1_wrap_sharded", "float32", [12, 8], [6, 8], 3.0,
+          [sharding([3, 4], [cast("uint8", rounding="nearest-away", out_of_range="wrap"),
+                             bytes_le()])],
+          "float32 sharded, inner cast_value to uint8 (nearest-away, wrap)",
+          peer_bugs=no_ts_cast, pattern="integral_unsigned",
+          writes=[[[0, 3], [0, 8]], [[9, 12], [4, 8]]])
     array("codec/numcodecs_sharded_delta_lz4", "int32", [12, 10], [6, 10], 4,
           [sharding([3, 5], [nc("delta", dtype="<i4"), bytes_le(), nc("lz4")])],
           "int32 sharded, inner chain numcodecs.delta + bytes + numcodecs.lz4, missing inner "
@@ -835,6 +865,11 @@ def make_values(data_type: str, shape: list[int], seed: int, pattern: str) -> np
         else:
             out = (steps * 0.25 - 7.5 - 1j * steps).astype(dtype)
         return out.reshape(shape)
+    if pattern in ("integral", "integral_unsigned"):
+        # Whole numbers from -30 (or 0) to 30 in runs of four: exact in every numeric type.
+        steps = (np.arange(n) // 4) % 61
+        out = (steps if pattern == "integral_unsigned" else steps - 30).astype(dtype)
+        return out.reshape(shape)
     if pattern != "random":
         raise ValueError(f"unknown values pattern {pattern!r}")
     if kind == "b":
@@ -919,7 +954,8 @@ def expected_array(case: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 
 def split_codecs(codecs: list[dict[str, Any]]) -> tuple[list, dict, list]:
     array_to_array = {"transpose", "numcodecs.delta", "numcodecs.fixedscaleoffset", "numcodecs.packbits",
-                      "numcodecs.astype", "numcodecs.bitround", "numcodecs.quantize"}
+                      "numcodecs.astype", "numcodecs.bitround", "numcodecs.quantize",
+                      "cast_value"}
     array_to_bytes = {"bytes", "sharding_indexed", "vlen-utf8", "vlen-bytes", "numcodecs.pcodec"}
     filters, serializer, compressors = [], None, []
     for c in codecs:

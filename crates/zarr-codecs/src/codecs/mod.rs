@@ -4,6 +4,7 @@ pub(crate) mod bitpacking;
 pub(crate) mod bitround;
 pub(crate) mod blosc;
 pub(crate) mod bytes;
+pub(crate) mod cast_value;
 pub(crate) mod crc32c;
 pub(crate) mod gzip;
 pub(crate) mod numcodecs;

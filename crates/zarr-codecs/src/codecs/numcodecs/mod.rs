@@ -133,7 +133,7 @@ impl NumType {
     }
 
     /// The integer range of an integer type.
-    fn int_range(self) -> (i128, i128) {
+    pub(crate) fn int_range(self) -> (i128, i128) {
         let bits = self.size() as u32 * 8;
         if self.is_signed() {
             (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
