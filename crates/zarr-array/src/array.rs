@@ -1551,18 +1551,67 @@ impl<S: WritableStore + ?Sized> Array<S> {
         let new = old
             .checked_add(elements / slice)
             .ok_or_else(|| refuse("the length would pass 2^64".into()))?;
-        let mut metadata = ArrayMetadata::clone(&self.metadata);
-        metadata.shape[axis] = new;
-        metadata.validate()?;
-        let ranges = metadata
+        let mut grown_shape = shape.clone();
+        grown_shape[axis] = new;
+        let grown = self.with_shape(grown_shape)?;
+        let ranges = grown
+            .metadata
             .shape
             .iter()
             .enumerate()
             .map(|(d, &n)| if d == axis { old..new } else { 0..n })
             .collect();
         let region = Region::try_new(ranges)?;
-        let mut grown = self.clone();
-        grown.metadata = Arc::new(metadata);
         Ok((grown, region))
+    }
+
+    /// A handle to this array with another shape, held in memory only: nothing is stored,
+    /// and other handles (and other readers) keep the stored shape. Write beyond the stored
+    /// shape through it, then store the shape with [`Array::resize`], so that readers never
+    /// see the larger shape before its data; [`Array::append`] works this way, and `zarr put
+    /// --append` streams a file through such a handle.
+    ///
+    /// Chunks written through it outside the stored shape stay invisible (and are erased by
+    /// a later shrinking `resize`) until the shape is stored.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{Array, ArrayBuilder};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let mut log = ArrayBuilder::new(vec![2], DataType::UInt32, vec![4]).create(store, "/log").await?;
+    /// log.write(0..2, &[1u32, 2]).await?;
+    /// let grown = log.with_shape(vec![5])?;
+    /// grown.write(2..5, &[3u32, 4, 5]).await?; // not visible yet: the stored shape is [2]
+    /// assert_eq!(Array::open(log.store().clone(), "/log").await?.shape(), &[2]);
+    /// log.resize(vec![5]).await?;
+    /// assert_eq!(log.read::<u32>(0..5).await?, [1, 2, 3, 4, 5]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Region`] for another rank than the array's; [`Error::Core`] if the shape does
+    /// not suit the chunk grid.
+    pub fn with_shape(&self, shape: Vec<u64>) -> Result<Self> {
+        if shape.len() != self.metadata.shape.len() {
+            return Err(Error::Region {
+                reason: format!(
+                    "array {} has rank {}, not {} ({shape:?})",
+                    self.path,
+                    self.metadata.shape.len(),
+                    shape.len()
+                ),
+            });
+        }
+        let mut metadata = ArrayMetadata::clone(&self.metadata);
+        metadata.shape = shape;
+        metadata.validate()?;
+        let mut view = self.clone();
+        view.metadata = Arc::new(metadata);
+        Ok(view)
     }
 }

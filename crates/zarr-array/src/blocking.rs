@@ -506,6 +506,14 @@ impl<S: WritableStore + ?Sized> Array<S> {
         block_on(self.0.resize(shape))?
     }
 
+    /// [`crate::Array::with_shape`]: a handle with another shape, not stored.
+    ///
+    /// # Errors
+    /// As [`crate::Array::with_shape`].
+    pub fn with_shape(&self, shape: Vec<u64>) -> Result<Self> {
+        Ok(Self(self.0.with_shape(shape)?))
+    }
+
     /// [`crate::Array::append`].
     ///
     /// # Errors

@@ -1224,3 +1224,37 @@ async fn pcodec_8_bit_arrays_are_read_and_not_written() {
     let kept = store.get(&StoreKey::new("p/c/0")).await.unwrap().unwrap();
     assert_eq!(kept[..], chunk[..]);
 }
+
+/// `with_shape`: writes through the handle land in the array's chunks but stay unseen until
+/// the shape is stored; the handle refuses another rank.
+#[tokio::test]
+async fn with_shape_writes_beyond_the_stored_shape_until_resize() {
+    let store = memory();
+    let mut array = ArrayBuilder::new(vec![3, 2], DataType::Int32, vec![2, 2])
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    array
+        .write([0..3, 0..2], &[1i32, 2, 3, 4, 5, 6])
+        .await
+        .unwrap();
+    let grown = array.with_shape(vec![5, 2]).unwrap();
+    assert_eq!(grown.shape(), &[5, 2]);
+    grown.write([3..5, 0..2], &[7i32, 8, 9, 10]).await.unwrap();
+    let reopened = Array::open(Arc::clone(&store), "/a").await.unwrap();
+    assert_eq!(reopened.shape(), &[3, 2]);
+    assert_eq!(
+        reopened.read::<i32>([0..3, 0..2]).await.unwrap(),
+        [1, 2, 3, 4, 5, 6]
+    );
+    array.resize(vec![5, 2]).await.unwrap();
+    let reopened = Array::open(Arc::clone(&store), "/a").await.unwrap();
+    assert_eq!(
+        reopened.read::<i32>([0..5, 0..2]).await.unwrap(),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    );
+    assert!(matches!(
+        array.with_shape(vec![5]),
+        Err(Error::Region { .. })
+    ));
+}

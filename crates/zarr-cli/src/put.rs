@@ -50,6 +50,12 @@ pub(crate) struct PutArgs {
     /// be the file's shape (single-index dimensions may be left out of the file's shape).
     #[arg(short, long, allow_hyphen_values = true)]
     region: Option<String>,
+    /// Append the file along this axis (0 for the first) instead of writing a region: the
+    /// array grows by the file's length along it, and the file's other dimensions must be
+    /// the array's. The new shape is stored once every value is written, so readers never
+    /// see it without its data, and a failed append leaves the shape as it was.
+    #[arg(long, value_name = "AXIS", conflicts_with = "region")]
+    append: Option<usize>,
 }
 
 /// `<f4` without its byte order: `f4`.
@@ -361,23 +367,86 @@ async fn write_slabs(
     Ok(())
 }
 
+/// For `--append AXIS`: the array grown by the file's length along `axis` (not stored), and
+/// the region the file fills in it.
+fn appended(
+    array: &Array<dyn Store>,
+    axis: usize,
+    file_shape: &[u64],
+    name: &str,
+) -> Result<(Array<dyn Store>, Selection)> {
+    let shape = array.shape();
+    if axis >= shape.len() {
+        usage!(
+            "--append {axis}: the array has {} dimension{} (axes 0 to {})",
+            shape.len(),
+            if shape.len() == 1 { "" } else { "s" },
+            shape.len().saturating_sub(1)
+        );
+    }
+    let others_match = file_shape.len() == shape.len()
+        && (0..shape.len()).all(|d| d == axis || file_shape[d] == shape[d]);
+    if !others_match {
+        usage!(
+            "{name} has shape {}; appending along axis {axis} of an array of shape {} takes a \
+             file of shape {}",
+            shape_text(file_shape),
+            shape_text(shape),
+            shape
+                .iter()
+                .enumerate()
+                .map(|(d, n)| if d == axis {
+                    "n".to_owned()
+                } else {
+                    n.to_string()
+                })
+                .collect::<Vec<_>>()
+                .join("x")
+        );
+    }
+    let old = shape[axis];
+    let Some(new) = old.checked_add(file_shape[axis]) else {
+        anyhow::bail!("appending {name} would make axis {axis} longer than 2^64");
+    };
+    let mut grown_shape = shape.to_vec();
+    grown_shape[axis] = new;
+    let grown = array.with_shape(grown_shape)?;
+    let ranges = grown
+        .shape()
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| if d == axis { old..new } else { 0..n })
+        .collect();
+    let region = Region::try_new(ranges)?;
+    let squeezed = vec![false; shape.len()];
+    Ok((grown, Selection { region, squeezed }))
+}
+
 pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     let target = resolve(&args.target, Access::Read)?;
-    let array = target.array().await?;
-    let metadata = array.metadata();
+    let mut array = target.array().await?;
     let name = args.input.display().to_string();
     let file = File::open(&args.input).with_context(|| format!("opening {name}"))?;
     let mut reader = BufReader::new(file);
     let header = read_header(&mut reader).with_context(|| format!("reading {name}"))?;
-    let elements = elements(&header.descr, &metadata.data_type, &args.input)?;
-    let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
-    if header.shape != selection.out_shape() && header.shape != selection.region.shape() {
-        usage!(
-            "{name} has shape {}, the region {}",
-            shape_text(&header.shape),
-            shape_text(&selection.region.shape())
-        );
-    }
+    let elements = elements(&header.descr, &array.metadata().data_type, &args.input)?;
+    // The handle written through: the array, or for `--append` the array with its grown
+    // shape, stored only once every value is written.
+    let (writer, selection) = match args.append {
+        Some(axis) => appended(&array, axis, &header.shape, &name)?,
+        None => {
+            let selection = parse_selection(args.region.as_deref(), array.shape())?;
+            if header.shape != selection.out_shape() && header.shape != selection.region.shape() {
+                usage!(
+                    "{name} has shape {}, the region {}",
+                    shape_text(&header.shape),
+                    shape_text(&selection.region.shape())
+                );
+            }
+            (array.clone(), selection)
+        }
+    };
+    let metadata = writer.metadata();
     // A short file (an interrupted download, say) is found before anything is written,
     // rather than when the slab it ends in is read.
     let total = header.num_elements();
@@ -426,7 +495,7 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     }
     let progress = bar(global, slabs.len() as u64, "put");
     write_slabs(
-        &array,
+        &writer,
         &target.describe(),
         &mut source,
         &selection,
@@ -435,6 +504,25 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     )
     .await?;
     progress.finish_and_clear();
+    if args.append.is_some() {
+        let old = array.shape().to_vec();
+        array
+            .resize(writer.shape().to_vec())
+            .await
+            .with_context(|| format!("storing the new shape of {}", target.describe()))?;
+        note(
+            global,
+            &format!(
+                "appended {total} elements from {} to {} {}: shape {} -> {}",
+                source.name,
+                target.describe(),
+                selection.region,
+                shape_text(&old),
+                shape_text(array.shape())
+            ),
+        );
+        return Ok(());
+    }
     note(
         global,
         &format!(

@@ -814,3 +814,58 @@ fn a_create_that_fails_leaves_no_directory_to_trip_the_next() {
     let tree = ok(&["tree", store.to_str().unwrap()]);
     assert!(tree.contains("    raw  uint8 4"), "{tree}");
 }
+
+#[test]
+fn put_appends_along_an_axis() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("series.zarr").display().to_string();
+    ok(&[
+        "create", &array, "--shape", "0,3", "--dtype", "int16", "--chunks", "2,3",
+    ]);
+    let npy = dir.path().join("rows.npy");
+    let file = npy.to_str().unwrap();
+    let rows =
+        |values: &[i16]| -> Vec<u8> { values.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    // Three rows, then two more: the second append starts inside a partly filled chunk.
+    write_npy(&npy, "<i2", &[3, 3], &rows(&[1, 2, 3, 4, 5, 6, 7, 8, 9]));
+    ok(&["put", &array, "-i", file, "--append", "0"]);
+    write_npy(&npy, "<i2", &[2, 3], &rows(&[10, 11, 12, 13, 14, 15]));
+    ok(&["put", &array, "-i", file, "--append", "0"]);
+    let info: Value = serde_json::from_str(&ok(&["info", "--json", &array])).unwrap();
+    assert_eq!(info["metadata"]["shape"], json!([5, 3]));
+    assert_eq!(
+        ok(&["get", &array, "-f", "json"]),
+        "[[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11, 12], [13, 14, 15]]\n"
+    );
+    // Along the other axis: one more column.
+    write_npy(&npy, "<i2", &[5, 1], &rows(&[-1, -2, -3, -4, -5]));
+    ok(&["put", &array, "-i", file, "--append", "1"]);
+    assert_eq!(
+        ok(&["get", &array, "-r", ":,3", "-f", "json"]),
+        "[-1, -2, -3, -4, -5]\n"
+    );
+
+    // Refused before anything is written: a file whose other dimensions differ, an axis the
+    // array does not have, and --append with --region.
+    write_npy(&npy, "<i2", &[2, 3], &rows(&[0; 6]));
+    let err = fails(&["put", &array, "-i", file, "--append", "0"], 2);
+    assert!(
+        err.contains("has shape 2x3; appending along axis 0 of an array of shape 5x4 takes a file of shape nx4"),
+        "{err}"
+    );
+    let err = fails(&["put", &array, "-i", file, "--append", "2"], 2);
+    assert!(err.contains("the array has 2 dimensions"), "{err}");
+    fails(
+        &["put", &array, "-i", file, "--append", "0", "-r", "0:2,:"],
+        2,
+    );
+    // A value that does not convert fails the append, and the shape stays as it was.
+    let big: Vec<u8> = [1i64, 2, 3, 70_000]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    write_npy(&npy, "<i8", &[1, 4], &big);
+    fails(&["put", &array, "-i", file, "--append", "0"], 1);
+    let info: Value = serde_json::from_str(&ok(&["info", "--json", &array])).unwrap();
+    assert_eq!(info["metadata"]["shape"], json!([5, 4]));
+}
