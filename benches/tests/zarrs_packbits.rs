@@ -3,7 +3,8 @@
 //! bytes for the same values. (Here because this crate already builds zarrs for the
 //! comparison harness.)
 
-use std::path::Path;
+mod common;
+
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -11,6 +12,8 @@ use zarr_array::Array;
 use zarr_store::FilesystemStore;
 use zarrs::array::{Array as ZArray, ArrayBytes as ZBytes, ArraySubset};
 use zarrs::filesystem::FilesystemStore as ZStore;
+
+use common::chunk_files;
 
 struct Case {
     name: &'static str,
@@ -103,25 +106,6 @@ fn metadata(case: &Case) -> Value {
         "fill_value": if case.data_type == "bool" { json!(false) } else { json!(0) },
         "codecs": [{"name": "packbits", "configuration": case.configuration}],
     })
-}
-
-/// Every file below `dir`, by relative path, with its bytes (`zarr.json` left out).
-fn chunk_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.file_name().unwrap() != "zarr.json" {
-                let relative = path.strip_prefix(dir).unwrap().display().to_string();
-                out.push((relative, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -201,12 +201,7 @@ impl ArrayToArrayCodec for BitroundCodec {
     ) -> Result<()> {
         Self::kind(decoded)?;
         array.validate_for(Self::NAME, decoded)?;
-        let bytes = array.into_fixed(Self::NAME)?;
-        if out.len() != bytes.len() {
-            return Err(Error::output_size(bytes.len(), out.len()));
-        }
-        out.copy_from_slice(&bytes);
-        Ok(())
+        crate::codec::copy_exact(&array.into_fixed(Self::NAME)?, out)
     }
 
     fn decoded_position(&self, index: u64, _decoded: &ChunkRepresentation) -> Option<u64> {

@@ -241,12 +241,7 @@ impl ArrayToArrayCodec for ReshapeCodec {
     ) -> Result<()> {
         let encoded = self.encoded_representation(decoded)?;
         array.validate_for(Self::NAME, &encoded)?;
-        let bytes = array.into_fixed(Self::NAME)?;
-        if out.len() != bytes.len() {
-            return Err(Error::output_size(bytes.len(), out.len()));
-        }
-        out.copy_from_slice(&bytes);
-        Ok(())
+        crate::codec::copy_exact(&array.into_fixed(Self::NAME)?, out)
     }
 
     fn decoded_position(&self, index: u64, _decoded: &ChunkRepresentation) -> Option<u64> {
