@@ -175,6 +175,45 @@ pub enum Error {
         backend: &'static str,
     },
 
+    /// A zip archive (or an entry in it) is malformed or truncated: the end records, the
+    /// central directory or a local header cannot be read, or an entry's data lies outside
+    /// the archive.
+    #[error("{archive} is not a valid zip archive: {reason}")]
+    InvalidZip {
+        /// The archive (its path, or its key in another store).
+        archive: String,
+        /// What is wrong, and where.
+        reason: String,
+    },
+
+    /// A zip entry uses what [`ZipStore`](crate::ZipStore) cannot read: encryption, or a
+    /// compression method other than stored and deflate.
+    #[error("cannot read {entry:?} in {archive}: {reason}")]
+    UnsupportedZipEntry {
+        /// The archive.
+        archive: String,
+        /// The entry's name.
+        entry: String,
+        /// What it uses.
+        reason: String,
+    },
+
+    /// A zip entry's data does not match the CRC-32 its archive records for it.
+    #[error(
+        "{entry:?} in {archive} is corrupt: its data has CRC-32 {actual:08x}, the archive \
+         records {expected:08x}"
+    )]
+    ZipChecksumMismatch {
+        /// The archive.
+        archive: String,
+        /// The entry's name.
+        entry: String,
+        /// The CRC-32 the archive records.
+        expected: u32,
+        /// The CRC-32 of the data read.
+        actual: u32,
+    },
+
     /// An error from a store wrapper defined in another crate (such as the sharding storage
     /// transformer finding a corrupt shard index), kept whole as the source so callers can
     /// downcast it.

@@ -177,6 +177,8 @@ mod pool;
 mod range;
 mod traits;
 mod wrappers;
+#[cfg(unix)]
+mod zip;
 
 pub use error::{Error, Result};
 #[cfg(unix)]
@@ -189,6 +191,8 @@ pub use object::{ObjectStoreAdapter, ObjectStoreOptions};
 pub use range::{ByteRange, ByteRangeForm};
 pub use traits::{ListDir, ListableStore, ReadableStore, ReadableStoreExt, Store, WritableStore};
 pub use wrappers::{Operation, PrefixStore, RecordingStore, StoreStats};
+#[cfg(unix)]
+pub use zip::{ZipOptions, ZipStore};
 
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -9,3 +9,4 @@ mod object_local;
 mod s3;
 mod suite_self_test;
 mod wrappers;
+mod zip;
