@@ -1677,3 +1677,150 @@ async fn struct_arrays_interoperate_with_zarr_python() {
         }
     }
 }
+
+/// The values of the hierarchy `peer.py zip-write` builds: `/u16`, `/sharded` and
+/// `/group/strings`.
+fn zip_u16() -> Vec<u16> {
+    (0..100u64 * 60)
+        .map(|i| {
+            if i % 60 < 50 {
+                ((i * 7919) % 65536) as u16
+            } else {
+                7
+            }
+        })
+        .collect()
+}
+
+fn zip_sharded() -> Vec<f64> {
+    (0..64 * 64).map(|i| f64::from(i) / 2.0).collect()
+}
+
+fn zip_strings() -> Vec<String> {
+    (0..10).map(|i| format!("s{i}é")).collect()
+}
+
+async fn check_zip_hierarchy<S>(store: Arc<S>, what: &str)
+where
+    S: zarr_store::Store,
+{
+    let root = Group::open(Arc::clone(&store), "/").await.unwrap();
+    assert_eq!(
+        Value::Object(root.attributes().clone()),
+        json!({"title": "zip interop", "n": 3}),
+        "{what}"
+    );
+    let u16s = Array::open(Arc::clone(&store), "/u16").await.unwrap();
+    assert_eq!(
+        u16s.read::<u16>(u16s.full_region()).await.unwrap(),
+        zip_u16(),
+        "{what}"
+    );
+    let sharded = Array::open(Arc::clone(&store), "/sharded").await.unwrap();
+    assert_eq!(
+        sharded.read::<f64>(sharded.full_region()).await.unwrap(),
+        zip_sharded(),
+        "{what}"
+    );
+    let strings = Array::open(Arc::clone(&store), "/group/strings")
+        .await
+        .unwrap();
+    let read = strings
+        .read_strings::<i32>(strings.full_region())
+        .await
+        .unwrap();
+    assert_eq!(Vec::<String>::from(&read), zip_strings(), "{what}");
+}
+
+async fn write_zip_hierarchy(store: &Arc<zarr_store::ZipStore>) {
+    let mut root = Group::create(Arc::clone(store), "/").await.unwrap();
+    let attributes = json!({"title": "zip interop", "n": 3});
+    root.set_attributes(attributes.as_object().unwrap().clone())
+        .await
+        .unwrap();
+    let u16s = ArrayBuilder::new(vec![100, 60], DataType::UInt16, vec![32, 25])
+        .fill_value(7u16.into())
+        .zstd(3)
+        .create(Arc::clone(store), "/u16")
+        .await
+        .unwrap();
+    let written: Vec<u16> = zip_u16()
+        .chunks(60)
+        .flat_map(|row| row[..50].to_vec())
+        .collect();
+    // First other values, then the real ones: every chunk entry is replaced once, leaving
+    // the old bytes behind in the archive.
+    u16s.write([0..100, 0..50], &vec![1u16; 5000])
+        .await
+        .unwrap();
+    u16s.write([0..100, 0..50], &written).await.unwrap();
+    let sharded = ArrayBuilder::new(vec![64, 64], DataType::Float64, vec![32, 32])
+        .sharding(vec![8, 8])
+        .create(Arc::clone(store), "/sharded")
+        .await
+        .unwrap();
+    sharded.write([0..64, 0..64], &zip_sharded()).await.unwrap();
+    let strings = ArrayBuilder::new(vec![10], DataType::String, vec![4])
+        .create(Arc::clone(store), "/group/strings")
+        .await
+        .unwrap();
+    strings
+        .write_strings(
+            [0..10],
+            &VlenStrings::<i32>::from_strs(zip_strings()).unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+/// Zip archives both ways: zarr-python's `ZipStore` (stored, and deflated) and a directory
+/// store that Python's `zipfile` zipped below a folder (deflated, ZIP64 local headers,
+/// directory entries) read by [`zarr_store::ZipStore`]; ours (plain, with ZIP64 records
+/// everywhere, and appended to an archive zarr-python wrote) checked by `zipfile` (every
+/// CRC-32) and read by zarr-python's `ZipStore`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zip_archives_interoperate_with_zarr_python() {
+    use zarr_store::{PrefixStore, StorePrefix, ZipOptions, ZipStore};
+
+    let Some(python) = python("zip_archives_interoperate_with_zarr_python") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("zip");
+    run_peer(&python, &["zip-write", dir.to_str().unwrap()]);
+    for name in ["zp-stored.zip", "zp-deflated.zip"] {
+        let store = Arc::new(ZipStore::open(dir.join(name)).unwrap());
+        check_zip_hierarchy(store, name).await;
+    }
+    let folder = ZipStore::open(dir.join("folder.zip")).unwrap();
+    let folder = Arc::new(PrefixStore::new(folder, StorePrefix::new("data.zarr/")));
+    check_zip_hierarchy(folder, "folder.zip").await;
+
+    for (name, options) in [
+        ("ours.zip", ZipOptions::new()),
+        ("ours-zip64.zip", ZipOptions::new().with_force_zip64(true)),
+    ] {
+        let path = dir.join(name);
+        let store = Arc::new(ZipStore::create_with(&path, options).unwrap());
+        write_zip_hierarchy(&store).await;
+        store.finish().unwrap();
+        check_zip_hierarchy(store, name).await;
+        let out = run_peer(&python, &["zip-read", path.to_str().unwrap()]);
+        assert_eq!(out.trim(), format!("{name}: equal"));
+    }
+
+    let appended = dir.join("appended.zip");
+    std::fs::copy(dir.join("zp-stored.zip"), &appended).unwrap();
+    let store = Arc::new(ZipStore::append(&appended).unwrap());
+    let added = ArrayBuilder::new(vec![5], DataType::Int32, vec![2])
+        .create(Arc::clone(&store), "/added")
+        .await
+        .unwrap();
+    added.write([0..5], &[1i32, 2, 3, 4, 5]).await.unwrap();
+    store.finish().unwrap();
+    let out = run_peer(
+        &python,
+        &["zip-read", appended.to_str().unwrap(), "--added"],
+    );
+    assert_eq!(out.trim(), "appended.zip: equal");
+    check_zip_hierarchy(store, "appended.zip").await;
+}

@@ -34,6 +34,14 @@ Usage:
                                and compare exactly; if the root has consolidated metadata,
                                open the hierarchy from it and compare each node with its own
                                documents; exit 1 listing every mismatch
+  peer.py zip-write DIR        write a small hierarchy into zip archives in DIR: with
+                               zarr-python's ZipStore (stored, and deflated), and as a
+                               directory store zipped by zipfile below a folder (deflated,
+                               ZIP64 records, directory entries)
+  peer.py zip-read ZIP [--added]
+                               check every CRC of ZIP (zipfile), open it with zarr-python's
+                               ZipStore and compare that hierarchy (and /added); exit 1 on a
+                               difference
 
 Values in manifests, one per element in C order:
   bool -> true/false; integers -> JSON integers;
@@ -1798,6 +1806,100 @@ def cmd_read_struct(root: Path) -> None:
     print(json.dumps(out))
 
 
+# --- Zip archives (zarr-python's ZipStore) -------------------------------------------------
+#
+# Both sides build the same small hierarchy, with values each computes on its own:
+#   /            attributes {"title": "zip interop", "n": 3}
+#   /u16         uint16 [100, 60] in [32, 25] chunks, fill 7, zstd(3); [0:100, 0:50] written
+#                with (flat index * 7919) % 65536, the rest never written
+#   /sharded     float64 [64, 64], shards [32, 32] of [8, 8] (crc32c index), flat index / 2
+#   /group/strings  string [10] in [4] chunks, "s{i}é"
+
+
+def zip_expected() -> dict[str, np.ndarray]:
+    u16 = np.full((100, 60), 7, dtype=np.uint16)
+    flat = np.arange(100 * 60, dtype=np.uint64).reshape(100, 60)
+    u16[:, :50] = ((flat * 7919) % 65536).astype(np.uint16)[:, :50]
+    sharded = np.arange(64 * 64, dtype=np.float64).reshape(64, 64) / 2
+    strings = np.array([f"s{i}é" for i in range(10)], dtype=object)
+    return {"u16": u16, "sharded": sharded, "group/strings": strings}
+
+
+def zip_write_hierarchy(store: Any) -> None:
+    import zarr
+
+    expected = zip_expected()
+    root = zarr.create_group(store=store, attributes={"title": "zip interop", "n": 3})
+    u16 = root.create_array("u16", shape=(100, 60), chunks=(32, 25), dtype="uint16",
+                            fill_value=7, compressors=[{"name": "zstd",
+                                                        "configuration": {"level": 3}}])
+    u16[:, :50] = expected["u16"][:, :50]
+    sharded = root.create_array("sharded", shape=(64, 64), shards=(32, 32), chunks=(8, 8),
+                                dtype="float64")
+    sharded[...] = expected["sharded"]
+    strings = root.create_group("group").create_array("strings", shape=(10,), chunks=(4,),
+                                                      dtype=str)
+    strings[...] = expected["group/strings"]
+
+
+def cmd_zip_write(out: Path) -> None:
+    """Write the hierarchy three ways: zarr-python's ZipStore stored and deflated, and a
+    directory store zipped by `zipfile` below a folder, deflated with ZIP64 records."""
+    import zipfile
+
+    import zarr
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, compression in [("zp-stored.zip", zipfile.ZIP_STORED),
+                              ("zp-deflated.zip", zipfile.ZIP_DEFLATED)]:
+        store = zarr.storage.ZipStore(out / name, mode="w", compression=compression)
+        zip_write_hierarchy(store)
+        store.close()
+    local = out / "local.zarr"
+    zip_write_hierarchy(zarr.storage.LocalStore(local))
+    with zipfile.ZipFile(out / "folder.zip", "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("data.zarr/", b"")
+        for path in sorted(local.rglob("*")):
+            name = "data.zarr/" + path.relative_to(local).as_posix()
+            if path.is_dir():
+                zf.writestr(name + "/", b"")
+                continue
+            with zf.open(name, "w", force_zip64=True) as entry:
+                entry.write(path.read_bytes())
+
+
+def cmd_zip_read(path: Path, extra: bool) -> None:
+    """Check an archive: every CRC (zipfile's testzip), then the hierarchy's values (and,
+    with `extra`, the array /added that the appending test writes)."""
+    import zipfile
+
+    import zarr
+
+    with zipfile.ZipFile(path) as zf:
+        bad = zf.testzip()
+        if bad is not None:
+            sys.exit(f"{path}: entry {bad} fails its CRC check")
+    store = zarr.storage.ZipStore(path, mode="r")
+    root = zarr.open_group(store=store, mode="r")
+    attributes = dict(root.attrs)
+    if attributes != {"title": "zip interop", "n": 3}:
+        sys.exit(f"{path}: root attributes {attributes}")
+    for name, want in zip_expected().items():
+        got = root[name][...]
+        if want.dtype == object:
+            same = list(got) == list(want)
+        else:
+            same = got.dtype == want.dtype and np.array_equal(got, want)
+        if not same:
+            sys.exit(f"{path}: /{name} differs:\n{got}\nwanted\n{want}")
+    if extra:
+        got = root["added"][...]
+        if not np.array_equal(got, np.arange(1, 6, dtype=np.int32)):
+            sys.exit(f"{path}: /added is {got}")
+    store.close()
+    print(f"{path.name}: equal")
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args == ["matrix"]:
@@ -1812,6 +1914,10 @@ def main() -> None:
         cmd_read_struct(Path(args[1]).resolve())
     elif len(args) == 3 and args[0] == "compare-v2":
         cmd_compare_v2(Path(args[1]).resolve(), Path(args[2]).resolve())
+    elif len(args) == 2 and args[0] == "zip-write":
+        cmd_zip_write(Path(args[1]).resolve())
+    elif len(args) in (2, 3) and args[0] == "zip-read":
+        cmd_zip_read(Path(args[1]).resolve(), args[2:] == ["--added"])
     elif len(args) == 3 and args[0] == "verify":
         cmd_verify(Path(args[1]).resolve(), Path(args[2]).resolve())
     else:
