@@ -1766,7 +1766,7 @@ async fn write_zip_hierarchy(store: &Arc<zarr_store::ZipStore>) {
         .unwrap();
     strings
         .write_strings(
-            [0..10],
+            strings.full_region(),
             &VlenStrings::<i32>::from_strs(zip_strings()).unwrap(),
         )
         .await
@@ -1815,7 +1815,10 @@ async fn zip_archives_interoperate_with_zarr_python() {
         .create(Arc::clone(&store), "/added")
         .await
         .unwrap();
-    added.write([0..5], &[1i32, 2, 3, 4, 5]).await.unwrap();
+    added
+        .write(added.full_region(), &[1i32, 2, 3, 4, 5])
+        .await
+        .unwrap();
     store.finish().unwrap();
     let out = run_peer(
         &python,

@@ -17,7 +17,7 @@ pub(crate) struct ConsolidateArgs {
 }
 
 pub(crate) async fn run(args: ConsolidateArgs, global: Global) -> Result<()> {
-    let target = resolve(&args.target, Access::Read)?;
+    let target = resolve(&args.target, Access::Update)?;
     let mut group = match target.node().await? {
         Node::Group(group) => group,
         Node::Array(array) => anyhow::bail!(
@@ -29,6 +29,7 @@ pub(crate) async fn run(args: ConsolidateArgs, global: Global) -> Result<()> {
         .consolidate_metadata()
         .await
         .with_context(|| format!("consolidating {}", target.describe()))?;
+    target.finish()?;
     // Other implementations may know a codec this library does not, so such an array is
     // recorded; but `zarr tree` and this library will mark it broken: say so now.
     let recorded = group

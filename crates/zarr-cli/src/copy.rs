@@ -134,7 +134,7 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
     )?;
     let mut undo = Undo::default();
     match copy(&src, &dst, plan, global, &mut undo).await {
-        Ok(()) => Ok(()),
+        Ok(()) => dst.finish(),
         Err(err) => Err(undo.apply(err, &dst).await),
     }
 }

@@ -338,6 +338,7 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
                 crate::layout::chunking_text(array.metadata())
             ),
         );
+        target.finish()?;
         Ok(())
     }
     .await;

@@ -423,7 +423,7 @@ fn appended(
 }
 
 pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
-    let target = resolve(&args.target, Access::Read)?;
+    let target = resolve(&args.target, Access::Update)?;
     let mut array = target.array().await?;
     let name = args.input.display().to_string();
     let file = File::open(&args.input).with_context(|| format!("opening {name}"))?;
@@ -521,7 +521,7 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
                 shape_text(array.shape())
             ),
         );
-        return Ok(());
+        return target.finish();
     }
     note(
         global,
@@ -532,7 +532,7 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
             selection.region
         ),
     );
-    Ok(())
+    target.finish()
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub(crate) struct RmArgs {
 }
 
 pub(crate) async fn run(args: RmArgs, global: Global) -> Result<()> {
-    let target = resolve(&args.target, Access::Read)?;
+    let target = resolve(&args.target, Access::Update)?;
     let path = NodePath::new(&target.path)?;
     let (Some(parent), Some(name)) = (path.parent(), path.name()) else {
         usage!(
@@ -34,6 +34,7 @@ pub(crate) async fn run(args: RmArgs, global: Global) -> Result<()> {
         .remove(name)
         .await
         .with_context(|| format!("removing {}", target.describe()))?;
+    target.finish()?;
     if !global.quiet {
         outln!("removed {path} and everything below it");
     }

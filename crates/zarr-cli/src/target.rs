@@ -9,7 +9,7 @@ use zarr::array::{Array, Node};
 use zarr::metadata::NodePath;
 use zarr::store::{
     FilesystemStore, ListableStore as _, ObjectStoreAdapter, ReadableStoreExt as _, Store,
-    StoreKey, StorePrefix,
+    StoreKey, StorePrefix, ZipStore,
 };
 
 use crate::TargetArgs;
@@ -30,6 +30,17 @@ pub(crate) struct Target {
     /// The directories that resolving the target created (opening a local store creates its
     /// directory): `(the store's directory, the outermost one created)`.
     created: Option<(PathBuf, PathBuf)>,
+    /// The zip archive the store is, if it is one: to complete it after writing.
+    zip: Option<Zip>,
+}
+
+/// A zip archive opened as a target.
+#[derive(Debug, Clone)]
+struct Zip {
+    store: ZipStore,
+    path: PathBuf,
+    /// Whether resolving the target created the file.
+    created: bool,
 }
 
 /// Where a target's node is: a directory (the store's resolved root and the node's names
@@ -53,10 +64,12 @@ pub(crate) enum Occupant {
     Other(String),
 }
 
-/// Whether the target is to be read (it must exist) or written (it may be created).
+/// Whether the target is to be read (it must exist), updated (it must exist, and the
+/// command writes to it) or written (it may be created).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
     Read,
+    Update,
     Write,
 }
 
@@ -94,7 +107,7 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
     };
     if is_url(&args.target) {
         // Opening a file:// store creates its directory; a target to be read must exist.
-        if access == Access::Read
+        if access != Access::Write
             && let Some(dir) = args.target.strip_prefix("file://")
             && !Path::new(dir).is_dir()
         {
@@ -122,11 +135,15 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
             display_is_node: false,
             location,
             created,
+            zip: None,
         });
     }
     let given = Path::new(&args.target);
+    if let Some(target) = zip_target(args, access, &display)? {
+        return Ok(target);
+    }
     if let Some(path) = &args.path {
-        if access == Access::Read && !given.is_dir() {
+        if access != Access::Write && !given.is_dir() {
             anyhow::bail!("{}: not a directory", given.display());
         }
         return local(given, node(Some(path))?, display, false);
@@ -139,7 +156,7 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         given
     };
     match access {
-        Access::Read => {
+        Access::Read | Access::Update => {
             if !given.exists() {
                 anyhow::bail!("{}: no such file or directory", given.display());
             }
@@ -207,7 +224,97 @@ fn local(root: &Path, path: String, display: String, display_is_node: bool) -> R
         display_is_node,
         location: Location::Local(location),
         created,
+        zip: None,
     })
+}
+
+/// Whether `name` names a zip archive (by its extension).
+fn is_zip_name(name: &Path) -> bool {
+    name.extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("zip"))
+}
+
+/// A target inside a zip archive: `data.zip` (the root), `data.zip/images/raw` (a node in
+/// it), or `data.zip --path /images/raw`. Read targets open the archive read-only; updated
+/// and written ones open it for appending, and a written one that does not exist yet (whose
+/// first new component ends in `.zip`) is a new archive. `None` when no `.zip` file is
+/// involved.
+fn zip_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option<Target>> {
+    let given = absolute(Path::new(&args.target))?;
+    // The nearest existing ancestor (or the path itself), and the names below it.
+    let mut existing = given.clone();
+    let mut missing: Vec<String> = Vec::new();
+    while !existing.exists() {
+        let Some(name) = existing.file_name() else {
+            break;
+        };
+        missing.push(name.to_string_lossy().into_owned());
+        existing.pop();
+    }
+    missing.reverse();
+    // `data.zip/inner/path`: an existing file inside whose path the rest lies.
+    let mut archive = existing.clone();
+    let mut inner: Vec<String> = Vec::new();
+    while !archive.is_file() {
+        let Some(name) = archive.file_name() else {
+            break;
+        };
+        inner.push(name.to_string_lossy().into_owned());
+        archive.pop();
+    }
+    inner.reverse();
+    let (archive, inner, create) = if archive.is_file() && is_zip_name(&archive) {
+        inner.extend(missing);
+        (archive, inner, false)
+    } else if access == Access::Write
+        && existing.is_dir()
+        && missing
+            .first()
+            .is_some_and(|name| is_zip_name(Path::new(name)))
+    {
+        let archive = existing.join(&missing[0]);
+        (archive, missing[1..].to_vec(), true)
+    } else {
+        return Ok(None);
+    };
+    let path = match &args.path {
+        Some(path) if inner.is_empty() => {
+            let path = format!("/{}", path.trim_matches('/'));
+            NodePath::new(&path).with_context(|| format!("--path {path:?}"))?;
+            path
+        }
+        Some(_) => crate::usage!(
+            "{display}: give the node either inside the archive's path or with --path, not both"
+        ),
+        None => {
+            let path = format!("/{}", inner.join("/"));
+            NodePath::new(&path)
+                .with_context(|| format!("{display}: not a valid node path in the archive"))?;
+            path
+        }
+    };
+    let store = match (access, create) {
+        (Access::Read, _) => ZipStore::open(&archive),
+        (_, false) => ZipStore::append(&archive),
+        (_, true) => ZipStore::create(&archive),
+    }
+    .with_context(|| format!("opening the zip archive {}", archive.display()))?;
+    let mut location = std::fs::canonicalize(&archive)
+        .with_context(|| format!("resolving {}", archive.display()))?;
+    location.extend(path.split('/').filter(|name| !name.is_empty()));
+    Ok(Some(Target {
+        store: Arc::new(store.clone()),
+        display_is_node: args.path.is_none(),
+        path,
+        display: display.to_owned(),
+        location: Location::Local(location),
+        created: None,
+        zip: Some(Zip {
+            store,
+            path: archive,
+            created: create,
+        }),
+    }))
 }
 
 /// What opening the store directory `root` creates: `(root, the outermost directory that
@@ -298,9 +405,25 @@ impl Target {
             .with_context(|| format!("opening {}", self.describe()))
     }
 
-    /// Remove the directories that resolving the target created, those that are empty: after
-    /// a command that failed and erased what it wrote, so that it leaves nothing behind.
+    /// Complete what the command wrote: for a zip archive, write its central directory.
+    pub(crate) fn finish(&self) -> Result<()> {
+        if let Some(zip) = &self.zip {
+            zip.store
+                .finish()
+                .with_context(|| format!("completing the zip archive {}", zip.path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Remove the directories that resolving the target created, those that are empty (and
+    /// a zip archive it created): after a command that failed and erased what it wrote, so
+    /// that it leaves nothing behind.
     pub(crate) fn remove_created_dirs(&self) {
+        if let Some(zip) = &self.zip
+            && zip.created
+        {
+            std::fs::remove_file(&zip.path).ok();
+        }
         let Some((root, outermost)) = &self.created else {
             return;
         };

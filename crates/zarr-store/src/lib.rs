@@ -27,6 +27,7 @@
 //! | [`FilesystemStore`] | a directory on local disk (Unix) | atomic writes, `pread` range reads, never follows symbolic links |
 //! | [`MemoryStore`] | tests, caches, scratch arrays | concurrent; reads are zero-copy slices |
 //! | [`ObjectStoreAdapter`] | S3 and S3-compatible servers, GCS, Azure, HTTP(S) (read-only), and anything else implementing [`object_store::ObjectStore`] | [`ObjectStoreAdapter::from_url`] takes `s3://`, `gs://`, `az://`, `http(s)://`, `file://`, `memory://` URLs and reads credentials from the environment |
+//! | [`ZipStore`] | a whole hierarchy in one `.zip` file, as zarr-python's `ZipStore` writes it | read (stored and deflated entries, ZIP64), append, or read an archive kept in another store; [`ZipStore::finish`] completes a written archive |
 //! | [`PrefixStore`] | rooting any store at a sub-path (one group of a larger hierarchy) | wrapper |
 //! | [`RecordingStore`] | proving what a read cost: every call and byte, counted | wrapper |
 //!

@@ -59,7 +59,7 @@ pub mod prelude {
     pub use zarr_array::{Array, ArrayBuilder, ArrayOptions, Group, IntoRegion, Node, blocking};
     pub use zarr_core::{DataType, ErrorChain, FillValue, Region};
     pub use zarr_store::{
-        FilesystemStore, ListableStore, MemoryStore, ReadableStore, WritableStore,
+        FilesystemStore, ListableStore, MemoryStore, ReadableStore, WritableStore, ZipStore,
     };
 }
 pub use zarr_codecs as codecs;

@@ -694,3 +694,93 @@ fn a_copy_that_fails_removes_what_it_wrote() {
         files_below(&resumed)
     );
 }
+
+#[test]
+fn zip_archives_are_targets_to_copy_into_read_and_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let original = raw(&src);
+    let zip = dir.path().join("packed.zip");
+    let zip_text = zip.display().to_string();
+    // A new archive, the array below a folder of it.
+    ok(&["copy", &src, &format!("{zip_text}/data/a")]);
+    let bytes = std::fs::read(&zip).unwrap();
+    assert!(bytes.starts_with(b"PK\x03\x04"), "a zip archive");
+    assert_eq!(raw(&format!("{zip_text}/data/a")), original);
+    let described = info(&format!("{zip_text}/data/a"));
+    assert_eq!(described["metadata"]["shape"], serde_json::json!([37, 23]));
+    let tree = ok(&["tree", &zip_text]);
+    assert!(tree.contains("a  uint16 37x23"), "{tree}");
+    // `--path` names the node instead.
+    assert_eq!(
+        raw_with_path(&zip_text, "/data/a"),
+        original,
+        "--path inside an archive"
+    );
+
+    // Updating the archive: overwrite a region, add a second array, remove it again.
+    let npy = dir.path().join("ones.npy");
+    write_npy(&npy, "<u2", &[2, 23], &[1u8, 0].repeat(46));
+    ok(&[
+        "put",
+        &format!("{zip_text}/data/a"),
+        "-i",
+        npy.to_str().unwrap(),
+        "-r",
+        "0:2",
+    ]);
+    let updated = raw(&format!("{zip_text}/data/a"));
+    assert_eq!(&updated[..92], &[1u8, 0].repeat(46)[..]);
+    assert_eq!(&updated[92..], &original[92..]);
+    ok(&["copy", &src, &format!("{zip_text}/data/b")]);
+    assert_eq!(raw(&format!("{zip_text}/data/b")), original);
+    ok(&["rm", &format!("{zip_text}/data/b")]);
+    let tree = ok(&["tree", &zip_text]);
+    assert!(!tree.contains(" b "), "{tree}");
+    // Every update left a complete archive.
+    let verified = ok(&["verify", &zip_text]);
+    assert!(verified.contains("0 problems"), "{verified}");
+
+    // Back out of the archive into a directory store, unchanged.
+    let out = dir.path().join("out.zarr").display().to_string();
+    ok(&["copy", &format!("{zip_text}/data/a"), &out]);
+    assert_eq!(raw(&out), updated);
+
+    // A file that is not an archive is an error naming it, and stays as it was.
+    let fake = dir.path().join("fake.zip");
+    std::fs::write(&fake, b"not a zip").unwrap();
+    let err = fails(&["copy", &src, &format!("{}/x", fake.display())], 1);
+    assert!(err.contains("fake.zip"), "{err}");
+    assert_eq!(std::fs::read(&fake).unwrap(), b"not a zip");
+    // A copy into a new archive that fails part way (values that do not fit the new data
+    // type) leaves no archive behind.
+    let new = dir.path().join("new.zip");
+    let err = fails(
+        &[
+            "copy",
+            &src,
+            &new.display().to_string(),
+            "--data-type",
+            "int8",
+        ],
+        1,
+    );
+    assert!(err.contains("int8"), "{err}");
+    assert!(!new.exists());
+}
+
+fn raw_with_path(store: &str, path: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.raw");
+    ok(&[
+        "get",
+        store,
+        "--path",
+        path,
+        "-f",
+        "raw",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    std::fs::read(file).unwrap()
+}
