@@ -13,7 +13,8 @@
 //! | [`array`](mod@array) | `zarr-array` | arrays, groups and region I/O |
 //!
 //! Start with the [user guide](guide): create, write, read, groups, async and blocking; then
-//! the [sharding guide](sharding_guide): when to shard, shapes, the codec and the transformer.
+//! the [sharding guide](sharding_guide): when to shard, shapes, the codec and the transformer;
+//! and the [stores guide](stores_guide): the backends, URLs, zip archives, your own backend.
 //!
 //! ```
 //! use zarr::metadata::NodeMetadata;
@@ -29,6 +30,9 @@ pub mod guide {}
 
 #[doc = include_str!("../../../docs/sharding.md")]
 pub mod sharding_guide {}
+
+#[doc = include_str!("../../../docs/stores.md")]
+pub mod stores_guide {}
 
 pub use zarr_array as array;
 
