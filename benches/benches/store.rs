@@ -11,7 +11,7 @@ use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use zarr_store::{
     BlockingStrategy, ByteRange, FilesystemOptions, FilesystemStore, MemoryStore,
-    ObjectStoreAdapter, ReadableStore, StoreKey, WritableStore,
+    ObjectStoreAdapter, ReadableStore, StoreKey, WritableStore, ZipStore,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -40,6 +40,12 @@ fn get_1mib(c: &mut Criterion) {
     let value = pattern(1 << 20);
     rt.block_on(store.set(&key, value.clone())).expect("set");
     let path = dir.path().join(key.as_str());
+    let zip_path = dir.path().join("data.zip");
+    let zip = ZipStore::create(&zip_path).expect("an archive");
+    rt.block_on(zip.set(&key, value.clone())).expect("set");
+    zip.finish().expect("finish");
+    let zip = ZipStore::open(&zip_path).expect("an archive");
+    let almost_all = [(key.clone(), ByteRange::new(0, value.len() as u64 - 1))];
 
     let mut group = c.benchmark_group("get_1mib");
     group.throughput(Throughput::Bytes(value.len() as u64));
@@ -67,6 +73,25 @@ fn get_1mib(c: &mut Criterion) {
                 rt.block_on(spawn_blocking.get(black_box(&key)))
                     .expect("get")
                     .expect("present"),
+            )
+        });
+    });
+    // A stored zip entry: one `pread`, then the CRC-32 check of the whole entry.
+    group.bench_function("zip_store_get", |b| {
+        b.iter(|| {
+            black_box(
+                rt.block_on(zip.get(black_box(&key)))
+                    .expect("get")
+                    .expect("present"),
+            )
+        });
+    });
+    // All but its last byte: the same read without the CRC-32 check.
+    group.bench_function("zip_store_range_unchecked", |b| {
+        b.iter(|| {
+            black_box(
+                rt.block_on(zip.get_partial_values(black_box(&almost_all)))
+                    .expect("read"),
             )
         });
     });
@@ -151,5 +176,50 @@ fn ranges_1000(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, get_1mib, ranges_1000);
+/// 1,000 whole values of 4 KiB in one `get_partial_values` call: files of a directory store
+/// against entries of a zip archive (adjacent entries, read with one `pread`).
+fn values_1000(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fs = FilesystemStore::new(dir.path().join("data.zarr")).expect("a store");
+    let zip_path = dir.path().join("data.zip");
+    let zip = ZipStore::create(&zip_path).expect("an archive");
+    let keys: Vec<StoreKey> = (0..1000)
+        .map(|i| StoreKey::new(&format!("a/c/{}/{}", i / 32, i % 32)))
+        .collect();
+    for key in &keys {
+        rt.block_on(fs.set(key, pattern(4096))).expect("set");
+        rt.block_on(zip.set(key, pattern(4096))).expect("set");
+    }
+    zip.finish().expect("finish");
+    let zip = ZipStore::open(&zip_path).expect("an archive");
+    let requests: Vec<_> = keys.iter().map(|k| (k.clone(), ByteRange::FULL)).collect();
+    // The first read of each entry also reads its local header.
+    rt.block_on(zip.get_partial_values(&requests))
+        .expect("read");
+
+    let mut group = c.benchmark_group("values_1000");
+    group.throughput(Throughput::Elements(1000));
+    group.sample_size(30);
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function("filesystem", |b| {
+        b.iter(|| {
+            black_box(
+                rt.block_on(fs.get_partial_values(black_box(&requests)))
+                    .expect("read"),
+            )
+        });
+    });
+    group.bench_function("zip", |b| {
+        b.iter(|| {
+            black_box(
+                rt.block_on(zip.get_partial_values(black_box(&requests)))
+                    .expect("read"),
+            )
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, get_1mib, ranges_1000, values_1000);
 criterion_main!(benches);
