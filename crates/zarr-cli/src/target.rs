@@ -106,6 +106,9 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         Ok(path.to_owned())
     };
     if is_url(&args.target) {
+        if let Some(target) = zip_url_target(args, access, &display, node(args.path.as_deref())?)? {
+            return Ok(target);
+        }
         // Opening a file:// store creates its directory; a target to be read must exist.
         if access != Access::Write
             && let Some(dir) = args.target.strip_prefix("file://")
@@ -226,6 +229,55 @@ fn local(root: &Path, path: String, display: String, display_is_node: bool) -> R
         created,
         zip: None,
     })
+}
+
+/// A zip archive at a URL (`s3://bucket/data.zip`, `https://host/data.zip`), read with range
+/// requests through the object store of its parent; the node is `path`. `None` unless the
+/// URL's last segment ends in `.zip`.
+fn zip_url_target(
+    args: &TargetArgs,
+    access: Access,
+    display: &str,
+    path: String,
+) -> Result<Option<Target>> {
+    let url = args.target.trim_end_matches('/');
+    let Some((parent, name)) = url.rsplit_once('/') else {
+        return Ok(None);
+    };
+    if !is_zip_name(Path::new(name)) || !parent.contains("://") {
+        return Ok(None);
+    }
+    if access != Access::Read {
+        crate::usage!(
+            "{display}: a zip archive at a URL can only be read (write a local archive, or \
+             write the hierarchy as a store at a URL)"
+        );
+    }
+    let parent_store =
+        ObjectStoreAdapter::from_url(parent).with_context(|| format!("opening {parent}"))?;
+    let key = StoreKey::try_new(name).with_context(|| format!("{display}: archive name"))?;
+    // Resolving is synchronous; the CLI runs on a multi-threaded runtime.
+    let zip = tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current()
+            .block_on(ZipStore::from_store(Arc::new(parent_store), key))
+    })
+    .with_context(|| format!("opening the zip archive {url}"))?;
+    let location = Location::Url(
+        url.split('/')
+            .chain(path.split('/'))
+            .filter(|part| !part.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    );
+    Ok(Some(Target {
+        store: Arc::new(zip),
+        path,
+        display: display.to_owned(),
+        display_is_node: false,
+        location,
+        created: None,
+        zip: None,
+    }))
 }
 
 /// Whether `name` names a zip archive (by its extension).

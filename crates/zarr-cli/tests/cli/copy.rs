@@ -741,6 +741,14 @@ fn zip_archives_are_targets_to_copy_into_read_and_update() {
     let verified = ok(&["verify", &zip_text]);
     assert!(verified.contains("0 problems"), "{verified}");
 
+    // A URL to the archive reads it with range requests (here through `file://`).
+    let url = format!("file://{zip_text}");
+    assert_eq!(raw_with_path(&url, "/data/a"), updated);
+    let tree = ok(&["tree", &url]);
+    assert!(tree.contains("a  uint16 37x23"), "{tree}");
+    let err = fails(&["rm", &url, "--path", "/data/a"], 2);
+    assert!(err.contains("can only be read"), "{err}");
+
     // Back out of the archive into a directory store, unchanged.
     let out = dir.path().join("out.zarr").display().to_string();
     ok(&["copy", &format!("{zip_text}/data/a"), &out]);
