@@ -331,7 +331,7 @@ impl ZipStore {
     /// [`Error::InvalidZip`] if there is no value at `key`, or it is not a zip archive; errors
     /// of `store`.
     pub async fn from_store(store: Arc<dyn ReadableStore>, key: StoreKey) -> Result<Self> {
-        let archive = format!("zip archive {key} in {store:?}");
+        let archive = format!("zip archive {key}");
         let size = store.size(&key).await?.ok_or_else(|| Error::InvalidZip {
             archive: archive.clone(),
             reason: "there is no value at that key".into(),
@@ -428,7 +428,7 @@ impl Source {
     fn describe(&self) -> String {
         match self {
             Self::File { path, .. } => format!("zip archive {}", path.display()),
-            Self::Store { store, key } => format!("zip archive {key} in {store:?}"),
+            Self::Store { key, .. } => format!("zip archive {key}"),
         }
     }
 
