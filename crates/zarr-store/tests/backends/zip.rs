@@ -512,3 +512,78 @@ async fn more_than_65535_entries_use_zip64_end_records() {
         );
     }
 }
+
+/// Two small archives (classic and with ZIP64 records everywhere), built once.
+fn base_archives() -> &'static [Vec<u8>; 2] {
+    static ARCHIVES: std::sync::OnceLock<[Vec<u8>; 2]> = std::sync::OnceLock::new();
+    ARCHIVES.get_or_init(|| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let build = |name: &str, options: ZipOptions| {
+            let path = dir.path().join(name);
+            rt.block_on(write_archive(
+                &path,
+                options,
+                &[
+                    ("zarr.json", b"{\"zarr_format\":3,\"node_type\":\"group\"}"),
+                    ("a/c/0", &[1u8; 300]),
+                    ("a/c/1", b"xyz"),
+                    ("b", b""),
+                ],
+            ));
+            std::fs::read(&path).unwrap()
+        };
+        [
+            build("plain.zip", ZipOptions::new()),
+            build("zip64.zip", ZipOptions::new().with_force_zip64(true)),
+        ]
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Damaged archives (bytes changed anywhere, or cut short) open and read as typed
+    /// errors or as data, never as a panic or an unbounded allocation.
+    #[test]
+    fn damaged_archives_never_panic(
+        zip64 in proptest::bool::ANY,
+        flips in proptest::collection::vec(
+            (proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()),
+            1..6,
+        ),
+        cut in proptest::option::of(proptest::prelude::any::<proptest::sample::Index>()),
+    ) {
+        let mut bytes = base_archives()[usize::from(zip64)].clone();
+        for (at, value) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] = value;
+        }
+        if let Some(cut) = cut {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("damaged.zip");
+        std::fs::write(&path, &bytes).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            let Ok(store) = ZipStore::open(&path) else {
+                return;
+            };
+            for key in store.list().await.unwrap() {
+                let _ = store.get(&key).await;
+                let _ = store
+                    .get_partial_values(&[(key.clone(), ByteRange::suffix(2))])
+                    .await;
+            }
+            // Appending to a damaged archive that opens must not panic either.
+            drop(store);
+            if let Ok(store) = ZipStore::append(&path) {
+                let _ = store.set(&key("new"), Bytes::from_static(b"n")).await;
+                let _ = store.finish();
+            }
+        });
+    }
+}
