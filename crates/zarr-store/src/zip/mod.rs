@@ -748,6 +748,20 @@ impl Inner {
             value: entry.size,
             key: None,
         };
+        // Deflate expands at most 1,032 times (a run of one byte): a larger recorded size is
+        // a lie, refused before reserving memory for it.
+        if entry.size
+            > entry
+                .compressed_size
+                .saturating_mul(1032)
+                .saturating_add(64)
+        {
+            return Err(self.invalid(format!(
+                "entry {:?} records {} bytes for {} bytes of deflate data, more than deflate \
+                 can expand to",
+                entry.name, entry.size, entry.compressed_size
+            )));
+        }
         let size = usize::try_from(entry.size).map_err(|_| too_large())?;
         let mut out = Vec::new();
         // One byte of room beyond the recorded size reveals data that inflates to more.

@@ -272,6 +272,19 @@ async fn deflated_entries_inflate_and_are_checked() {
         matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("more than the recorded 100")),
         "{err}"
     );
+    // A recorded size that deflate cannot reach: refused before any allocation.
+    let mut huge = bytes.clone();
+    huge[record + 24..record + 28].copy_from_slice(&(u32::MAX - 1).to_le_bytes());
+    std::fs::write(&path, &huge).unwrap();
+    let err = ZipStore::open(&path)
+        .unwrap()
+        .get(&key("deflated"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("more than deflate can expand to")),
+        "{err}"
+    );
     // A wrong CRC-32.
     let mut bad_crc = bytes.clone();
     bad_crc[record + 16] ^= 1;
