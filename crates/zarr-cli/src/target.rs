@@ -177,16 +177,7 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         Access::Write => {
             let dir = absolute(given)?;
             // The nearest existing directory, and the names below it that do not exist yet.
-            let mut existing = dir.clone();
-            let mut missing = Vec::new();
-            while !existing.exists() {
-                let Some(name) = existing.file_name() else {
-                    break;
-                };
-                missing.push(name.to_string_lossy().into_owned());
-                existing.pop();
-            }
-            missing.reverse();
+            let (existing, missing) = up_to(&dir, Path::exists);
             if is_node(&existing) && (missing.is_empty() || is_group(&existing)) {
                 let (root, mut path) = split_at_store_root(&existing)?;
                 for name in missing {
@@ -280,6 +271,22 @@ fn zip_url_target(
     }))
 }
 
+/// The nearest of `path` and its ancestors for which `stop` holds (the filesystem root if
+/// none does), and the names below it down to `path`.
+fn up_to(path: &Path, stop: impl Fn(&Path) -> bool) -> (PathBuf, Vec<String>) {
+    let mut place = path.to_path_buf();
+    let mut names = Vec::new();
+    while !stop(&place) {
+        let Some(name) = place.file_name() else {
+            break;
+        };
+        names.push(name.to_string_lossy().into_owned());
+        place.pop();
+    }
+    names.reverse();
+    (place, names)
+}
+
 /// Whether `name` names a zip archive (by its extension).
 fn is_zip_name(name: &Path) -> bool {
     name.extension()
@@ -294,27 +301,9 @@ fn is_zip_name(name: &Path) -> bool {
 fn zip_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option<Target>> {
     let given = absolute(Path::new(&args.target))?;
     // The nearest existing ancestor (or the path itself), and the names below it.
-    let mut existing = given.clone();
-    let mut missing: Vec<String> = Vec::new();
-    while !existing.exists() {
-        let Some(name) = existing.file_name() else {
-            break;
-        };
-        missing.push(name.to_string_lossy().into_owned());
-        existing.pop();
-    }
-    missing.reverse();
+    let (existing, missing) = up_to(&given, Path::exists);
     // `data.zip/inner/path`: an existing file inside whose path the rest lies.
-    let mut archive = existing.clone();
-    let mut inner: Vec<String> = Vec::new();
-    while !archive.is_file() {
-        let Some(name) = archive.file_name() else {
-            break;
-        };
-        inner.push(name.to_string_lossy().into_owned());
-        archive.pop();
-    }
-    inner.reverse();
+    let (archive, mut inner) = up_to(&existing, Path::is_file);
     let (archive, inner, create) = if archive.is_file() && is_zip_name(&archive) {
         inner.extend(missing);
         (archive, inner, false)

@@ -385,12 +385,9 @@ impl NewEntry<'_> {
         }
     }
 
-    /// The local header; the data follows it.
-    pub(crate) fn local_header(&self) -> Vec<u8> {
-        let large = self.large_size();
-        let extra_len: u16 = if large { 4 + 16 } else { 0 };
-        let mut out = Vec::with_capacity(30 + self.name.len() + usize::from(extra_len));
-        out.extend_from_slice(&LOCAL_SIGNATURE.to_le_bytes());
+    /// The fields both headers hold, in the same order: version needed, flags, method, time,
+    /// date, CRC-32, stored and full size (saturated when `large`: then in the ZIP64 field).
+    fn shared_fields(&self, out: &mut Vec<u8>, large: bool) {
         out.extend_from_slice(&self.version_needed().to_le_bytes());
         out.extend_from_slice(&self.flags().to_le_bytes());
         out.extend_from_slice(&METHOD_STORED.to_le_bytes());
@@ -404,6 +401,15 @@ impl NewEntry<'_> {
         };
         out.extend_from_slice(&size32.to_le_bytes());
         out.extend_from_slice(&size32.to_le_bytes());
+    }
+
+    /// The local header; the data follows it.
+    pub(crate) fn local_header(&self) -> Vec<u8> {
+        let large = self.large_size();
+        let extra_len: u16 = if large { 4 + 16 } else { 0 };
+        let mut out = Vec::with_capacity(30 + self.name.len() + usize::from(extra_len));
+        out.extend_from_slice(&LOCAL_SIGNATURE.to_le_bytes());
+        self.shared_fields(&mut out, large);
         out.extend_from_slice(&name_len(self.name).to_le_bytes());
         out.extend_from_slice(&extra_len.to_le_bytes());
         out.extend_from_slice(self.name.as_bytes());
@@ -438,19 +444,7 @@ impl NewEntry<'_> {
         out.extend_from_slice(&CENTRAL_SIGNATURE.to_le_bytes());
         // Made by: Unix (3), specification 4.5.
         out.extend_from_slice(&(0x0300u16 | 45).to_le_bytes());
-        out.extend_from_slice(&self.version_needed().to_le_bytes());
-        out.extend_from_slice(&self.flags().to_le_bytes());
-        out.extend_from_slice(&METHOD_STORED.to_le_bytes());
-        out.extend_from_slice(&self.time.to_le_bytes());
-        out.extend_from_slice(&self.date.to_le_bytes());
-        out.extend_from_slice(&self.crc32.to_le_bytes());
-        let size32 = if large_size {
-            SATURATED_32
-        } else {
-            self.size as u32
-        };
-        out.extend_from_slice(&size32.to_le_bytes());
-        out.extend_from_slice(&size32.to_le_bytes());
+        self.shared_fields(&mut out, large_size);
         out.extend_from_slice(&name_len(self.name).to_le_bytes());
         out.extend_from_slice(&extra_len.to_le_bytes());
         out.extend_from_slice(&0u16.to_le_bytes()); // comment length

@@ -29,6 +29,16 @@ fn local_header(archive: &[u8], name: &str) -> usize {
     u32::from_le_bytes(archive[record + 42..record + 46].try_into().unwrap()) as usize
 }
 
+/// Write `bytes` to `path`, open them as an archive and read `name`, which must fail.
+async fn read_fails(path: &Path, bytes: &[u8], name: &str) -> Error {
+    std::fs::write(path, bytes).unwrap();
+    ZipStore::open(path)
+        .unwrap()
+        .get(&key(name))
+        .await
+        .unwrap_err()
+}
+
 async fn write_archive(path: &Path, options: ZipOptions, values: &[(&str, &[u8])]) {
     let store = ZipStore::create_with(path, options).unwrap();
     for (name, value) in values {
@@ -262,12 +272,7 @@ async fn deflated_entries_inflate_and_are_checked() {
     // A recorded size smaller than what the data inflates to.
     let mut short = bytes.clone();
     short[record + 24..record + 28].copy_from_slice(&100u32.to_le_bytes());
-    std::fs::write(&path, &short).unwrap();
-    let err = ZipStore::open(&path)
-        .unwrap()
-        .get(&key("deflated"))
-        .await
-        .unwrap_err();
+    let err = read_fails(&path, &short, "deflated").await;
     assert!(
         matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("more than the recorded 100")),
         "{err}"
@@ -275,12 +280,7 @@ async fn deflated_entries_inflate_and_are_checked() {
     // A recorded size that deflate cannot reach: refused before any allocation.
     let mut huge = bytes.clone();
     huge[record + 24..record + 28].copy_from_slice(&(u32::MAX - 1).to_le_bytes());
-    std::fs::write(&path, &huge).unwrap();
-    let err = ZipStore::open(&path)
-        .unwrap()
-        .get(&key("deflated"))
-        .await
-        .unwrap_err();
+    let err = read_fails(&path, &huge, "deflated").await;
     assert!(
         matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("more than deflate can expand to")),
         "{err}"
@@ -288,12 +288,7 @@ async fn deflated_entries_inflate_and_are_checked() {
     // A wrong CRC-32.
     let mut bad_crc = bytes.clone();
     bad_crc[record + 16] ^= 1;
-    std::fs::write(&path, &bad_crc).unwrap();
-    let err = ZipStore::open(&path)
-        .unwrap()
-        .get(&key("deflated"))
-        .await
-        .unwrap_err();
+    let err = read_fails(&path, &bad_crc, "deflated").await;
     assert!(
         matches!(&err, Error::ZipChecksumMismatch { entry, .. } if entry == "deflated"),
         "{err}"
@@ -379,12 +374,7 @@ async fn corrupt_entries_are_typed_errors_and_the_rest_stays_readable() {
     // A local header naming another entry.
     let header = local_header(&bytes, "good");
     bytes[header + 30] = b'G';
-    std::fs::write(&path, &bytes).unwrap();
-    let err = ZipStore::open(&path)
-        .unwrap()
-        .get(&key("good"))
-        .await
-        .unwrap_err();
+    let err = read_fails(&path, &bytes, "good").await;
     assert!(
         matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("names it \"Good\"")),
         "{err}"
