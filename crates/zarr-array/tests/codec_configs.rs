@@ -235,6 +235,36 @@ fn elements(data_type: &DataType, n: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
+/// Codecs that may change values when they encode.
+const LOSSY: &[&str] = &[
+    "bitround",
+    "numcodecs.bitround",
+    "numcodecs.quantize",
+    "cast_value",
+];
+
+fn has_lossy_codec(chain: &CodecChain) -> bool {
+    chain
+        .to_metadata()
+        .iter()
+        .any(|codec| LOSSY.contains(&codec.name.as_str()))
+}
+
+/// Whether `err`, or an error it wraps, is [`zarr_codecs::Error::InvalidElement`].
+fn names_an_invalid_element(err: &zarr_codecs::Error) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = current {
+        if matches!(
+            e.downcast_ref::<zarr_codecs::Error>(),
+            Some(zarr_codecs::Error::InvalidElement { .. })
+        ) {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 
@@ -310,9 +340,53 @@ proptest! {
             prop_assert_eq!(out.as_fixed().map(|b| b.len() as u64), Some(size));
         }
         if let Ok(encoded) = chain.encode(ArrayBytes::fixed(input)) {
-            let back = chain.decode(encoded.clone());
-            prop_assert!(back.is_ok(), "{:?} does not decode what it encoded: {:?}", chain.to_metadata(), back.err());
-            prop_assert_eq!(back.unwrap().as_fixed().map(|b| b.len() as u64), Some(size));
+            match chain.decode(encoded.clone()) {
+                Ok(back) => {
+                    prop_assert_eq!(back.as_fixed().map(|b| b.len() as u64), Some(size));
+                }
+                // A lossy codec may move an encoded value out of what an earlier codec can
+                // decode (bitround rounding up a value that `numcodecs.fixedscaleoffset` then
+                // scales back beyond its data type): a typed element error, never wrong data.
+                Err(err) => prop_assert!(
+                    has_lossy_codec(&chain) && names_an_invalid_element(&err),
+                    "{:?} does not decode what it encoded: {err:?}",
+                    chain.to_metadata()
+                ),
+            }
         }
     }
+}
+
+/// The case the property test above found: `bitround` rounds an encoded value (here -327,690
+/// as an unsigned 32-bit number, to 2 significant bits) so far that
+/// `numcodecs.fixedscaleoffset` cannot scale it back into `int16`. Decoding is then a typed
+/// element error, not a wrapped or clamped value.
+#[test]
+fn a_lossy_codec_can_leave_a_chunk_undecodable_with_a_typed_error() {
+    let config = |name: &str, value: Value| {
+        ExtensionObject::with_configuration(name, value.as_object().unwrap().clone())
+    };
+    let metadata = [
+        config(
+            "numcodecs.fixedscaleoffset",
+            json!({"scale": 10, "offset": 1, "dtype": "<i2", "astype": "<i4"}),
+        ),
+        config("bitround", json!({"keepbits": 2})),
+        config("bytes", json!({"endian": "little"})),
+    ];
+    let decoded = ChunkRepresentation::try_new(
+        vec![2],
+        DataType::Int16,
+        FillValue::default_for(&DataType::Int16),
+    )
+    .unwrap();
+    let chain = CodecChain::from_metadata(&metadata, decoded, &default_registry()).unwrap();
+    let input: Vec<u8> = [-32768i16, 5]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let encoded = chain.encode(ArrayBytes::fixed(input)).unwrap();
+    let err = chain.decode(encoded).unwrap_err();
+    assert!(names_an_invalid_element(&err), "{err}");
+    assert!(has_lossy_codec(&chain));
 }
