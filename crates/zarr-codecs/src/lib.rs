@@ -170,6 +170,7 @@ pub use codecs::numcodecs::pcodec::{PcodecCodec, PcodecDelta, PcodecMode};
 pub use codecs::numcodecs::shuffle::ShuffleCodec;
 pub use codecs::reshape::{ReshapeCodec, ReshapeDim};
 pub use codecs::transpose::TransposeCodec;
+pub use codecs::zfp::{ZfpCodec, ZfpMode, ZfpyCodec};
 pub use codecs::zlib::ZlibCodec;
 pub use codecs::zstd::ZstdCodec;
 pub use error::{Error, Result};

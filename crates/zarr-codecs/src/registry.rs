@@ -26,6 +26,7 @@ use crate::codecs::numcodecs::pcodec::PcodecCodec;
 use crate::codecs::numcodecs::shuffle::ShuffleCodec;
 use crate::codecs::reshape::ReshapeCodec;
 use crate::codecs::transpose::TransposeCodec;
+use crate::codecs::zfp::{ZfpCodec, ZfpyCodec};
 use crate::codecs::zlib::ZlibCodec;
 use crate::codecs::zstd::ZstdCodec;
 use crate::error::Result;
@@ -50,10 +51,11 @@ pub type CodecConstructor = Arc<
 /// the checksums `numcodecs.crc32`, `numcodecs.adler32`, `numcodecs.crc32c`,
 /// `numcodecs.fletcher32` and `numcodecs.jenkins_lookup3`, the filters `numcodecs.delta`,
 /// `numcodecs.fixedscaleoffset`, `numcodecs.bitround`, `numcodecs.quantize`,
-/// `numcodecs.astype` and `numcodecs.packbits`, the serializer `numcodecs.pcodec`, and
-/// `numcodecs.blosc`, `numcodecs.zstd` and
-/// `numcodecs.gzip` (numcodecs' configurations of the codecs above). Other crates add theirs
-/// the same way a user does:
+/// `numcodecs.astype` and `numcodecs.packbits`, the serializers `numcodecs.pcodec` and
+/// `numcodecs.zfpy`, and `numcodecs.blosc`, `numcodecs.zstd` and `numcodecs.gzip`
+/// (numcodecs' configurations of the codecs above); the zarr-extensions codecs `bitround`,
+/// `reshape`, `cast_value` and `zfp` (zarrs' zfp, also read as `zarrs.zfp`). Other crates
+/// add theirs the same way a user does:
 ///
 /// ```
 /// use std::sync::Arc;
@@ -197,7 +199,19 @@ impl CodecRegistry {
                 Ok(Codec::ArrayToArray(Arc::new(
                     CastValueCodec::from_metadata(meta)?,
                 )))
+            })
+            .register(ZfpyCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToBytes(Arc::new(ZfpyCodec::from_metadata(
+                    meta,
+                )?)))
             });
+        for name in [ZfpCodec::NAME, ZfpCodec::ALIAS] {
+            registry.register(name, |meta, _, _| {
+                Ok(Codec::ArrayToBytes(Arc::new(ZfpCodec::from_metadata(
+                    meta,
+                )?)))
+            });
+        }
         for checksum in [
             Checksum::Crc32,
             Checksum::Adler32,

@@ -10,6 +10,7 @@ pub(crate) mod gzip;
 pub(crate) mod numcodecs;
 pub(crate) mod reshape;
 pub(crate) mod transpose;
+pub(crate) mod zfp;
 pub(crate) mod zlib;
 pub(crate) mod zstd;
 
