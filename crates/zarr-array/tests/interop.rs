@@ -1827,3 +1827,139 @@ async fn zip_archives_interoperate_with_zarr_python() {
     assert_eq!(out.trim(), "appended.zip: equal");
     check_zip_hierarchy(store, "appended.zip").await;
 }
+
+/// Every file below `dir` (chunk files; metadata documents left out), by path relative to it.
+fn chunk_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let name = path.file_name().unwrap().to_str().unwrap();
+            if matches!(name, "zarr.json" | ".zarray" | ".zattrs") {
+                continue;
+            }
+            let relative = path.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+            files.insert(relative, std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
+
+/// zfp both ways, byte for byte. zarr-python writes arrays with numcodecs' `ZFPY` (zfpy
+/// 1.0.1 over libzfp 1.0.1; fixed accuracy, rate and precision, reversible with NaN and
+/// infinities, 1-D to 4-D with edge and missing chunks, Zarr v3 and v2): we read exactly
+/// the values zarr-python reads back, and writing the same values with the same metadata
+/// stores the same chunk files. Our `zfp` codec (zarrs') stores for the same parameters
+/// exactly libzfp's header-less stream of each chunk, and reads back zarr-python's values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zfp_chunks_are_libzfp_streams_both_ways() {
+    let Some(python) = python("zfp_chunks_are_libzfp_streams_both_ways") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("zfp");
+    let theirs = dir.join("theirs");
+    run_peer(&python, &["zfp-write", theirs.to_str().unwrap()]);
+    let manifest: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(theirs.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest.len(), 6);
+    let their_store = Arc::new(FilesystemStore::new(&theirs).unwrap());
+    let ours = dir.join("ours");
+    let our_store = Arc::new(FilesystemStore::new(&ours).unwrap());
+    for entry in &manifest {
+        let path = entry["path"].as_str().unwrap();
+        let array = Array::open(Arc::clone(&their_store), &format!("/{path}"))
+            .await
+            .unwrap();
+        let read_back = array.read_bytes(array.full_region()).await.unwrap();
+        // A little-endian machine: native bytes are the manifest's little-endian ones.
+        assert_eq!(
+            hex(&read_back),
+            entry["read_back"].as_str().unwrap(),
+            "{path}: values"
+        );
+
+        // The written region: whole, or rows up to `written`.
+        let shape = array.shape().to_vec();
+        let mut ranges: Vec<Range<u64>> = shape.iter().map(|&n| 0..n).collect();
+        if let Some(rows) = entry["written"].as_u64() {
+            ranges[0] = 0..rows;
+        }
+        let region = Region::try_new(ranges.clone()).unwrap();
+        let size = array.data_type().fixed_size().unwrap();
+        let count: u64 = ranges.iter().map(|r| r.end - r.start).product();
+        let input = from_hex(entry["input"].as_str().unwrap());
+        let input = &input[..count as usize * size]; // rows first: a prefix in C order
+
+        let format = array.zarr_format();
+        let chunks = shape_of(&entry["chunks"]);
+        let copy = ArrayBuilder::new(shape.clone(), array.data_type().clone(), chunks.clone())
+            .codecs(array.metadata().codecs.clone())
+            .fill_value(array.fill_value().clone())
+            .zarr_format(format)
+            .create(Arc::clone(&our_store), &format!("/{path}"))
+            .await
+            .unwrap();
+        copy.write_bytes(region.clone(), input).await.unwrap();
+        let (mine, theirs_files) = (
+            chunk_files(&ours.join(path)),
+            chunk_files(&theirs.join(path)),
+        );
+        assert_eq!(
+            mine.keys().collect::<Vec<_>>(),
+            theirs_files.keys().collect::<Vec<_>>(),
+            "{path}: chunk files"
+        );
+        for (key, bytes) in &theirs_files {
+            assert!(
+                mine[key] == *bytes,
+                "{path}/{key}: our chunk differs from zarr-python's"
+            );
+        }
+        if format == zarr_core::v2::ZarrFormat::V2 {
+            let zarray = |root: &Path| -> Value {
+                serde_json::from_slice(&std::fs::read(root.join(path).join(".zarray")).unwrap())
+                    .unwrap()
+            };
+            assert_eq!(
+                zarray(&ours)["compressor"],
+                zarray(&theirs)["compressor"],
+                "{path}: .zarray compressor"
+            );
+        }
+
+        // zarrs' `zfp` codec with the same parameters: libzfp's streams without a header.
+        let config = entry["zfp_config"].clone();
+        let zfp =
+            ExtensionObject::from_json(&json!({"name": "zfp", "configuration": config}), "zfp")
+                .unwrap();
+        let zfp_path = format!("zfp/{path}");
+        let z = ArrayBuilder::new(shape.clone(), array.data_type().clone(), chunks)
+            .codecs(vec![zfp])
+            .fill_value(array.fill_value().clone())
+            .create(Arc::clone(&our_store), &format!("/{zfp_path}"))
+            .await
+            .unwrap();
+        z.write_bytes(region, input).await.unwrap();
+        let stored = chunk_files(&ours.join(&zfp_path));
+        let expected = entry["zfp_chunks"].as_object().unwrap();
+        assert_eq!(stored.len(), expected.len(), "{zfp_path}: chunk count");
+        for (key, stream) in expected {
+            assert_eq!(
+                hex(&stored[key.as_str()]),
+                stream.as_str().unwrap(),
+                "{zfp_path}/{key}"
+            );
+        }
+        let back = z.read_bytes(z.full_region()).await.unwrap();
+        assert!(
+            back == read_back,
+            "{zfp_path}: values differ from zarr-python's"
+        );
+    }
+}

@@ -42,6 +42,11 @@ Usage:
                                check every CRC of ZIP (zipfile), open it with zarr-python's
                                ZipStore and compare that hierarchy (and /added); exit 1 on a
                                difference
+  peer.py zfp-write DIR        write arrays compressed by numcodecs' ZFPY (zfpy 1.0.1) with
+                               zarr-python, Zarr v3 and v2, then DIR/manifest.json with each
+                               array's input values and the values zarr-python reads back
+                               (little-endian hex), and for each the chunks libzfp writes
+                               without a header (what the `zfp` codec of zarrs stores)
 
 Values in manifests, one per element in C order:
   bool -> true/false; integers -> JSON integers;
@@ -68,7 +73,9 @@ import numpy as np
 
 PINS = {"zarr": "3.1.6", "tensorstore": "0.1.86", "numcodecs": "0.16.6", "numpy": "2.4.6",
         # The zarr-extensions `cast_value` codec for zarr-python (a `zarr.codecs` plugin).
-        "cast-value": "0.2.1"}
+        "cast-value": "0.2.1",
+        # numcodecs' ZFPY (zfp); 1.0.1.post0 breaks `import numcodecs` (its version string).
+        "zfpy": "1.0.1"}
 for _pkg, _want in PINS.items():
     try:
         _have = importlib_metadata.version(_pkg)
@@ -1903,6 +1910,90 @@ def cmd_zip_read(path: Path, extra: bool) -> None:
     print(f"{path.name}: equal")
 
 
+# --- zfp (numcodecs' ZFPY, zfpy 1.0.1 over libzfp 1.0.1) -----------------------------------
+#
+# (path, zarr_format, dtype, shape, chunks, ZFPY keyword arguments, the written region's end
+#  along axis 0 (None: whole), the `zfp` codec configuration of the same parameters)
+ZFP_CASES = [
+    ("acc_f8_2d", 3, "<f8", (30, 20), (16, 16), {"mode": 4, "tolerance": 1e-3}, None,
+     {"mode": "fixed_accuracy", "tolerance": 1e-3}),
+    ("rate_f4_3d", 3, "<f4", (9, 10, 11), (4, 5, 6), {"mode": 2, "rate": 12}, None,
+     {"mode": "fixed_rate", "rate": 12}),
+    ("prec_i8_1d", 3, "<i8", (100,), (32,), {"mode": 3, "precision": 40}, 70,
+     {"mode": "fixed_precision", "precision": 40}),
+    ("rev_i4_4d", 3, "<i4", (5, 6, 7, 3), (4, 4, 4, 2), {"mode": 4, "tolerance": -1}, None,
+     {"mode": "reversible"}),
+    ("rev_f4_special", 3, "<f4", (13,), (8,), {"mode": 4, "tolerance": -1}, None,
+     {"mode": "reversible"}),
+    ("v2_acc_f8", 2, "<f8", (20, 20), (8, 8), {"mode": 4, "tolerance": 1e-2}, None,
+     {"mode": "fixed_accuracy", "tolerance": 1e-2}),
+]
+
+
+def zfp_values(dtype: np.dtype, shape: tuple, seed: int) -> np.ndarray:
+    n = int(np.prod(shape))
+    x = np.arange(n, dtype=np.float64)
+    if dtype.kind == "f":
+        v = np.sin(x * 0.05 + seed) * 1000.0 + np.cos(x * 0.011) * 3.0
+        if shape == (13,):  # reversible floats keep every bit, specials included
+            v[:6] = [np.nan, np.inf, -np.inf, -0.0, 1e-40, 3e38]
+        return v.astype(dtype).reshape(shape)
+    return (np.round(np.sin(x * 0.03 + seed) * 1e6) + x * 7).astype(dtype).reshape(shape)
+
+
+def cmd_zfp_write(out: Path) -> None:
+    import zfpy
+    from numcodecs import ZFPY as ZFPYv2
+    from zarr.codecs.numcodecs import ZFPY
+
+    manifest = []
+    for seed, (path, fmt, dtype, shape, chunks, kw, written, zfp_config) in enumerate(ZFP_CASES):
+        dt = np.dtype(dtype)
+        values = zfp_values(dt, shape, seed)
+        if fmt == 3:
+            a = zarr.create_array(store=str(out / path), shape=shape, chunks=chunks, dtype=dt,
+                                  fill_value=0, serializer=ZFPY(**kw), compressors=None,
+                                  zarr_format=3)
+        else:
+            a = zarr.create_array(store=str(out / path), shape=shape, chunks=chunks, dtype=dt,
+                                  fill_value=0, compressors=ZFPYv2(**kw), filters=None,
+                                  zarr_format=2)
+        region = slice(0, written)
+        a[region] = values[region]
+        back = zarr.open_array(str(out / path), mode="r")[...]
+        if kw.get("tolerance", 0) < 0 and not np.array_equal(back.view(f"u{dt.itemsize}"),
+                                                                 values.view(f"u{dt.itemsize}")):
+            sys.exit(f"peer.py zfp-write: {path} is reversible but does not read back exactly")
+        # The chunks the `zfp` codec stores for the same parameters: libzfp's stream of each
+        # (fill-padded) chunk without a header. zarrs sizes fixed-rate blocks as 3-D ones.
+        stored = np.zeros(shape, dtype=dt)
+        stored[region] = values[region]
+        grid = [-(-n // c) for n, c in zip(shape, chunks)]
+        zfp_chunks = {}
+        args = {k: v for k, v in kw.items() if k != "mode"}
+        if "rate" in args:
+            args["rate"] = args["rate"] * 64 / 4 ** len(shape)
+        if args.get("tolerance", 0) < 0:
+            args = {}
+        for index in np.ndindex(*grid):
+            if written is not None and index[0] * chunks[0] >= written:
+                continue  # never written: no chunk
+            block = np.zeros(chunks, dtype=dt)
+            sl = tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(index, chunks, shape))
+            part = stored[sl]
+            block[tuple(slice(0, e) for e in part.shape)] = part
+            zfp_chunks["c/" + "/".join(map(str, index))] = zfpy.compress_numpy(
+                np.ascontiguousarray(block), write_header=False, **args).hex()
+        manifest.append({
+            "path": path, "zarr_format": fmt, "shape": list(shape), "chunks": list(chunks),
+            "input": values.astype(dt.newbyteorder("<")).tobytes().hex(),
+            "written": written,
+            "read_back": back.astype(dt.newbyteorder("<")).tobytes().hex(),
+            "zfp_config": zfp_config, "zfp_chunks": zfp_chunks,
+        })
+    (out / "manifest.json").write_text(json.dumps(manifest))
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args == ["matrix"]:
@@ -1921,6 +2012,8 @@ def main() -> None:
         cmd_zip_write(Path(args[1]).resolve())
     elif len(args) in (2, 3) and args[0] == "zip-read":
         cmd_zip_read(Path(args[1]).resolve(), args[2:] == ["--added"])
+    elif len(args) == 2 and args[0] == "zfp-write":
+        cmd_zfp_write(Path(args[1]).resolve())
     elif len(args) == 3 and args[0] == "verify":
         cmd_verify(Path(args[1]).resolve(), Path(args[2]).resolve())
     else:

@@ -15,13 +15,13 @@
 //! | `compressor` `blosc`, `zstd`, `gzip`, `zlib` | `blosc` (shuffle 0/1/2 as its names, -1 as numcodecs resolves it), `zstd`, `gzip`, `numcodecs.zlib` |
 //! | `filters` `delta`, `fixedscaleoffset`, `bitround`, `quantize`, `astype`, `packbits` | `numcodecs.<id>` before `bytes`, in order; the last one's `astype` sets the stored byte order |
 //! | `lz4`, `shuffle`, `crc32`, `adler32`, `crc32c`, `fletcher32`, `jenkins_lookup3`, `bz2`, `lzma` (as a filter or the compressor) | `numcodecs.<id>` after `bytes`, in order |
-//! | `compressor` `pcodec` (little-endian elements, no byte filters) | `numcodecs.pcodec` in place of `bytes`, after any element filters |
+//! | `compressor` `pcodec` or `zfpy` (little-endian elements, no byte filters) | `numcodecs.pcodec` or `numcodecs.zfpy` in place of `bytes`, after any element filters |
 //! | `dimension_separator` (default `.`) | the `v2` chunk key encoding (`0` for a 0-d array) |
 //! | `fill_value: null` | the data type's default (zero, `false`, empty) |
 //!
 //! Structured data types with subarray or object fields or with both byte orders, object
 //! arrays without a string or bytes filter, and the other numcodecs filters and compressors
-//! (`categorize`, `zfpy`, ...) are refused with an error naming them.
+//! (`categorize`, ...) are refused with an error naming them.
 //!
 //! ```
 //! use zarr_core::v2::ArrayMetadataV2;
@@ -480,16 +480,20 @@ impl ArrayMetadataV2 {
                     codecs.push(numcodecs_v3(filter));
                 }
                 element_size = size;
-                if let Some(compressor) = self.compressor.as_ref().filter(|c| codec_id(c) == PCODEC)
+                if let Some(compressor) = self
+                    .compressor
+                    .as_ref()
+                    .filter(|c| ELEMENT_COMPRESSORS.contains(&codec_id(c)))
                 {
-                    // numcodecs' pcodec compresses the elements themselves: in v3 it is the
-                    // array->bytes codec, in place of `bytes`, and nothing can follow it.
+                    // numcodecs' pcodec and zfpy compress the elements themselves: in v3 each
+                    // is the array->bytes codec, in place of `bytes`, and nothing can follow.
                     let field = format!("{ZARRAY}: compressor");
+                    let id = codec_id(compressor);
                     if let Some((i, filter)) = filters.peek() {
                         return Err(Error::invalid(
                             field,
                             format!(
-                                "`pcodec` compresses elements, but the byte filter `{}` \
+                                "`{id}` compresses elements, but the byte filter `{}` \
                                  (filters[{i}]) comes before it: no v3 chain can do that",
                                 codec_id(filter)
                             ),
@@ -498,8 +502,10 @@ impl ArrayMetadataV2 {
                     if order == ByteOrder::Big && size.is_some_and(|s| s > 1) {
                         return Err(Error::invalid(
                             field,
-                            "`pcodec` takes little-endian elements only (numcodecs refuses \
-                             big-endian ones)",
+                            format!(
+                                "`{id}` takes little-endian elements only (numcodecs refuses \
+                                 big-endian ones)"
+                            ),
                         ));
                     }
                     codecs.push(numcodecs_v3(compressor));
@@ -773,8 +779,9 @@ const ELEMENT_FILTERS: [&str; 6] = [
     "packbits",
 ];
 
-/// numcodecs' compressor of elements (`numcodecs.pcodec` in v3, an array->bytes codec).
-const PCODEC: &str = "pcodec";
+/// numcodecs' compressors of elements (`numcodecs.pcodec` and `numcodecs.zfpy` in v3,
+/// array->bytes codecs).
+const ELEMENT_COMPRESSORS: [&str; 2] = ["pcodec", "zfpy"];
 
 /// numcodecs' byte codecs read under their `numcodecs.<id>` v3 name with the same
 /// configuration.
@@ -955,8 +962,8 @@ fn compressor_to_v3(
                 kind: ExtensionKind::Codec,
                 name: other.to_owned(),
                 field: format!(
-                    "{field} (v2 codecs read here: blosc, zstd, gzip, zlib, {}, pcodec as the \
-                     compressor, and the filters {})",
+                    "{field} (v2 codecs read here: blosc, zstd, gzip, zlib, {}, pcodec and \
+                     zfpy as the compressor, and the filters {})",
                     NUMCODECS_BYTES.join(", "),
                     ELEMENT_FILTERS.join(", ")
                 ),
@@ -1297,8 +1304,6 @@ mod tests {
 
     #[test]
     fn what_has_no_equivalent_is_named() {
-        let e = v3(json!({"compressor": {"id": "zfpy", "mode": 4, "tolerance": 0.1}})).unwrap_err();
-        assert!(e.to_string().contains("zfpy"), "{e}");
         let e = v3(json!({"filters": [{"id": "categorize", "dtype": "<U1"}]})).unwrap_err();
         assert!(e.to_string().contains("categorize"), "{e}");
         // A numeric filter after a byte filter; a filter dtype of the other byte order.
@@ -1323,7 +1328,22 @@ mod tests {
         let e = v3(json!({"compressor": pcodec, "dtype": ">i2"})).unwrap_err();
         assert!(e.to_string().contains("little-endian"), "{e}");
         let e = v3(json!({"filters": [pcodec]})).unwrap_err();
-        assert!(e.to_string().contains("pcodec as the compressor"), "{e}");
+        assert!(
+            e.to_string().contains("pcodec and zfpy as the compressor"),
+            "{e}"
+        );
+        // So does zfpy (numcodecs' configuration kept whole).
+        let zfpy = json!({"id": "zfpy", "mode": 4, "tolerance": 0.1, "rate": -1,
+            "precision": -1, "compression_kwargs": {"tolerance": 0.1}});
+        let meta = v3(json!({"compressor": zfpy, "dtype": "<f8"})).unwrap();
+        assert_eq!(meta.codecs.len(), 1);
+        assert_eq!(meta.codecs[0].name, "numcodecs.zfpy");
+        assert_eq!(
+            meta.codecs[0].configuration.as_ref().unwrap()["compression_kwargs"],
+            json!({"tolerance": 0.1})
+        );
+        let e = v3(json!({"compressor": zfpy, "dtype": ">f8"})).unwrap_err();
+        assert!(e.to_string().contains("`zfpy` takes little-endian"), "{e}");
         let e = v3(json!({"zarr_format": 3})).unwrap_err();
         assert!(e.to_string().contains("zarr_format"), "{e}");
         let e = v3(json!({"chunks": [4]})).unwrap_err();

@@ -199,16 +199,16 @@ impl ArrayMetadataV2 {
         }
         let mut pcodec = None;
         let dtype = match codecs.next() {
-            Some((i, c)) if c.name == "numcodecs.pcodec" => {
-                // numcodecs' pcodec compresses the elements: v2's compressor, with nothing
-                // after it (the filters come before the compressor in v2).
+            Some((i, c)) if c.name == "numcodecs.pcodec" || c.name == "numcodecs.zfpy" => {
+                // numcodecs' pcodec and zfpy compress the elements: v2's compressor, with
+                // nothing after it (the filters come before the compressor in v2).
                 if let Some((j, next)) = codecs.peek() {
                     return Err(no_v2(
                         format!("codecs[{j}]"),
                         format!(
-                            "`{}` follows `numcodecs.pcodec` (codecs[{i}]), which is v2's \
-                             compressor: nothing can follow it there",
-                            next.name
+                            "`{}` follows `{}` (codecs[{i}]), which is v2's compressor: \
+                             nothing can follow it there",
+                            next.name, c.name
                         ),
                     ));
                 }
@@ -682,6 +682,11 @@ mod tests {
             assert_eq!(written["compressor"], pcodec);
             assert_eq!(written["filters"], filters);
         }
+        let zfpy = json!({"id": "zfpy", "mode": 2, "tolerance": -1, "rate": 12.5,
+            "precision": -1, "compression_kwargs": {"rate": 12.5}});
+        let (meta, written) = round_trip(&zarray(json!("<f4"), json!({"compressor": zfpy})));
+        assert_eq!(meta.codecs.last().unwrap().name, "numcodecs.zfpy");
+        assert_eq!(written["compressor"], zfpy);
         let (meta, written) = round_trip(&zarray(
             json!("|b1"),
             json!({"filters": [{"id": "packbits"}], "fill_value": false}),
