@@ -34,6 +34,9 @@ pub mod sharding_guide {}
 #[doc = include_str!("../../../docs/stores.md")]
 pub mod stores_guide {}
 
+#[doc = include_str!("../../../docs/codecs.md")]
+pub mod codecs_guide {}
+
 pub use zarr_array as array;
 
 /// Crates whose types the API takes and returns, re-exported so one dependency is enough:
