@@ -442,11 +442,7 @@ async fn bad_v2_metadata_and_chunks_are_typed_errors_naming_the_node() {
     let store = Arc::new(MemoryStore::new());
     let cases = [
         ("structured", json!({"dtype": [["a", "<i4"]]}), "structured"),
-        (
-            "base64",
-            json!({"compressor": {"id": "base64"}}),
-            "base64",
-        ),
+        ("base64", json!({"compressor": {"id": "base64"}}), "base64"),
         (
             "categorize",
             json!({"filters": [{"id": "categorize", "dtype": "<U1", "labels": ["a"]}]}),
