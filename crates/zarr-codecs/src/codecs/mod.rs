@@ -16,6 +16,15 @@ pub(crate) mod zstd;
 
 use std::io::{ErrorKind, Read};
 
+/// Bytes from hex text (test fixtures: streams other implementations wrote).
+#[cfg(test)]
+pub(crate) fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
 use crate::error::{Error, Result};
 
 fn stream_error(codec: &str, source: std::io::Error) -> Error {

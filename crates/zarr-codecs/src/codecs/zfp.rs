@@ -400,19 +400,27 @@ fn decode_kind(
     Ok(())
 }
 
-fn encode_values(
+/// Encode a chunk's native-order `bytes` (of `kind`, the array's `data_type`, in zfp's
+/// `dims`) in `mode`, with zfp's header or without.
+fn encode_chunk(
     codec: &str,
-    values: &Values,
-    dims: [usize; 4],
+    mode: ZfpMode,
+    (kind, data_type, dims): (Kind, &DataType, [usize; 4]),
+    bytes: &[u8],
     config: &ZfpConfig,
     header: bool,
-) -> Result<Vec<u8>> {
-    match values {
+) -> Result<Bytes> {
+    let values = read_values(codec, kind, bytes, data_type)?;
+    if mode.is_lossy_for_floats() {
+        check_finite(codec, &values, data_type)?;
+    }
+    let stream = match &values {
         Values::I32(v) => compress(codec, v, dims, config, header),
         Values::I64(v) => compress(codec, v, dims, config, header),
         Values::F32(v) => compress(codec, v, dims, config, header),
         Values::F64(v) => compress(codec, v, dims, config, header),
-    }
+    }?;
+    Ok(stream.into())
 }
 
 #[cfg(target_endian = "big")]
@@ -686,11 +694,8 @@ impl ArrayToBytesCodec for ZfpCodec {
         let (kind, dims, config) = self.plan(decoded)?;
         array.validate_for(Self::NAME, decoded)?;
         let bytes = array.into_fixed(Self::NAME)?;
-        let values = read_values(Self::NAME, kind, &bytes, decoded.data_type())?;
-        if self.mode.is_lossy_for_floats() {
-            check_finite(Self::NAME, &values, decoded.data_type())?;
-        }
-        Ok(encode_values(Self::NAME, &values, dims, &config, false)?.into())
+        let chunk = (kind, decoded.data_type(), dims);
+        encode_chunk(Self::NAME, self.mode, chunk, &bytes, &config, false)
     }
 
     fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
@@ -956,11 +961,8 @@ impl ArrayToBytesCodec for ZfpyCodec {
         let mode = self.mode();
         // zfpy sizes fixed-rate blocks by the array's dimensionality.
         let config = mode.config(Self::NAME, kind.scalar(), dimensionality(&dims))?;
-        let values = read_values(Self::NAME, kind, &bytes, decoded.data_type())?;
-        if mode.is_lossy_for_floats() {
-            check_finite(Self::NAME, &values, decoded.data_type())?;
-        }
-        Ok(encode_values(Self::NAME, &values, dims, &config, true)?.into())
+        let chunk = (kind, decoded.data_type(), dims);
+        encode_chunk(Self::NAME, mode, chunk, &bytes, &config, true)
     }
 
     fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
@@ -1032,19 +1034,13 @@ impl ArrayToBytesCodec for ZfpyCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codecs::unhex;
     use serde_json::json;
     use zarr_core::FillValue;
 
     fn repr(shape: &[u64], data_type: DataType) -> ChunkRepresentation {
         let fill = FillValue::default_for(&data_type);
         ChunkRepresentation::try_new(shape.to_vec(), data_type, fill).unwrap()
-    }
-
-    fn unhex(hex: &str) -> Vec<u8> {
-        (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-            .collect()
     }
 
     fn ne<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {

@@ -569,11 +569,7 @@ mod tests {
     }
 
     fn unhex(hex: &str) -> Bytes {
-        (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-            .collect::<Vec<u8>>()
-            .into()
+        crate::codecs::unhex(hex).into()
     }
 
     #[test]
