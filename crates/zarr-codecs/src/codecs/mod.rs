@@ -16,6 +16,31 @@ pub(crate) mod zstd;
 
 use std::io::{ErrorKind, Read};
 
+/// Flip each of `bits` in every byte of `encoded` and decode: an error, or a chunk of the
+/// right size, never a panic (test helper for array->bytes codecs).
+#[cfg(test)]
+pub(crate) fn assert_bit_flips_decode_safely(
+    codec: &dyn crate::codec::ArrayToBytesCodec,
+    encoded: &::bytes::Bytes,
+    repr: &crate::representation::ChunkRepresentation,
+    bits: &[u8],
+) {
+    let size = repr.fixed_size_usize().unwrap();
+    for i in 0..encoded.len() {
+        for &bit in bits {
+            let mut bad = encoded.to_vec();
+            bad[i] ^= bit;
+            if let Ok(back) = codec.decode(bad.into(), repr) {
+                assert_eq!(
+                    back.as_fixed().unwrap().len(),
+                    size,
+                    "byte {i} bit {bit:#x}"
+                );
+            }
+        }
+    }
+}
+
 /// Bytes from hex text (test fixtures: streams other implementations wrote).
 #[cfg(test)]
 pub(crate) fn unhex(hex: &str) -> Vec<u8> {
