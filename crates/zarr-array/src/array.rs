@@ -795,7 +795,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
 
     /// Check decoded `bytes` before they are seen as values of `T` ([`Element::first_invalid`]);
     /// `what` prefixes "element i" in the error.
-    fn check_values<T: Element>(&self, bytes: &[u8], what: &str) -> Result<()> {
+    pub(crate) fn check_values<T: Element>(&self, bytes: &[u8], what: &str) -> Result<()> {
         match T::first_invalid(bytes) {
             Some(i) => Err(Error::InvalidValue {
                 array: self.path.as_str().to_owned(),
@@ -1139,12 +1139,8 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
             })
             .collect();
         let mut out = Vec::with_capacity(tasks.len());
-        for mut task in tasks {
-            match (&mut task.0).await {
-                Ok(read) => out.push(read?),
-                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-                Err(error) => return Err(Error::Task(error.to_string())),
-            }
+        for task in tasks {
+            out.push(task.join().await??);
         }
         Ok(out)
     }
@@ -1152,7 +1148,19 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
 
 /// A spawned task, aborted if dropped before it finishes (when another read fails first, or
 /// the caller stops waiting).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
+
+impl<T> AbortOnDrop<T> {
+    /// The task's output; its panic, resumed here; [`Error::Task`] if it was cancelled (its
+    /// runtime shut down).
+    pub(crate) async fn join(mut self) -> Result<T> {
+        match (&mut self.0).await {
+            Ok(output) => Ok(output),
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(error) => Err(Error::Task(error.to_string())),
+        }
+    }
+}
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {

@@ -40,7 +40,7 @@ use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::region::IntoRegion;
-use crate::{ArrayBuilder, ArrayOptions};
+use crate::{ArrayBuilder, ArrayOptions, Selection};
 
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
@@ -402,6 +402,68 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
     ) -> Result<Vec<Vec<T>>> {
         block_on(self.0.read_many(regions))?
     }
+
+    /// [`crate::Array::read_selection`]: an orthogonal selection (steps, listed indices,
+    /// masks), in C order over its shape.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, AxisSelection, Selection, blocking};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let builder = ArrayBuilder::new(vec![8], DataType::Int16, vec![3]);
+    /// let array = blocking::Array::create(&builder, Arc::new(MemoryStore::new()), "/a")?;
+    /// array.write(.., &[0i16, 1, 2, 3, 4, 5, 6, 7])?;
+    /// let odd = Selection::new([AxisSelection::step(1.., 2)]);
+    /// assert_eq!(array.read_selection::<i16>(&odd)?, [1, 3, 5, 7]);
+    /// assert_eq!(array.read_points::<i16, _>([[6u64], [2]])?, [6, 2]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_selection`], and [`Error::BlockingInAsync`].
+    pub fn read_selection<T: Element>(&self, selection: &Selection) -> Result<Vec<T>> {
+        block_on(self.0.read_selection(selection))?
+    }
+
+    /// [`crate::Array::read_selection_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_selection_bytes`], and [`Error::BlockingInAsync`].
+    pub fn read_selection_bytes(&self, selection: &Selection) -> Result<Vec<u8>> {
+        block_on(self.0.read_selection_bytes(selection))?
+    }
+
+    /// [`crate::Array::read_points`]: the elements at `points`, in their order.
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_points`], and [`Error::BlockingInAsync`].
+    pub fn read_points<T: Element, P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+    ) -> Result<Vec<T>> {
+        block_on(self.0.read_points(points))?
+    }
+
+    /// [`crate::Array::read_points_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_points_bytes`], and [`Error::BlockingInAsync`].
+    pub fn read_points_bytes<P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+    ) -> Result<Vec<u8>> {
+        block_on(self.0.read_points_bytes(points))?
+    }
+
+    /// [`crate::Array::read_blocks`]: whole chunks (shards) by grid index.
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_blocks`], and [`Error::BlockingInAsync`].
+    pub fn read_blocks<T: Element>(&self, blocks: impl IntoRegion) -> Result<Vec<T>> {
+        block_on(self.0.read_blocks(blocks))?
+    }
 }
 
 impl<S: WritableStore + ?Sized> Array<S> {
@@ -544,6 +606,48 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// As [`crate::Array::update_attributes`], and [`Error::BlockingInAsync`].
     pub fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         block_on(self.0.update_attributes(attributes))?
+    }
+}
+
+impl<S: WritableStore + ?Sized + 'static> Array<S> {
+    /// [`crate::Array::write_selection`]: values in C order over an orthogonal selection.
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_selection`], and [`Error::BlockingInAsync`].
+    pub fn write_selection<T: Element>(&self, selection: &Selection, values: &[T]) -> Result<()> {
+        block_on(self.0.write_selection(selection, values))?
+    }
+
+    /// [`crate::Array::write_selection_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_selection_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_selection_bytes(&self, selection: &Selection, values: &[u8]) -> Result<()> {
+        block_on(self.0.write_selection_bytes(selection, values))?
+    }
+
+    /// [`crate::Array::write_points`]: one value per point, in their order.
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_points`], and [`Error::BlockingInAsync`].
+    pub fn write_points<T: Element, P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+        values: &[T],
+    ) -> Result<()> {
+        block_on(self.0.write_points(points, values))?
+    }
+
+    /// [`crate::Array::write_points_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_points_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_points_bytes<P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+        values: &[u8],
+    ) -> Result<()> {
+        block_on(self.0.write_points_bytes(points, values))?
     }
 }
 

@@ -69,6 +69,7 @@ mod index_cache;
 mod index_flights;
 mod read;
 mod region;
+mod selection;
 mod vlen_partial;
 mod write;
 
@@ -79,6 +80,7 @@ pub use element::Element;
 pub use error::{Error, Result};
 pub use group::{Group, Node};
 pub use region::{IntoRegion, RegionIndex};
+pub use selection::{AxisSelection, Selection};
 pub use zarr_codecs::{ArrayBytes, VlenBytes};
 pub use zarr_core::{ErrorChain, Region};
 

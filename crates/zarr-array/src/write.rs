@@ -334,7 +334,10 @@ fn shard_chunks<S: ?Sized>(
 /// ones, merge and encode in parallel with `merge`, then store them (`io` requests at a time,
 /// or one write per shard through the storage transformer). Partial chunks are locked (in
 /// the process) from their read until their write.
-async fn write_chunks<S, F>(array: &Array<S>, region: &Region, merge: F) -> Result<()>
+///
+/// With `lock` false the caller holds the lock of the one unit (chunk or shard) the region
+/// lies in (see [`lock_unit`]).
+async fn write_chunks<S, F>(array: &Array<S>, region: &Region, lock: bool, merge: F) -> Result<()>
 where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
@@ -379,7 +382,11 @@ where
                 .map(|(shard, _)| stripe(array, &shard))
                 .collect(),
         };
-        let guards = lock_stripes(stripes).await;
+        let guards = if lock {
+            lock_stripes(stripes).await
+        } else {
+            Vec::new()
+        };
         let partial: Vec<StoreKey> = batch
             .iter()
             .filter(|(_, _, whole)| !whole)
@@ -587,6 +594,40 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
     region: &Region,
     values: &[u8],
 ) -> Result<()> {
+    write_fixed_with(array, region, values, true).await
+}
+
+/// Take the in-process lock of the unit stored under one key (a chunk, or the shard holding
+/// it through the storage transformer) that holds `chunk` (grid indices), as a write of
+/// part of it would. While the guard lives, no other write in the process updates the unit.
+pub(crate) async fn lock_unit<S: ?Sized>(
+    array: &Array<S>,
+    chunk: &[u64],
+) -> Result<tokio::sync::MutexGuard<'static, ()>> {
+    let key = array.chunk_key_unchecked(chunk)?;
+    let key = match &array.transformer {
+        Some(transformer) => transformer.shard_of(&key).map_or(key, |(shard, _)| shard),
+        None => key,
+    };
+    Ok(key_locks()[stripe(array, &key)].lock().await)
+}
+
+/// [`write_fixed`] of a region inside one unit (chunk, or shard through the transformer)
+/// whose lock ([`lock_unit`]) the caller holds.
+pub(crate) async fn write_fixed_locked<S: WritableStore + ?Sized>(
+    array: &Array<S>,
+    region: &Region,
+    values: &[u8],
+) -> Result<()> {
+    write_fixed_with(array, region, values, false).await
+}
+
+async fn write_fixed_with<S: WritableStore + ?Sized>(
+    array: &Array<S>,
+    region: &Region,
+    values: &[u8],
+    lock: bool,
+) -> Result<()> {
     let metadata = &array.metadata;
     region.check_within(&metadata.shape)?;
     let elem = array.element_size()?;
@@ -654,7 +695,9 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
             },
         )
     };
-    write_chunks(array, region, merge).instrument(span).await
+    write_chunks(array, region, lock, merge)
+        .instrument(span)
+        .await
 }
 
 /// Set the elements of an edge chunk that lie outside the array to the fill value, whatever
@@ -874,7 +917,9 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
             },
         )
     };
-    write_chunks(array, region, merge).instrument(span).await
+    write_chunks(array, region, true, merge)
+        .instrument(span)
+        .await
 }
 
 /// Fill `buffer` with copies of `element`.

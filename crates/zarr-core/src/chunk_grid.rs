@@ -700,6 +700,100 @@ impl ChunkGrid {
             .unzip())
     }
 
+    /// Along dimension `dim` alone: the index of the chunk holding element index `x`, and the
+    /// elements that chunk covers (not clipped to the array). The one-dimensional
+    /// [`ChunkGrid::chunk_of`], for grouping many indices of one dimension by chunk.
+    ///
+    /// ```
+    /// use zarr_core::{ChunkGrid, DimensionChunks};
+    ///
+    /// let grid = ChunkGrid::rectilinear(vec![
+    ///     DimensionChunks::Regular(10),
+    ///     DimensionChunks::from_edges([2, 3, 5]),
+    /// ])?;
+    /// assert_eq!(grid.chunk_along(&[25, 10], 0, 24)?, (2, 20..30));
+    /// assert_eq!(grid.chunk_along(&[25, 10], 1, 4)?, (1, 2..5));
+    /// assert!(grid.chunk_along(&[25, 10], 1, 10).is_err());
+    /// # Ok::<(), zarr_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`ChunkGrid::validate`]; [`Error::RankMismatch`] if `dim` is not a dimension;
+    /// [`Error::RegionOutOfBounds`] if `x` is not below `shape[dim]`.
+    pub fn chunk_along(
+        &self,
+        shape: &[u64],
+        dim: usize,
+        x: u64,
+    ) -> Result<(u64, std::ops::Range<u64>)> {
+        self.validate(shape)?;
+        if dim >= shape.len() {
+            return Err(Error::RankMismatch {
+                what: "dimension index".into(),
+                expected: shape.len(),
+                found: dim + 1,
+            });
+        }
+        if x >= shape[dim] {
+            let ranges: Vec<String> = shape
+                .iter()
+                .enumerate()
+                .map(|(d, n)| {
+                    if d == dim {
+                        format!("{x}..{}", u128::from(x) + 1)
+                    } else {
+                        format!("0..{n}")
+                    }
+                })
+                .collect();
+            return Err(Error::RegionOutOfBounds {
+                region: format!("[{}]", ranges.join(", ")),
+                shape: shape.to_vec(),
+            });
+        }
+        let axis = self.axis(dim);
+        let (k, _) = axis.locate(x);
+        let (origin, size) = axis.span(k);
+        Ok((k, origin..origin.saturating_add(size)))
+    }
+
+    /// Along dimension `dim` alone: the elements chunk `k` covers (not clipped to the array).
+    ///
+    /// ```
+    /// use zarr_core::{ChunkGrid, DimensionChunks};
+    ///
+    /// let grid = ChunkGrid::rectilinear(vec![DimensionChunks::from_edges([2, 3, 5])])?;
+    /// assert_eq!(grid.chunk_range_along(&[10], 0, 1)?, 2..5);
+    /// assert!(grid.chunk_range_along(&[10], 0, 3).is_err());
+    /// # Ok::<(), zarr_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`ChunkGrid::validate`]; [`Error::RankMismatch`] if `dim` is not a dimension;
+    /// [`Error::ChunkOutOfBounds`] if `k` is not a chunk of the dimension.
+    pub fn chunk_range_along(
+        &self,
+        shape: &[u64],
+        dim: usize,
+        k: u64,
+    ) -> Result<std::ops::Range<u64>> {
+        let grid_shape = self.grid_shape(shape)?;
+        if dim >= shape.len() {
+            return Err(Error::RankMismatch {
+                what: "dimension index".into(),
+                expected: shape.len(),
+                found: dim + 1,
+            });
+        }
+        if k >= grid_shape[dim] {
+            let mut chunk = vec![0; shape.len()];
+            chunk[dim] = k;
+            return Err(Error::ChunkOutOfBounds { chunk, grid_shape });
+        }
+        let (origin, size) = self.axis(dim).span(k);
+        Ok(origin..origin.saturating_add(size))
+    }
+
     /// Check a chunk index against the grid.
     fn check_chunk(&self, shape: &[u64], chunk: &[u64]) -> Result<()> {
         let grid_shape = self.grid_shape(shape)?;

@@ -63,7 +63,10 @@ pub use {bytes, half, num_complex, serde_json, zarr_array::ndarray};
 pub mod prelude {
     pub use std::sync::Arc;
 
-    pub use zarr_array::{Array, ArrayBuilder, ArrayOptions, Group, IntoRegion, Node, blocking};
+    pub use zarr_array::{
+        Array, ArrayBuilder, ArrayOptions, AxisSelection, Group, IntoRegion, Node, Selection,
+        blocking,
+    };
     pub use zarr_core::{DataType, ErrorChain, FillValue, Region};
     pub use zarr_store::{
         FilesystemStore, ListableStore, MemoryStore, ReadableStore, WritableStore, ZipStore,

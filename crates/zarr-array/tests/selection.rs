@@ -1,0 +1,506 @@
+//! Orthogonal selections, points and blocks: reads and writes against a model of the array,
+//! on every chunk layout and both runtime flavours, plus what they cost and how they fail.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use zarr_array::{Array, ArrayBuilder, AxisSelection, Error, Region, Selection, blocking};
+use zarr_core::{ChunkGrid, DataType, DimensionChunks};
+use zarr_store::{MemoryStore, RecordingStore};
+
+/// How the test array is chunked.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    Regular,
+    Rectilinear,
+    /// The sharding codec, inner chunks of the given size in shards of twice it.
+    Sharded,
+    /// The sharding storage transformer, two chunks per shard along each dimension.
+    Transformer,
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    shape: Vec<u64>,
+    chunk: Vec<u64>,
+    layout: Layout,
+    multi_thread: bool,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (1usize..=3)
+        .prop_flat_map(|rank| {
+            (
+                prop::collection::vec(1u64..=11, rank),
+                prop::collection::vec(1u64..=4, rank),
+                prop_oneof![
+                    Just(Layout::Regular),
+                    Just(Layout::Rectilinear),
+                    Just(Layout::Sharded),
+                    Just(Layout::Transformer),
+                ],
+                any::<bool>(),
+            )
+        })
+        .prop_map(|(shape, chunk, layout, multi_thread)| Case {
+            shape,
+            chunk,
+            layout,
+            multi_thread,
+        })
+}
+
+fn builder(case: &Case) -> ArrayBuilder {
+    let b = ArrayBuilder::new(case.shape.clone(), DataType::UInt16, case.chunk.clone())
+        .fill_value(zarr_core::FillValue::new(7u16.to_le_bytes().to_vec()))
+        .zstd(1);
+    match case.layout {
+        Layout::Regular => b,
+        Layout::Rectilinear => {
+            // Edges 1, c, 2c, 1, c, 2c, ... until the dimension is covered.
+            let dims = case
+                .shape
+                .iter()
+                .zip(&case.chunk)
+                .map(|(&n, &c)| {
+                    let mut edges = Vec::new();
+                    let mut total = 0;
+                    let mut k = 0;
+                    while total < n {
+                        let e = [1, c, 2 * c][k % 3];
+                        edges.push(e);
+                        total += e;
+                        k += 1;
+                    }
+                    DimensionChunks::from_edges(edges)
+                })
+                .collect();
+            b.chunk_grid(ChunkGrid::rectilinear(dims).unwrap())
+        }
+        Layout::Sharded => ArrayBuilder::new(
+            case.shape.clone(),
+            DataType::UInt16,
+            case.chunk.iter().map(|c| c * 2).collect(),
+        )
+        .fill_value(zarr_core::FillValue::new(7u16.to_le_bytes().to_vec()))
+        .zstd(1)
+        .sharding(case.chunk.clone()),
+        Layout::Transformer => b.sharding_transformer(vec![2; case.shape.len()]),
+    }
+}
+
+fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
+    if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+}
+
+/// A selection of one dimension of length `n`: a strided range, listed indices (repeats
+/// and any order) or a mask.
+fn axis(n: u64) -> impl Strategy<Value = AxisSelection> {
+    prop_oneof![
+        (0..=n, 0..=n, 1u64..=4).prop_map(|(a, b, step)| {
+            let (a, b) = (a.min(b), a.max(b));
+            AxisSelection::step(a..b, step)
+        }),
+        prop::collection::vec(0..n, 0..8).prop_map(AxisSelection::Indices),
+        prop::collection::vec(any::<bool>(), n as usize).prop_map(AxisSelection::Mask),
+    ]
+}
+
+fn strides(shape: &[u64]) -> Vec<u64> {
+    let mut strides = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
+/// The array positions (C-order offsets) of a selection's values, in output order.
+fn positions(shape: &[u64], selection: &Selection) -> Vec<usize> {
+    let lists: Vec<Vec<u64>> = selection
+        .axes()
+        .iter()
+        .zip(shape)
+        .map(|(a, &n)| a.indices_in(n).unwrap())
+        .collect();
+    let strides = strides(shape);
+    let mut out = vec![0usize];
+    for (list, stride) in lists.iter().zip(&strides) {
+        out = out
+            .iter()
+            .flat_map(|&base| list.iter().map(move |&i| base + (i * stride) as usize))
+            .collect();
+    }
+    out
+}
+
+fn offset(shape: &[u64], point: &[u64]) -> usize {
+    point
+        .iter()
+        .zip(strides(shape))
+        .map(|(i, s)| (i * s) as usize)
+        .sum()
+}
+
+#[derive(Debug, Clone)]
+struct Scenario {
+    case: Case,
+    selection: Selection,
+    points: Vec<Vec<u64>>,
+    seed: u16,
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    case().prop_flat_map(|case| {
+        let axes: Vec<_> = case.shape.iter().map(|&n| axis(n)).collect();
+        let point = case
+            .shape
+            .iter()
+            .map(|&n| 0..n)
+            .collect::<Vec<_>>()
+            .prop_map(|p: Vec<u64>| p);
+        (
+            Just(case),
+            axes.prop_map(Selection::new),
+            prop::collection::vec(point, 0..12),
+            any::<u16>(),
+        )
+            .prop_map(|(case, selection, points, seed)| Scenario {
+                case,
+                selection,
+                points,
+                seed,
+            })
+    })
+}
+
+async fn check(s: &Scenario) {
+    let Scenario {
+        case,
+        selection,
+        points,
+        seed,
+    } = s;
+    let shape = &case.shape;
+    let n: u64 = shape.iter().product();
+    let store = Arc::new(MemoryStore::new());
+    let array = builder(case).create(store, "/s").await.unwrap();
+    // Some elements are the fill value, so some chunks are not stored.
+    let mut model: Vec<u16> = (0..n as u16)
+        .map(|i| {
+            if i % 5 == 0 {
+                7
+            } else {
+                i.wrapping_mul(*seed | 1)
+            }
+        })
+        .collect();
+    array.write(.., &model).await.unwrap();
+
+    let wanted = positions(shape, selection);
+    let read = array.read_selection::<u16>(selection).await.unwrap();
+    let expected: Vec<u16> = wanted.iter().map(|&p| model[p]).collect();
+    assert_eq!(read, expected, "read_selection");
+    assert_eq!(
+        Region::full(&selection.shape_in(shape).unwrap())
+            .num_elements()
+            .unwrap(),
+        read.len() as u64
+    );
+
+    let read = array.read_points::<u16, _>(points).await.unwrap();
+    let expected: Vec<u16> = points.iter().map(|p| model[offset(shape, p)]).collect();
+    assert_eq!(read, expected, "read_points");
+
+    // Writes: later values win where an index repeats.
+    let values: Vec<u16> = (0..wanted.len() as u16)
+        .map(|i| if i % 3 == 0 { 7 } else { 1000 + i })
+        .collect();
+    array.write_selection(selection, &values).await.unwrap();
+    for (&p, &v) in wanted.iter().zip(&values) {
+        model[p] = v;
+    }
+    assert_eq!(
+        array.read::<u16>(..).await.unwrap(),
+        model,
+        "write_selection"
+    );
+
+    let values: Vec<u16> = (0..points.len() as u16).map(|i| 2000 + i).collect();
+    array.write_points(points, &values).await.unwrap();
+    for (p, &v) in points.iter().zip(&values) {
+        model[offset(shape, p)] = v;
+    }
+    assert_eq!(array.read::<u16>(..).await.unwrap(), model, "write_points");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    #[test]
+    fn selections_match_a_model_of_the_array(s in scenario()) {
+        runtime(s.case.multi_thread).block_on(check(&s));
+    }
+}
+
+async fn grid_array(store: Arc<MemoryStore>) -> Array<MemoryStore> {
+    let array = ArrayBuilder::new(vec![6, 8], DataType::Int32, vec![2, 3])
+        .create(store, "/g")
+        .await
+        .unwrap();
+    array
+        .write(.., &(0..48).collect::<Vec<i32>>())
+        .await
+        .unwrap();
+    array
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selections_read_numpy_orthogonal_results() {
+    let array = grid_array(Arc::new(MemoryStore::new())).await;
+    // a[1::2][:, [7, 0, 7]] in numpy.
+    let selection = Selection::new([
+        AxisSelection::step(1.., 2),
+        AxisSelection::indices([7, 0, 7]),
+    ]);
+    assert_eq!(selection.shape_in(array.shape()).unwrap(), [3, 3]);
+    assert_eq!(
+        array.read_selection::<i32>(&selection).await.unwrap(),
+        [15, 8, 15, 31, 24, 31, 47, 40, 47]
+    );
+    // Masks and single indices; a selection of step-1 ranges is a region.
+    let mask = Selection::new([
+        AxisSelection::mask([true, false, false, false, false, true]),
+        AxisSelection::index(2),
+    ]);
+    assert_eq!(array.read_selection::<i32>(&mask).await.unwrap(), [2, 42]);
+    let region = Selection::from(Region::try_new(vec![1..3, 2..4]).unwrap());
+    assert_eq!(
+        array.read_selection::<i32>(&region).await.unwrap(),
+        array.read::<i32>([1..3, 2..4]).await.unwrap()
+    );
+    assert_eq!(
+        array.read_selection_bytes(&selection).await.unwrap(),
+        [15i32, 8, 15, 31, 24, 31, 47, 40, 47]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<u8>>()
+    );
+    // Empty selections read nothing.
+    let empty = Selection::new([AxisSelection::indices([]), AxisSelection::all()]);
+    assert!(
+        array
+            .read_selection::<i32>(&empty)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        array
+            .read_points::<i32, [u64; 2]>([])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn blocks_are_regions_of_whole_chunks() {
+    let array = grid_array(Arc::new(MemoryStore::new())).await;
+    // Chunks 2x3 over 6x8: the grid is 3x3, the last column of chunks 2 wide.
+    assert_eq!(
+        array.blocks_region([1..2, 2..3]).unwrap(),
+        Region::try_new(vec![2..4, 6..8]).unwrap()
+    );
+    assert_eq!(
+        array.read_blocks::<i32>([2..3, 2..3]).await.unwrap(),
+        [38, 39, 46, 47]
+    );
+    assert_eq!(
+        array.blocks_region([0..0, 1..3]).unwrap(),
+        Region::try_new(vec![0..0, 3..8]).unwrap()
+    );
+    assert!(array.blocks_region([0..4, 0..1]).is_err());
+
+    let sharded = ArrayBuilder::new(vec![10], DataType::Int32, vec![4])
+        .sharding(vec![2])
+        .create(Arc::new(MemoryStore::new()), "/s")
+        .await
+        .unwrap();
+    // Blocks of a sharded array are its shards.
+    assert_eq!(
+        sharded.blocks_region(2..3).unwrap(),
+        Region::try_new(std::iter::once(8..10).collect()).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn bad_selections_are_typed_errors() {
+    let array = grid_array(Arc::new(MemoryStore::new())).await;
+    let bad = [
+        Selection::new([AxisSelection::all()]),
+        Selection::new([AxisSelection::step(.., 0), AxisSelection::all()]),
+        Selection::new([AxisSelection::range(0..7), AxisSelection::all()]),
+        Selection::new([AxisSelection::indices([6]), AxisSelection::all()]),
+        Selection::new([AxisSelection::mask([true; 5]), AxisSelection::all()]),
+    ];
+    for selection in &bad {
+        assert!(
+            matches!(
+                array.read_selection::<i32>(selection).await,
+                Err(Error::Region { .. })
+            ),
+            "{selection:?}"
+        );
+        assert!(matches!(
+            array.write_selection::<i32>(selection, &[]).await,
+            Err(Error::Region { .. } | Error::BufferSize { .. })
+        ));
+    }
+    let err = array.read_points::<i32, _>([[6u64, 0]]).await.unwrap_err();
+    assert!(err.to_string().contains("point 0 [6, 0]"), "{err}");
+    assert!(matches!(
+        array.read_points::<i32, _>([vec![1u64]]).await,
+        Err(Error::Region { .. })
+    ));
+    assert!(matches!(
+        array.read_points::<u8, _>([[0u64, 0]]).await,
+        Err(Error::ElementType { .. })
+    ));
+    let selection = Selection::new([AxisSelection::indices([0, 1]), AxisSelection::index(0)]);
+    assert!(matches!(
+        array.write_selection(&selection, &[1i32]).await,
+        Err(Error::BufferSize { .. })
+    ));
+    assert!(matches!(
+        array.write_points([[0u64, 0]], &[1i32, 2]).await,
+        Err(Error::BufferSize { .. })
+    ));
+    // Nothing was written.
+    assert_eq!(
+        array.read::<i32>(..).await.unwrap(),
+        (0..48).collect::<Vec<i32>>()
+    );
+}
+
+/// Points in opposite corners of one shard read the shard's index once and the two inner
+/// chunks holding them, not the whole shard. (A current-thread runtime and a store whose
+/// reads complete at once make the order of requests, and so their count, certain.)
+#[tokio::test]
+async fn sparse_points_read_only_their_inner_chunks() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let array = ArrayBuilder::new(vec![64, 64], DataType::UInt32, vec![64, 64])
+        .sharding(vec![8, 8])
+        .create(Arc::clone(&store), "/p")
+        .await
+        .unwrap();
+    array
+        .write(.., &(0..64 * 64).collect::<Vec<u32>>())
+        .await
+        .unwrap();
+    // The index: 64 entries of 16 bytes and a checksum; an inner chunk: 256 bytes.
+    let (index, inner) = (64 * 16 + 4, 256);
+    store.clear();
+    let read = array
+        .read_points::<u32, _>([[63u64, 63], [0, 0], [0, 1]])
+        .await
+        .unwrap();
+    assert_eq!(read, [4095, 0, 1]);
+    let stats = store.stats();
+    assert_eq!(stats.ranges, 3, "{stats:?}");
+    assert_eq!(stats.bytes_read, index + 2 * inner, "{stats:?}");
+
+    // A strided selection through the same shard reads the inner chunks it touches.
+    store.clear();
+    let selection = Selection::new([AxisSelection::step(.., 32), AxisSelection::step(.., 32)]);
+    assert_eq!(
+        array.read_selection::<u32>(&selection).await.unwrap(),
+        [0, 32, 32 * 64, 32 * 64 + 32]
+    );
+    let stats = store.stats();
+    assert_eq!(stats.ranges, 5, "{stats:?}");
+    assert_eq!(stats.bytes_read, index + 4 * inner, "{stats:?}");
+}
+
+/// Writers of different elements of one chunk, at the same time, lose neither update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_point_writes_to_one_chunk_keep_every_update() {
+    for transformer in [false, true] {
+        let builder = ArrayBuilder::new(vec![16, 16], DataType::UInt32, vec![8, 8]).zstd(1);
+        let builder = if transformer {
+            builder.sharding_transformer(vec![2, 2])
+        } else {
+            builder
+        };
+        let array = builder
+            .create(Arc::new(MemoryStore::new()), "/c")
+            .await
+            .unwrap();
+        let tasks: Vec<_> = (0..16u64)
+            .map(|row| {
+                let array = array.clone();
+                tokio::spawn(async move {
+                    // Each task writes its own row, every second element of it by points
+                    // and the others by a strided selection.
+                    let points: Vec<[u64; 2]> = (0..16).step_by(2).map(|x| [row, x]).collect();
+                    let values: Vec<u32> = (0..16)
+                        .step_by(2)
+                        .map(|x| (row * 16 + x) as u32 + 1)
+                        .collect();
+                    array.write_points(&points, &values).await.unwrap();
+                    let selection =
+                        Selection::new([AxisSelection::index(row), AxisSelection::step(1.., 2)]);
+                    let values: Vec<u32> = (1..16)
+                        .step_by(2)
+                        .map(|x| (row * 16 + x) as u32 + 1)
+                        .collect();
+                    array.write_selection(&selection, &values).await.unwrap();
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(
+            array.read::<u32>(..).await.unwrap(),
+            (1..=256).collect::<Vec<u32>>(),
+            "transformer: {transformer}"
+        );
+    }
+}
+
+#[test]
+fn blocking_selections() {
+    let builder = ArrayBuilder::new(vec![3, 4], DataType::UInt8, vec![2, 2]);
+    let array = blocking::Array::create(&builder, Arc::new(MemoryStore::new()), "/b").unwrap();
+    let selection = Selection::new([AxisSelection::indices([2, 0]), AxisSelection::step(.., 3)]);
+    array.write_selection(&selection, &[1u8, 2, 3, 4]).unwrap();
+    assert_eq!(
+        array.read_selection::<u8>(&selection).unwrap(),
+        [1, 2, 3, 4]
+    );
+    array.write_points([[1u64, 1]], &[9u8]).unwrap();
+    assert_eq!(
+        array.read_points::<u8, _>([[1u64, 1], [0, 0]]).unwrap(),
+        [9, 3]
+    );
+    assert_eq!(array.read_points_bytes([[1u64, 1]]).unwrap(), [9]);
+    assert_eq!(
+        array.read_selection_bytes(&selection).unwrap(),
+        [1, 2, 3, 4]
+    );
+    assert_eq!(array.read_blocks::<u8>([1..2, 1..2]).unwrap(), [0, 2]);
+    array
+        .write_selection_bytes(&selection, &[0, 0, 0, 0])
+        .unwrap();
+    array.write_points_bytes([[1u64, 1]], &[0]).unwrap();
+    assert_eq!(array.read::<u8>(..).unwrap(), [0; 12]);
+}
