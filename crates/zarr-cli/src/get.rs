@@ -98,6 +98,13 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
     let array = target.array().await?;
     let metadata = array.metadata();
     let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
+    if selection.is_strided() && metadata.data_type.fixed_size().is_none() {
+        usage!(
+            "{} holds {} elements; steps other than 1 need a fixed-size data type",
+            target.describe(),
+            metadata.data_type.name()
+        );
+    }
     let binary = matches!(format, Format::Npy | Format::Raw);
     let variable = metadata.data_type.fixed_size().is_none();
     if format == Format::Raw && variable {
@@ -162,7 +169,7 @@ async fn write(
     let element_bytes = data_type.fixed_size().map_or(VARIABLE_GUESS, |n| n as u64);
     match format {
         Format::Json => {
-            let bytes = array.read_array_bytes(&selection.region).await?;
+            let bytes = read_slab(array, selection, &selection.region).await?;
             let mut values = Vec::new();
             for_each_element(&bytes, data_type, Style::Json, |text| {
                 values.push(text.to_owned());
@@ -176,7 +183,7 @@ async fn write(
         Format::Text => {
             let mut printer = TextPrinter::new(&out_shape);
             for slab in slabs(metadata, &selection.region, element_bytes, SLAB_BYTES)? {
-                let bytes = array.read_array_bytes(&slab).await?;
+                let bytes = read_slab(array, selection, &slab).await?;
                 let mut buf = String::new();
                 for_each_element(&bytes, data_type, Style::Text, |text| {
                     printer.push(&mut buf, text);
@@ -193,7 +200,13 @@ async fn write(
                 out.write_all(&header(&npy.descr, &out_shape))?;
             }
             for slab in slabs(metadata, &selection.region, element_bytes, SLAB_BYTES)? {
-                let mut bytes = array.read_bytes(&slab).await?;
+                let mut bytes = if selection.is_strided() {
+                    array
+                        .read_selection_bytes(&selection.strided_in(&slab))
+                        .await?
+                } else {
+                    array.read_bytes(&slab).await?
+                };
                 if let Some(small) = npy.and_then(|n| n.small_int) {
                     widen_small_ints(&mut bytes, small);
                 }
@@ -203,6 +216,24 @@ async fn write(
         }
     }
     Ok(())
+}
+
+/// The selected elements of `slab` (a part of the selection's region, split along its first
+/// dimension): the slab itself, or every `step`-th index of it for a strided selection
+/// (fixed-size data types only, which `run` checks).
+async fn read_slab(
+    array: &Array<dyn Store>,
+    selection: &Selection,
+    slab: &Region,
+) -> Result<ArrayBytes> {
+    if selection.is_strided() {
+        let strided = selection.strided_in(slab);
+        Ok(ArrayBytes::fixed(
+            array.read_selection_bytes(&strided).await?,
+        ))
+    } else {
+        Ok(array.read_array_bytes(slab).await?)
+    }
 }
 
 /// Export `string` or `bytes` elements as `.npy`, which holds them at one fixed width: `<U n`

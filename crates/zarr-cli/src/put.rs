@@ -418,8 +418,7 @@ fn appended(
         .map(|(d, &n)| if d == axis { old..new } else { 0..n })
         .collect();
     let region = Region::try_new(ranges)?;
-    let squeezed = vec![false; shape.len()];
-    Ok((grown, Selection { region, squeezed }))
+    Ok((grown, Selection::whole(region)))
 }
 
 pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
@@ -436,6 +435,12 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
         Some(axis) => appended(&array, axis, &header.shape, &name)?,
         None => {
             let selection = parse_selection(args.region.as_deref(), array.shape())?;
+            if selection.is_strided() {
+                usage!(
+                    "zarr put writes a region; --region {:?} has a step other than 1",
+                    args.region.as_deref().unwrap_or_default()
+                );
+            }
             if header.shape != selection.out_shape() && header.shape != selection.region.shape() {
                 usage!(
                     "{name} has shape {}, the region {}",

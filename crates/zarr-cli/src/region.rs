@@ -8,24 +8,59 @@ use zarr::metadata::ArrayMetadata;
 
 use crate::usage;
 
-/// A parsed region: the ranges, and which dimensions were given as a single index (numpy
-/// drops those from the result's shape).
+/// A parsed region: the ranges, which dimensions were given as a single index (numpy
+/// drops those from the result's shape), and the step of each dimension (every `step`-th
+/// index of its range, from its start).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Selection {
     pub(crate) region: Region,
     pub(crate) squeezed: Vec<bool>,
+    pub(crate) steps: Vec<u64>,
 }
 
 impl Selection {
-    /// The shape of the result: the region's shape without the single-index dimensions.
+    /// A region with step 1 everywhere and no single-index dimension.
+    pub(crate) fn whole(region: Region) -> Self {
+        let rank = region.rank();
+        Self {
+            region,
+            squeezed: vec![false; rank],
+            steps: vec![1; rank],
+        }
+    }
+
+    /// The shape of the result: the number of selected indices per dimension, without the
+    /// single-index dimensions.
     pub(crate) fn out_shape(&self) -> Vec<u64> {
         self.region
             .shape()
             .into_iter()
+            .zip(&self.steps)
             .zip(&self.squeezed)
             .filter(|(_, squeezed)| !**squeezed)
-            .map(|(n, _)| n)
+            .map(|((n, step), _)| n.div_ceil(*step))
             .collect()
+    }
+
+    /// Whether a dimension has a step other than 1.
+    pub(crate) fn is_strided(&self) -> bool {
+        self.steps.iter().any(|&s| s != 1)
+    }
+
+    /// The selection's indices inside `slab` (a part of the region), as an orthogonal
+    /// selection of the array: in each dimension, the indices `start + k * step` of the
+    /// region that lie in the slab.
+    pub(crate) fn strided_in(&self, slab: &Region) -> zarr::array::Selection {
+        zarr::array::Selection::new(
+            slab.ranges()
+                .iter()
+                .zip(self.region.ranges())
+                .zip(&self.steps)
+                .map(|((part, whole), &step)| {
+                    let first = whole.start + (part.start - whole.start).div_ceil(step) * step;
+                    zarr::array::AxisSelection::step(first.min(part.end)..part.end, step)
+                }),
+        )
     }
 }
 
@@ -74,13 +109,19 @@ pub(crate) fn parse_selection(text: Option<&str>, shape: &[u64]) -> Result<Selec
     full.resize(shape.len(), ":");
     let mut ranges = Vec::with_capacity(shape.len());
     let mut squeezed = Vec::with_capacity(shape.len());
+    let mut steps = Vec::with_capacity(shape.len());
     for (dim, (&n, entry)) in shape.iter().zip(full).enumerate() {
-        let (range, single) = parse_entry(whole, entry, n, dim)?;
+        let (range, single, step) = parse_entry(whole, entry, n, dim)?;
         ranges.push(range);
         squeezed.push(single);
+        steps.push(step);
     }
     let region = Region::try_new(ranges)?;
-    Ok(Selection { region, squeezed })
+    Ok(Selection {
+        region,
+        squeezed,
+        steps,
+    })
 }
 
 /// Refuse an entry that is not made of the region syntax's characters (a `;` typed for a
@@ -106,7 +147,7 @@ fn check_entry(whole: &str, entry: &str) -> Result<()> {
     Ok(())
 }
 
-fn parse_entry(whole: &str, entry: &str, n: u64, dim: usize) -> Result<(Range<u64>, bool)> {
+fn parse_entry(whole: &str, entry: &str, n: u64, dim: usize) -> Result<(Range<u64>, bool, u64)> {
     let number = |s: &str| -> Result<Option<i128>> {
         let s = s.trim();
         if s.is_empty() {
@@ -140,24 +181,25 @@ fn parse_entry(whole: &str, entry: &str, n: u64, dim: usize) -> Result<(Range<u6
                 );
             }
             let i = u64::try_from(resolved).unwrap_or_default();
-            Ok((i..i + 1, true))
+            Ok((i..i + 1, true, 1))
         }
         [start, stop] | [start, stop, ""] => {
             let start = number(start)?.map_or(0, clip);
             let stop = number(stop)?.map_or(n, clip);
-            Ok((start..stop.max(start), false))
+            Ok((start..stop.max(start), false, 1))
         }
         [start, stop, step] => {
-            if number(step)? == Some(1) {
-                let start = number(start)?.map_or(0, clip);
-                let stop = number(stop)?.map_or(n, clip);
-                return Ok((start..stop.max(start), false));
-            }
-            usage!(
-                "region {whole:?}: {entry:?} (dimension {dim}) has a step of {}; steps other \
-                 than 1 are not supported",
-                step.trim()
-            )
+            let step = match number(step)? {
+                Some(step) if step > 0 => u64::try_from(step).unwrap_or(u64::MAX),
+                Some(step) => usage!(
+                    "region {whole:?}: {entry:?} (dimension {dim}) has a step of {step}; steps \
+                     must be positive (negative steps are not supported)"
+                ),
+                None => 1,
+            };
+            let start = number(start)?.map_or(0, clip);
+            let stop = number(stop)?.map_or(n, clip);
+            Ok((start..stop.max(start), false, step))
         }
         _ => usage!(
             "region {whole:?}: {entry:?} (dimension {dim}) has {} colons; {REGION_SYNTAX}",
@@ -316,6 +358,29 @@ mod tests {
     }
 
     #[test]
+    fn steps_select_every_nth_index_of_the_clipped_range() {
+        // numpy: len(range(20)[1:100:3]) == 7, len(range(5)[::2]) == 3.
+        assert_eq!(
+            sel("1:100:3,::2,4", &[20, 5, 8]),
+            (vec![(1, 20), (0, 5), (4, 5)], vec![7, 3])
+        );
+        assert_eq!(sel("4:2:2", &[5]), (vec![(4, 4)], vec![0]));
+        let s = parse_selection(Some("1:100:3,::2"), &[20, 5]).unwrap();
+        assert!(s.is_strided());
+        assert!(!parse_selection(Some("::1"), &[5]).unwrap().is_strided());
+        // A slab of the region starting between two selected indices: 1, 4, 7, ... so
+        // rows 8..14 hold 10 and 13.
+        let slab = Region::try_new(vec![8..14, 0..5]).unwrap();
+        assert_eq!(
+            s.strided_in(&slab),
+            zarr::array::Selection::new([
+                zarr::array::AxisSelection::step(10..14, 3),
+                zarr::array::AxisSelection::step(0..5, 2),
+            ])
+        );
+    }
+
+    #[test]
     fn ellipsis_fills_the_dimensions_not_given() {
         let shape = [4, 5, 6];
         assert_eq!(
@@ -378,11 +443,12 @@ mod tests {
         );
         let err = message("1,,2");
         assert!(err.contains("has an empty selection; expected"), "{err}");
-        let err = message("0:4:2");
+        let err = message("0:4:-2");
         assert!(
-            err.contains("\"0:4:2\" (dimension 0) has a step of 2; steps other than 1"),
+            err.contains("\"0:4:-2\" (dimension 0) has a step of -2; steps must be positive"),
             "{err}"
         );
+        assert!(message("::0").contains("has a step of 0"));
         let err = message(":,1:2:3:4");
         assert!(
             err.contains("\"1:2:3:4\" (dimension 1) has 3 colons"),
@@ -404,7 +470,7 @@ mod tests {
             ("-6", &[5]),
             ("1,2", &[5]),
             ("a:b", &[5]),
-            ("0:4:2", &[5]),
+            ("0:4:-2", &[5]),
             ("1:2:3:4", &[5]),
             ("0:3;0:3", &[5, 5]),
             ("...,...", &[5, 5]),

@@ -160,6 +160,64 @@ fn get_json_matches_every_fixture_written_by_peers() {
     assert!(checked >= 128, "only {checked} arrays checked");
 }
 
+/// `start:stop:step` as in numpy, in every output format, streamed in slabs.
+#[test]
+fn get_takes_steps() {
+    let store = fixture("zarr-python/shard_2d");
+    let full: Vec<Vec<String>> = ok(&["get", &store])
+        .lines()
+        .map(|l| l.split(' ').map(str::to_owned).collect())
+        .collect();
+    let pick = |rows: &[usize], cols: &[usize]| -> String {
+        rows.iter()
+            .map(|&r| {
+                let row: Vec<&str> = cols.iter().map(|&c| full[r][c].as_str()).collect();
+                row.join(" ") + "\n"
+            })
+            .collect()
+    };
+    assert_eq!(
+        ok(&["get", &store, "-r", "1::2,1::3"]),
+        pick(&[1, 3, 5], &[1, 4, 7])
+    );
+    // Clipped as numpy clips: rows 0 and 4 of 6, and a single column.
+    assert_eq!(
+        ok(&["get", &store, "-r", "0:100:4,2", "-f", "json"]),
+        format!("[{}, {}]\n", full[0][2], full[4][2])
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("s.npy");
+    ok(&[
+        "get",
+        &store,
+        "-r",
+        "::5,6:1:1",
+        "-o",
+        npy.to_str().unwrap(),
+    ]);
+    let bytes = std::fs::read(&npy).unwrap();
+    assert!(
+        String::from_utf8_lossy(&bytes).contains("'shape': (2, 0)"),
+        "{bytes:?}"
+    );
+    let raw = dir.path().join("s.bin");
+    ok(&[
+        "get",
+        &store,
+        "-r",
+        "::5,::7",
+        "-f",
+        "raw",
+        "-o",
+        raw.to_str().unwrap(),
+    ]);
+    let want: Vec<u8> = [(0, 0), (0, 7), (5, 0), (5, 7)]
+        .iter()
+        .flat_map(|&(r, c)| full[r][c].parse::<u16>().unwrap().to_le_bytes())
+        .collect();
+    assert_eq!(std::fs::read(&raw).unwrap(), want);
+}
+
 #[test]
 fn get_prints_a_region_as_text() {
     let store = fixture("zarr-python/shard_2d");
@@ -296,8 +354,13 @@ fn get_refuses_what_npy_cannot_hold() {
         err.contains("index 9 is out of bounds for dimension 1 of size 8"),
         "{err}"
     );
-    let err = fails(&["get", &fixture("zarr-python/shard_2d"), "-r", "0:2:2"], 2);
-    assert!(err.contains("steps other than 1"), "{err}");
+    let err = fails(
+        &["get", &fixture("zarr-python/shard_2d"), "-r", "0:2:-1"],
+        2,
+    );
+    assert!(err.contains("steps must be positive"), "{err}");
+    let err = fails(&["get", &fixture("zarr-python/string_1d"), "-r", "::2"], 2);
+    assert!(err.contains("need a fixed-size data type"), "{err}");
 }
 
 /// A small Zarr v2 hierarchy: `/.zgroup`, `/sub/.zgroup`, `/sub/a` (`<u2`, order F, 3x2 in
