@@ -1963,3 +1963,160 @@ async fn zfp_chunks_are_libzfp_streams_both_ways() {
         );
     }
 }
+
+/// The values of fixed-size `bytes` (native order) of `array`'s integer data type.
+fn integers(array: &Array<FilesystemStore>, bytes: &[u8]) -> Vec<i64> {
+    match array.data_type() {
+        DataType::Int32 => bytes
+            .chunks_exact(4)
+            .map(|b| i64::from(i32::from_ne_bytes(b.try_into().unwrap())))
+            .collect(),
+        DataType::UInt16 => bytes
+            .chunks_exact(2)
+            .map(|b| i64::from(u16::from_ne_bytes(b.try_into().unwrap())))
+            .collect(),
+        other => panic!("no integers of {other}"),
+    }
+}
+
+/// `integers` back to native bytes of `array`'s data type.
+fn integer_bytes(array: &Array<FilesystemStore>, values: &Value) -> Vec<u8> {
+    let values = values
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap());
+    match array.data_type() {
+        DataType::Int32 => values
+            .flat_map(|v| i32::try_from(v).unwrap().to_ne_bytes())
+            .collect(),
+        DataType::UInt16 => values
+            .flat_map(|v| u16::try_from(v).unwrap().to_ne_bytes())
+            .collect(),
+        other => panic!("no integers of {other}"),
+    }
+}
+
+fn selection_of(spec: &Value) -> zarr_array::Selection {
+    use zarr_array::AxisSelection;
+    let numbers = |v: &Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    zarr_array::Selection::new(spec.as_array().unwrap().iter().map(|axis| {
+        if let Some(slice) = axis.get("slice") {
+            let s = numbers(slice);
+            AxisSelection::step(s[0]..s[1], s[2])
+        } else if let Some(indices) = axis.get("indices") {
+            AxisSelection::Indices(numbers(indices))
+        } else {
+            AxisSelection::mask(
+                axis["mask"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| b.as_bool().unwrap()),
+            )
+        }
+    }))
+}
+
+fn points_of(points: &Value) -> Vec<Vec<u64>> {
+    points
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// Orthogonal, coordinate and block selections read what zarr-python reads (which the peer
+/// checks against numpy's `np.ix_`) from arrays it wrote, plain and sharded; orthogonal and
+/// coordinate writes leave what the same writes through zarr-python leave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selections_match_zarr_python() {
+    let Some(python) = python("selections_match_zarr_python") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("selections");
+    run_peer(&python, &["selection-write", dir.to_str().unwrap()]);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let store = Arc::new(FilesystemStore::new(&dir).unwrap());
+    let open = |name: String| {
+        let store = Arc::clone(&store);
+        async move { Array::open(store, &format!("/{name}")).await.unwrap() }
+    };
+    let reads = manifest["reads"].as_array().unwrap();
+    assert_eq!(reads.len(), 38);
+    for read in reads {
+        let array = open(read["array"].as_str().unwrap().to_owned()).await;
+        let bytes = match read["kind"].as_str().unwrap() {
+            "orthogonal" => {
+                let selection = selection_of(&read["selection"]);
+                array.read_selection_bytes(&selection).await.unwrap()
+            }
+            "points" => array
+                .read_points_bytes(points_of(&read["points"]))
+                .await
+                .unwrap(),
+            "blocks" => {
+                let blocks: Vec<Range<u64>> = points_of(&read["blocks"])
+                    .iter()
+                    .map(|b| b[0]..b[1])
+                    .collect();
+                let region = array.blocks_region(blocks).unwrap();
+                array.read_bytes(&region).await.unwrap()
+            }
+            other => panic!("{other}"),
+        };
+        let want: Vec<i64> = read["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect();
+        assert_eq!(integers(&array, &bytes), want, "{read}");
+    }
+    let mut checked = 0;
+    for write in manifest["writes"].as_array().unwrap() {
+        let name = write["array"].as_str().unwrap();
+        let ours = open(format!("{name}_ours")).await;
+        let values = integer_bytes(&ours, &write["values"]);
+        match write["kind"].as_str().unwrap() {
+            "orthogonal" => ours
+                .write_selection_bytes(&selection_of(&write["selection"]), &values)
+                .await
+                .unwrap(),
+            "points" => ours
+                .write_points_bytes(points_of(&write["points"]), &values)
+                .await
+                .unwrap(),
+            "done" => {
+                let theirs = open(format!("{name}_theirs")).await;
+                assert_eq!(
+                    theirs.read_bytes(theirs.full_region()).await.unwrap(),
+                    values,
+                    "{name}: zarr-python's writes"
+                );
+                assert_eq!(
+                    ours.read_bytes(ours.full_region()).await.unwrap(),
+                    values,
+                    "{name}: our writes"
+                );
+                checked += 1;
+            }
+            other => panic!("{other}"),
+        }
+    }
+    assert_eq!(checked, 2);
+}
