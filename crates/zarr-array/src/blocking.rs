@@ -427,6 +427,18 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         block_on(self.0.read_selection(selection))?
     }
 
+    /// [`crate::Array::read_selection_ndarray`] (feature `ndarray`).
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_selection_ndarray`], and [`Error::BlockingInAsync`].
+    #[cfg(feature = "ndarray")]
+    pub fn read_selection_ndarray<T: Element>(
+        &self,
+        selection: &Selection,
+    ) -> Result<ndarray::ArrayD<T>> {
+        block_on(self.0.read_selection_ndarray(selection))?
+    }
+
     /// [`crate::Array::read_selection_bytes`].
     ///
     /// # Errors

@@ -825,8 +825,9 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
     /// `get_orthogonal_selection`.
     ///
     /// Only the chunks holding selected elements are read (for a sharded array, only the
-    /// inner chunks), each decoded once, up to `io_concurrency` at a time. A selection of
-    /// ranges with step 1 is a plain [`Array::read`].
+    /// inner chunks), each decoded once, up to `io_concurrency` at a time. Beside the output,
+    /// a read holds at most 256 MiB of decoded parts of chunks (or one chunk, if larger). A
+    /// selection of ranges with step 1 is a plain [`Array::read`].
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -864,6 +865,49 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
             .await?;
         self.check_values::<T>(bytes, "")?;
         Ok(out)
+    }
+
+    /// [`Array::read_selection`] as an n-dimensional [`ndarray::ArrayD`] of the selection's
+    /// shape (feature `ndarray`).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, AxisSelection, Selection};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let array = ArrayBuilder::new(vec![4, 6], DataType::UInt8, vec![2, 2])
+    ///     .create(Arc::new(MemoryStore::new()), "/a")
+    ///     .await?;
+    /// array.write(.., &(0..24).collect::<Vec<u8>>()).await?;
+    /// let every_third = Selection::new([AxisSelection::all(), AxisSelection::step(.., 3)]);
+    /// let view = array.read_selection_ndarray::<u8>(&every_third).await?;
+    /// assert_eq!(view.shape(), [4, 2]);
+    /// assert_eq!(view[[3, 1]], 21);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::read_selection`].
+    #[cfg(feature = "ndarray")]
+    pub async fn read_selection_ndarray<T: Element>(
+        &self,
+        selection: &Selection,
+    ) -> Result<ndarray::ArrayD<T>> {
+        let shape: Vec<usize> = selection
+            .shape_in(&self.metadata.shape)?
+            .iter()
+            .map(|&n| usize::try_from(n))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| zarr_core::Error::Overflow {
+                what: "the selection's shape".into(),
+            })?;
+        let values = self.read_selection(selection).await?;
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), values).map_err(|e| {
+            Error::unsupported(self.path.as_str(), format!("building the ndarray: {e}"))
+        })
     }
 
     /// [`Array::read_selection`] as raw bytes (native byte order) of any fixed-size data
