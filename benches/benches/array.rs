@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rayon::prelude::*;
-use zarr_array::{Array, ArrayBuilder};
+use zarr_array::{Array, ArrayBuilder, AxisSelection, Selection};
 use zarr_benches::{chunks_of, field};
 use zarr_core::DataType;
 use zarr_store::FilesystemStore;
@@ -137,6 +137,17 @@ fn array(c: &mut Criterion) {
         );
     };
 
+    let every_other = Selection::new(vec![AxisSelection::step(.., 2); 3]);
+    // 1,000 points spread over the array (a fixed linear congruential sequence).
+    let points: Vec<[u64; 3]> = (0..1000u64)
+        .map(|i| {
+            let x = i
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            [x % side, (x >> 21) % side, (x >> 42) % side]
+        })
+        .collect();
+
     if std::env::args().any(|a| a == "--bench") {
         let rounds = 7;
         let mut reused = vec![0u16; values.len()];
@@ -208,6 +219,39 @@ fn array(c: &mut Criterion) {
             || {},
         );
         report("W3 write", bytes, ours, "nothing", ours);
+
+        // Selections decode every chunk they touch: every other index per dimension touches
+        // all of them, so it should cost about what the full read does.
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                drop(black_box(
+                    rt.block_on(zstd_array.read_selection::<u16>(&every_other))
+                        .unwrap(),
+                ))
+            },
+            || {
+                drop(black_box(
+                    rt.block_on(zstd_array.read::<u16>(full.clone())).unwrap(),
+                ))
+            },
+        );
+        report("W1 ::2 selection", bytes, ours, "W1 full read", limit);
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                drop(black_box(
+                    rt.block_on(zstd_array.read_points::<u16, _>(&points))
+                        .unwrap(),
+                ))
+            },
+            || {
+                drop(black_box(
+                    rt.block_on(zstd_array.read::<u16>(full.clone())).unwrap(),
+                ))
+            },
+        );
+        report("W1 1,000 random points", bytes, ours, "W1 full read", limit);
     }
 
     let mut group = c.benchmark_group(format!("array {side}^3 uint16, {CHUNK}^3 chunks"));
@@ -226,6 +270,18 @@ fn array(c: &mut Criterion) {
     });
     group.bench_function("raw zstd(1) decompress", |b| b.iter(raw_decompress));
     group.bench_function("raw zstd(1) compress", |b| b.iter(raw_compress));
+    group.bench_function("zstd(1)/read_selection ::2", |b| {
+        b.iter(|| {
+            rt.block_on(zstd_array.read_selection::<u16>(&every_other))
+                .unwrap()
+        })
+    });
+    group.bench_function("zstd(1)/read_points 1000", |b| {
+        b.iter(|| {
+            rt.block_on(zstd_array.read_points::<u16, _>(&points))
+                .unwrap()
+        })
+    });
     group.bench_function("bytes/read", |b| {
         b.iter(|| rt.block_on(raw_array.read::<u16>(full.clone())).unwrap())
     });
