@@ -856,15 +856,24 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         region: impl IntoRegion,
     ) -> Result<ndarray::ArrayD<T>> {
         let region = region.into_region_of(&self.metadata.shape)?;
-        let shape: Vec<usize> = region
-            .shape()
+        let values = self.read(&region).await?;
+        self.to_ndarray(&region.shape(), values, "the region's shape")
+    }
+
+    /// `values` (C order) as an [`ndarray::ArrayD`] of `shape`; `what` names the shape in
+    /// errors.
+    #[cfg(feature = "ndarray")]
+    pub(crate) fn to_ndarray<T: Element>(
+        &self,
+        shape: &[u64],
+        values: Vec<T>,
+        what: &str,
+    ) -> Result<ndarray::ArrayD<T>> {
+        let shape: Vec<usize> = shape
             .iter()
             .map(|&n| usize::try_from(n))
             .collect::<std::result::Result<_, _>>()
-            .map_err(|_| zarr_core::Error::Overflow {
-                what: "the region's shape".into(),
-            })?;
-        let values = self.read(&region).await?;
+            .map_err(|_| zarr_core::Error::Overflow { what: what.into() })?;
         ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), values).map_err(|e| {
             Error::unsupported(self.path.as_str(), format!("building the ndarray: {e}"))
         })

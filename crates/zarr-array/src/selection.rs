@@ -190,35 +190,22 @@ fn region_error(reason: String) -> Error {
     Error::Region { reason }
 }
 
-impl From<Range<u64>> for AxisSelection {
-    fn from(range: Range<u64>) -> Self {
-        Self::range(range)
-    }
+macro_rules! from_range {
+    ($($t:ty),*) => {$(
+        impl From<$t> for AxisSelection {
+            fn from(range: $t) -> Self {
+                Self::range(range)
+            }
+        }
+    )*};
 }
-
-impl From<RangeInclusive<u64>> for AxisSelection {
-    fn from(range: RangeInclusive<u64>) -> Self {
-        Self::range(range)
-    }
-}
-
-impl From<RangeFrom<u64>> for AxisSelection {
-    fn from(range: RangeFrom<u64>) -> Self {
-        Self::range(range)
-    }
-}
-
-impl From<RangeTo<u64>> for AxisSelection {
-    fn from(range: RangeTo<u64>) -> Self {
-        Self::range(range)
-    }
-}
-
-impl From<RangeToInclusive<u64>> for AxisSelection {
-    fn from(range: RangeToInclusive<u64>) -> Self {
-        Self::range(range)
-    }
-}
+from_range!(
+    Range<u64>,
+    RangeInclusive<u64>,
+    RangeFrom<u64>,
+    RangeTo<u64>,
+    RangeToInclusive<u64>
+);
 
 impl From<RangeFull> for AxisSelection {
     fn from(_: RangeFull) -> Self {
@@ -896,18 +883,9 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         &self,
         selection: &Selection,
     ) -> Result<ndarray::ArrayD<T>> {
-        let shape: Vec<usize> = selection
-            .shape_in(&self.metadata.shape)?
-            .iter()
-            .map(|&n| usize::try_from(n))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| zarr_core::Error::Overflow {
-                what: "the selection's shape".into(),
-            })?;
+        let shape = selection.shape_in(&self.metadata.shape)?;
         let values = self.read_selection(selection).await?;
-        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), values).map_err(|e| {
-            Error::unsupported(self.path.as_str(), format!("building the ndarray: {e}"))
-        })
+        self.to_ndarray(&shape, values, "the selection's shape")
     }
 
     /// [`Array::read_selection`] as raw bytes (native byte order) of any fixed-size data

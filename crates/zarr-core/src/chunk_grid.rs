@@ -727,13 +727,7 @@ impl ChunkGrid {
         x: u64,
     ) -> Result<(u64, std::ops::Range<u64>)> {
         self.validate(shape)?;
-        if dim >= shape.len() {
-            return Err(Error::RankMismatch {
-                what: "dimension index".into(),
-                expected: shape.len(),
-                found: dim + 1,
-            });
-        }
+        check_dimension(dim, shape.len())?;
         if x >= shape[dim] {
             let ranges: Vec<String> = shape
                 .iter()
@@ -778,13 +772,7 @@ impl ChunkGrid {
         k: u64,
     ) -> Result<std::ops::Range<u64>> {
         let grid_shape = self.grid_shape(shape)?;
-        if dim >= shape.len() {
-            return Err(Error::RankMismatch {
-                what: "dimension index".into(),
-                expected: shape.len(),
-                found: dim + 1,
-            });
-        }
+        check_dimension(dim, shape.len())?;
         if k >= grid_shape[dim] {
             let mut chunk = vec![0; shape.len()];
             chunk[dim] = k;
@@ -928,6 +916,19 @@ impl ChunkGrid {
             spans,
             remaining,
             done: region.is_empty(),
+        })
+    }
+}
+
+/// Check that `dim` is a dimension of an array of rank `rank`.
+fn check_dimension(dim: usize, rank: usize) -> Result<()> {
+    if dim < rank {
+        Ok(())
+    } else {
+        Err(Error::RankMismatch {
+            what: "dimension index".into(),
+            expected: rank,
+            found: dim + 1,
         })
     }
 }
