@@ -640,6 +640,8 @@ pub(crate) fn plan_points(
         }
         let region = Region::try_new(lo.iter().zip(&hi).map(|(&l, &h)| l..h + 1).collect())?;
         let box_shape = region.shape();
+        // Offsets in the box are below its size, which is at most the array's (whose
+        // number of elements fits in `u64`: metadata with more is refused).
         let members = members
             .iter()
             .map(|&m| {
