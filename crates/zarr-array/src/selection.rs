@@ -16,7 +16,7 @@ use std::ops::{
 use std::sync::Arc;
 
 use futures::StreamExt;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 use zarr_core::{ChunkGrid, Region};
 use zarr_store::{ReadableStore, WritableStore};
@@ -1019,18 +1019,13 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         self.read(region).await
     }
 
-    /// Read the boxes of `parts`, each with `io_concurrency` reads in flight (each a task of
-    /// its own on a multi-threaded runtime, so that their chunks decode on all cores) and at
-    /// most [`PART_BUDGET`] bytes of boxes held, and hand each to `consume` with its payload
-    /// as it arrives.
+    /// Read the boxes of `parts` (see [`run_parts`]) and hand each to `consume` with its
+    /// payload as it arrives.
     async fn read_parts<P, I, F>(&self, parts: I, mut consume: F) -> Result<()>
     where
         I: Iterator<Item = Result<(Region, P)>>,
         F: FnMut(P, &[u8]) -> Result<()>,
     {
-        let io = self.options.io_concurrency().max(1);
-        let handle = crate::read::pipeline_handle(2);
-        let budget = Arc::new(Semaphore::new(PART_BUDGET / PERMIT_BYTES));
         // Parts in one shard share its index: without a cache of the array's own, one for
         // this operation, as a region read reads each shard's index once.
         let mut shared = self.clone();
@@ -1039,46 +1034,71 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
                 OPERATION_INDEX_CACHE,
             )));
         }
-        let reads = futures::stream::iter(parts)
-            .map(|part| {
-                let array = shared.clone();
-                let budget = Arc::clone(&budget);
-                let handle = handle.clone();
-                async move {
-                    let (region, payload) = part?;
-                    let permit = acquire(&array, &budget, &region).await?;
-                    let read = async move { array.read_bytes(&region).await };
-                    let bytes = match handle {
-                        Some(handle) => AbortOnDrop(handle.spawn(read)).join().await??,
-                        None => read.await?,
-                    };
-                    Ok::<_, Error>((payload, bytes, permit))
-                }
-            })
-            .buffer_unordered(io);
-        futures::pin_mut!(reads);
-        while let Some(read) = reads.next().await {
-            let (payload, bytes, _permit) = read?;
-            consume(payload, &bytes)?;
-        }
-        Ok(())
+        let jobs = parts.map(|part| {
+            let (region, payload) = part?;
+            let bytes = part_bytes(self, &region)?;
+            let array = shared.clone();
+            Ok((
+                bytes,
+                async move { array.read_bytes(&region).await },
+                payload,
+            ))
+        });
+        run_parts(self, jobs, |payload, bytes: Vec<u8>| {
+            consume(payload, &bytes)
+        })
+        .await
     }
 }
 
-/// Take the part budget's permits for a box of `region` (at least one, at most all).
-async fn acquire<S: ?Sized>(
-    array: &Array<S>,
-    budget: &Arc<Semaphore>,
-    region: &Region,
-) -> Result<OwnedSemaphorePermit> {
-    let bytes = region
+/// Run each job of `jobs` (`(bytes it holds, future, payload)`): `io_concurrency` at a time,
+/// each a task of its own on a multi-threaded runtime (so that their chunks decode on all
+/// cores), with at most [`PART_BUDGET`] bytes held (or one job, if larger) until `consume`
+/// has taken the job's output with its payload, as each finishes.
+async fn run_parts<S, P, T, F, I, C>(array: &Array<S>, jobs: I, mut consume: C) -> Result<()>
+where
+    S: ?Sized,
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T>> + Send + 'static,
+    I: Iterator<Item = Result<(u64, F, P)>>,
+    C: FnMut(P, T) -> Result<()>,
+{
+    let io = array.options.io_concurrency().max(1);
+    let handle = crate::read::pipeline_handle(2);
+    let budget = Arc::new(Semaphore::new(PART_BUDGET / PERMIT_BYTES));
+    let running = futures::stream::iter(jobs)
+        .map(|job| {
+            let budget = Arc::clone(&budget);
+            let handle = handle.clone();
+            async move {
+                let (bytes, work, payload) = job?;
+                let permits =
+                    (bytes / PERMIT_BYTES as u64).clamp(1, (PART_BUDGET / PERMIT_BYTES) as u64);
+                let permit = budget
+                    .acquire_many_owned(permits as u32)
+                    .await
+                    .map_err(|e| Error::Task(e.to_string()))?;
+                let output = match handle {
+                    Some(handle) => AbortOnDrop(handle.spawn(work)).join().await??,
+                    None => work.await?,
+                };
+                Ok::<_, Error>((payload, output, permit))
+            }
+        })
+        .buffer_unordered(io);
+    futures::pin_mut!(running);
+    while let Some(done) = running.next().await {
+        let (payload, output, _permit) = done?;
+        consume(payload, output)?;
+    }
+    Ok(())
+}
+
+/// The decoded bytes of a box of `region`.
+fn part_bytes<S: ?Sized>(array: &Array<S>, region: &Region) -> Result<u64> {
+    Ok(region
         .num_elements()?
-        .saturating_mul(array.element_size()? as u64);
-    let permits = (bytes / PERMIT_BYTES as u64).clamp(1, (PART_BUDGET / PERMIT_BYTES) as u64);
-    Arc::clone(budget)
-        .acquire_many_owned(permits as u32)
-        .await
-        .map_err(|e| Error::Task(e.to_string()))
+        .saturating_mul(array.element_size()? as u64))
 }
 
 impl<S: WritableStore + ?Sized + 'static> Array<S> {
@@ -1221,34 +1241,16 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
         self.write_parts(parts).instrument(span).await
     }
 
-    /// Write each part: under its unit's lock, read its box (unless covered whole), copy
-    /// the values in, and write the box back; `io_concurrency` parts at a time, each a task
-    /// of its own on a multi-threaded runtime.
+    /// Write each part (see [`run_parts`]): under its unit's lock, read its box (unless
+    /// covered whole), copy the values in, and write the box back.
     async fn write_parts(&self, parts: impl Iterator<Item = Result<WritePart>>) -> Result<()> {
-        let io = self.options.io_concurrency().max(1);
-        let handle = crate::read::pipeline_handle(2);
-        let budget = Arc::new(Semaphore::new(PART_BUDGET / PERMIT_BYTES));
-        let writes = futures::stream::iter(parts)
-            .map(|part| {
-                let array = self.clone();
-                let budget = Arc::clone(&budget);
-                let handle = handle.clone();
-                async move {
-                    let part = part?;
-                    let _permit = acquire(&array, &budget, &part.region).await?;
-                    let write = async move { array.write_part(part).await };
-                    match handle {
-                        Some(handle) => AbortOnDrop(handle.spawn(write)).join().await?,
-                        None => write.await,
-                    }
-                }
-            })
-            .buffer_unordered(io);
-        futures::pin_mut!(writes);
-        while let Some(written) = writes.next().await {
-            written?;
-        }
-        Ok(())
+        let jobs = parts.map(|part| {
+            let part = part?;
+            let bytes = part_bytes(self, &part.region)?;
+            let array = self.clone();
+            Ok((bytes, async move { array.write_part(part).await }, ()))
+        });
+        run_parts(self, jobs, |(), ()| Ok(())).await
     }
 
     async fn write_part(&self, part: WritePart) -> Result<()> {
