@@ -588,7 +588,7 @@ impl<S: ?Sized> Array<S> {
         self.shard_error(key, source)
     }
 
-    fn check_vlen(&self, data_type: DataType, element: &'static str) -> Result<()> {
+    pub(crate) fn check_vlen(&self, data_type: DataType, element: &'static str) -> Result<()> {
         if self.metadata.data_type == data_type {
             Ok(())
         } else {
@@ -600,7 +600,7 @@ impl<S: ?Sized> Array<S> {
         }
     }
 
-    fn vlen_error(&self, source: zarr_vlen::Error) -> Error {
+    pub(crate) fn vlen_error(&self, source: zarr_vlen::Error) -> Error {
         Error::Vlen {
             array: self.path.as_str().to_owned(),
             source: Box::new(source),
@@ -976,7 +976,10 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         VlenBinary::from_vlen_bytes(&vlen).map_err(|e| self.vlen_error(e))
     }
 
-    async fn read_vlen(&self, region: impl IntoRegion) -> Result<zarr_codecs::VlenBytes> {
+    pub(crate) async fn read_vlen(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<zarr_codecs::VlenBytes> {
         match self.read_array_bytes(region).await? {
             ArrayBytes::Variable(vlen) => Ok(vlen),
             ArrayBytes::Fixed(_) => Err(Error::unsupported(

@@ -469,6 +469,60 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         block_on(self.0.read_points_bytes(points))?
     }
 
+    /// [`crate::Array::read_selection_array_bytes`]: an orthogonal selection of any data
+    /// type, variable-length data in Arrow layout.
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_selection_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn read_selection_array_bytes(&self, selection: &Selection) -> Result<ArrayBytes> {
+        block_on(self.0.read_selection_array_bytes(selection))?
+    }
+
+    /// [`crate::Array::read_selection_text`]: an orthogonal selection of a `string` array.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, AxisSelection, Selection, blocking};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let builder = ArrayBuilder::new(vec![4], DataType::String, vec![3]);
+    /// let array = blocking::Array::create(&builder, Arc::new(MemoryStore::new()), "/s")?;
+    /// array.write_points_text([[3u64], [1]], &["three", "one"])?;
+    /// let odd = Selection::new([AxisSelection::step(1.., 2)]);
+    /// assert_eq!(array.read_selection_text(&odd)?, ["one", "three"]);
+    /// assert_eq!(array.read_points_text([[3u64], [0]])?, ["three", ""]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_selection_text`], and [`Error::BlockingInAsync`].
+    pub fn read_selection_text(&self, selection: &Selection) -> Result<Vec<String>> {
+        block_on(self.0.read_selection_text(selection))?
+    }
+
+    /// [`crate::Array::read_points_array_bytes`]: points of an array of any data type.
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_points_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn read_points_array_bytes<P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+    ) -> Result<ArrayBytes> {
+        block_on(self.0.read_points_array_bytes(points))?
+    }
+
+    /// [`crate::Array::read_points_text`]: points of a `string` array.
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_points_text`], and [`Error::BlockingInAsync`].
+    pub fn read_points_text<P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+    ) -> Result<Vec<String>> {
+        block_on(self.0.read_points_text(points))?
+    }
+
     /// [`crate::Array::read_blocks`]: whole chunks (shards) by grid index.
     ///
     /// # Errors
@@ -660,6 +714,56 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
         values: &[u8],
     ) -> Result<()> {
         block_on(self.0.write_points_bytes(points, values))?
+    }
+
+    /// [`crate::Array::write_selection_array_bytes`]: values of any data type into an
+    /// orthogonal selection, variable-length values in Arrow layout.
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_selection_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_selection_array_bytes(
+        &self,
+        selection: &Selection,
+        values: ArrayBytes,
+    ) -> Result<()> {
+        block_on(self.0.write_selection_array_bytes(selection, values))?
+    }
+
+    /// [`crate::Array::write_selection_text`]: strings into an orthogonal selection of a
+    /// `string` array.
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_selection_text`], and [`Error::BlockingInAsync`].
+    pub fn write_selection_text<T: AsRef<str>>(
+        &self,
+        selection: &Selection,
+        values: &[T],
+    ) -> Result<()> {
+        block_on(self.0.write_selection_text(selection, values))?
+    }
+
+    /// [`crate::Array::write_points_array_bytes`]: one value of any data type per point.
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_points_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_points_array_bytes<P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+        values: ArrayBytes,
+    ) -> Result<()> {
+        block_on(self.0.write_points_array_bytes(points, values))?
+    }
+
+    /// [`crate::Array::write_points_text`]: one string per point of a `string` array.
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_points_text`], and [`Error::BlockingInAsync`].
+    pub fn write_points_text<T: AsRef<str>, P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+        values: &[T],
+    ) -> Result<()> {
+        block_on(self.0.write_points_text(points, values))?
     }
 }
 

@@ -70,6 +70,7 @@ mod index_flights;
 mod read;
 mod region;
 mod selection;
+mod selection_vlen;
 mod vlen_partial;
 mod write;
 

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
+use zarr_codecs::VlenBytes;
 use zarr_core::{ChunkGrid, Region};
 use zarr_store::{ReadableStore, WritableStore};
 
@@ -693,17 +694,25 @@ const PERMIT_BYTES: usize = 64 << 10;
 /// A part of a selection write: the box, whether the selection covers all of it (so it is
 /// not read first), where the selected values go in it (`(offset, count)` in elements, in
 /// order), and those values.
-struct WritePart {
-    region: Region,
-    dense: bool,
-    runs: Vec<(u64, u64)>,
-    values: Vec<u8>,
+pub(crate) struct WritePart {
+    pub(crate) region: Region,
+    pub(crate) dense: bool,
+    pub(crate) runs: Vec<(u64, u64)>,
+    pub(crate) values: PartValues,
+}
+
+/// The values of a [`WritePart`], in the order of its runs.
+pub(crate) enum PartValues {
+    /// Fixed-size elements, native byte order.
+    Fixed(Vec<u8>),
+    /// Variable-length elements.
+    Variable(VlenBytes),
 }
 
 impl<S: ?Sized> Array<S> {
     /// The cells a selection read is split into: chunks that decode alone (a sharded
     /// array's inner chunks, which its shards' index finds one by one).
-    fn read_cells(&self) -> Result<ChunkGrid> {
+    pub(crate) fn read_cells(&self) -> Result<ChunkGrid> {
         match self.inner_chunk_shape() {
             Some(inner) => Ok(ChunkGrid::regular(inner.to_vec())?),
             None => Ok(self.metadata.chunk_grid.clone()),
@@ -713,7 +722,7 @@ impl<S: ?Sized> Array<S> {
     /// The cells a selection write is split into: the units stored under one key (chunks,
     /// shards of the sharding codec, or the shards of the storage transformer over a
     /// regular grid), each read and written once.
-    fn write_cells(&self) -> Result<ChunkGrid> {
+    pub(crate) fn write_cells(&self) -> Result<ChunkGrid> {
         if let (Some(transformer), Some(chunk)) = (&self.transformer, self.chunk_shape()) {
             let shard = chunk
                 .iter()
@@ -730,7 +739,7 @@ impl<S: ?Sized> Array<S> {
     }
 
     /// The groups of every dimension of `selection`, by cell of `cells`.
-    fn plan_selection(
+    pub(crate) fn plan_selection(
         &self,
         selection: &Selection,
         cells: &ChunkGrid,
@@ -1019,12 +1028,35 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         self.read(region).await
     }
 
-    /// Read the boxes of `parts` (see [`run_parts`]) and hand each to `consume` with its
-    /// payload as it arrives.
-    async fn read_parts<P, I, F>(&self, parts: I, mut consume: F) -> Result<()>
+    /// Read the boxes of `parts` (see [`run_parts`]) as fixed-size bytes and hand each to
+    /// `consume` with its payload as it arrives.
+    async fn read_parts<P, I, F>(&self, parts: I, consume: F) -> Result<()>
     where
         I: Iterator<Item = Result<(Region, P)>>,
-        F: FnMut(P, &[u8]) -> Result<()>,
+        F: FnMut(P, Vec<u8>) -> Result<()>,
+    {
+        self.read_parts_with(
+            parts,
+            |array, region| async move { array.read_bytes(&region).await },
+            consume,
+        )
+        .await
+    }
+
+    /// Read the boxes of `parts` with `fetch` (see [`run_parts`]) and hand each to `consume`
+    /// with its payload as it arrives.
+    pub(crate) async fn read_parts_with<P, I, T, G, Fut, F>(
+        &self,
+        parts: I,
+        fetch: G,
+        consume: F,
+    ) -> Result<()>
+    where
+        I: Iterator<Item = Result<(Region, P)>>,
+        T: Send + 'static,
+        G: Fn(Array<S>, Region) -> Fut,
+        Fut: std::future::Future<Output = Result<T>> + Send + 'static,
+        F: FnMut(P, T) -> Result<()>,
     {
         // Parts in one shard share its index: without a cache of the array's own, one for
         // this operation, as a region read reads each shard's index once.
@@ -1037,17 +1069,9 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         let jobs = parts.map(|part| {
             let (region, payload) = part?;
             let bytes = part_bytes(self, &region)?;
-            let array = shared.clone();
-            Ok((
-                bytes,
-                async move { array.read_bytes(&region).await },
-                payload,
-            ))
+            Ok((bytes, fetch(shared.clone(), region), payload))
         });
-        run_parts(self, jobs, |payload, bytes: Vec<u8>| {
-            consume(payload, &bytes)
-        })
-        .await
+        run_parts(self, jobs, consume).await
     }
 }
 
@@ -1094,11 +1118,18 @@ where
     Ok(())
 }
 
-/// The decoded bytes of a box of `region`.
+/// What a part's budget counts per element of variable-length data (its offset and a
+/// short value), whose size is not known before the part is read.
+const VLEN_ELEMENT_BYTES: u64 = 16;
+
+/// The decoded bytes of a box of `region` (estimated for variable-length data).
 fn part_bytes<S: ?Sized>(array: &Array<S>, region: &Region) -> Result<u64> {
-    Ok(region
-        .num_elements()?
-        .saturating_mul(array.element_size()? as u64))
+    let per_element = array
+        .metadata
+        .data_type
+        .fixed_size()
+        .map_or(VLEN_ELEMENT_BYTES, |n| n as u64);
+    Ok(region.num_elements()?.saturating_mul(per_element))
 }
 
 impl<S: WritableStore + ?Sized + 'static> Array<S> {
@@ -1178,7 +1209,7 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
                 region: group_box(&groups)?,
                 dense: groups_dense(&groups),
                 runs,
-                values: part,
+                values: PartValues::Fixed(part),
             })
         });
         self.write_parts(parts).instrument(span).await
@@ -1235,7 +1266,7 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
                 region: g.region,
                 dense,
                 runs,
-                values: part,
+                values: PartValues::Fixed(part),
             })
         });
         self.write_parts(parts).instrument(span).await
@@ -1243,7 +1274,10 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
 
     /// Write each part (see [`run_parts`]): under its unit's lock, read its box (unless
     /// covered whole), copy the values in, and write the box back.
-    async fn write_parts(&self, parts: impl Iterator<Item = Result<WritePart>>) -> Result<()> {
+    pub(crate) async fn write_parts(
+        &self,
+        parts: impl Iterator<Item = Result<WritePart>>,
+    ) -> Result<()> {
         let jobs = parts.map(|part| {
             let part = part?;
             let bytes = part_bytes(self, &part.region)?;
@@ -1254,7 +1288,6 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
     }
 
     async fn write_part(&self, part: WritePart) -> Result<()> {
-        let elem = self.element_size()?;
         let shape = &self.metadata.shape;
         let chunk = self
             .metadata
@@ -1262,19 +1295,81 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
             .chunk_of(shape, &part.region.starts())?
             .0;
         let _guard = crate::write::lock_unit(self, &chunk).await?;
-        let mut boxed = if part.dense {
-            let size = self.bytes_of_elements(part.region.num_elements()?, "a part")?;
-            zarr_codecs::zeroed_bytes(size).map_err(|e| self.codecs_error(e))?
-        } else {
-            self.read_bytes(&part.region).await?
-        };
-        let mut from = 0;
-        for (offset, n) in part.runs {
-            let (b, n) = (offset as usize * elem, n as usize * elem);
-            boxed[b..b + n].copy_from_slice(&part.values[from..from + n]);
-            from += n;
+        match part.values {
+            PartValues::Fixed(values) => {
+                let elem = self.element_size()?;
+                let mut boxed = if part.dense {
+                    let size = self.bytes_of_elements(part.region.num_elements()?, "a part")?;
+                    zarr_codecs::zeroed_bytes(size).map_err(|e| self.codecs_error(e))?
+                } else {
+                    self.read_bytes(&part.region).await?
+                };
+                let mut from = 0;
+                for (offset, n) in part.runs {
+                    let (b, n) = (offset as usize * elem, n as usize * elem);
+                    boxed[b..b + n].copy_from_slice(&values[from..from + n]);
+                    from += n;
+                }
+                crate::write::write_fixed_locked(self, &part.region, &boxed).await
+            }
+            PartValues::Variable(values) => {
+                let merged = self
+                    .merge_variable(&part.region, &part.runs, &values)
+                    .await?;
+                crate::write::write_variable_locked(self, &part.region, merged).await
+            }
         }
-        crate::write::write_fixed_locked(self, &part.region, &boxed).await
+    }
+
+    /// The box of `region` with the variable-length `values` placed at `runs` (as in
+    /// [`WritePart`]; a later value for an element replaces an earlier one), and the box's
+    /// other elements read from the array (only if there are any).
+    async fn merge_variable(
+        &self,
+        region: &Region,
+        runs: &[(u64, u64)],
+        values: &VlenBytes,
+    ) -> Result<VlenBytes> {
+        let n =
+            usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
+                what: "the number of elements in a part of the selection".into(),
+            })?;
+        // For each element of the box, the value that replaces it (`KEEP`: none).
+        const KEEP: usize = usize::MAX;
+        let mut source = vec![KEEP; n];
+        let mut next = 0usize;
+        for &(offset, count) in runs {
+            for slot in &mut source[offset as usize..(offset + count) as usize] {
+                *slot = next;
+                next += 1;
+            }
+        }
+        if next != values.len() {
+            return Err(Error::BufferSize {
+                expected: next as u64,
+                found: values.len() as u64,
+            });
+        }
+        let existing = if source.contains(&KEEP) {
+            Some(self.read_vlen(region).await?)
+        } else {
+            None
+        };
+        let element = |i: usize| -> Result<&[u8]> {
+            let found = match (source[i], &existing) {
+                (KEEP, Some(existing)) => existing.get(i),
+                (KEEP, None) => None,
+                (v, _) => values.get(v),
+            };
+            found.ok_or_else(|| {
+                Error::unsupported(
+                    self.path.as_str(),
+                    format!("element {i} of a part of {region} was read short"),
+                )
+            })
+        };
+        let elements = (0..n).map(element).collect::<Result<Vec<&[u8]>>>()?;
+        Ok(VlenBytes::from_elements(elements))
     }
 }
 

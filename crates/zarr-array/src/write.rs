@@ -812,6 +812,25 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
     region: &Region,
     values: VlenBytes,
 ) -> Result<()> {
+    write_variable_with(array, region, values, true).await
+}
+
+/// [`write_variable`] of a region inside one unit (chunk, or shard through the
+/// transformer) whose lock ([`lock_unit`]) the caller holds.
+pub(crate) async fn write_variable_locked<S: WritableStore + ?Sized>(
+    array: &Array<S>,
+    region: &Region,
+    values: VlenBytes,
+) -> Result<()> {
+    write_variable_with(array, region, values, false).await
+}
+
+async fn write_variable_with<S: WritableStore + ?Sized>(
+    array: &Array<S>,
+    region: &Region,
+    values: VlenBytes,
+    lock: bool,
+) -> Result<()> {
     let metadata = &array.metadata;
     region.check_within(&metadata.shape)?;
     if metadata.data_type.fixed_size().is_some() {
@@ -917,7 +936,7 @@ pub(crate) async fn write_variable<S: WritableStore + ?Sized>(
             },
         )
     };
-    write_chunks(array, region, true, merge)
+    write_chunks(array, region, lock, merge)
         .instrument(span)
         .await
 }

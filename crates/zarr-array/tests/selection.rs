@@ -51,8 +51,16 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 fn builder(case: &Case) -> ArrayBuilder {
-    let b = ArrayBuilder::new(case.shape.clone(), DataType::UInt16, case.chunk.clone())
-        .fill_value(zarr_core::FillValue::new(7u16.to_le_bytes().to_vec()))
+    builder_of(
+        case,
+        DataType::UInt16,
+        zarr_core::FillValue::new(7u16.to_le_bytes().to_vec()),
+    )
+}
+
+fn builder_of(case: &Case, data_type: DataType, fill: zarr_core::FillValue) -> ArrayBuilder {
+    let b = ArrayBuilder::new(case.shape.clone(), data_type.clone(), case.chunk.clone())
+        .fill_value(fill.clone())
         .zstd(1);
     match case.layout {
         Layout::Regular => b,
@@ -79,10 +87,10 @@ fn builder(case: &Case) -> ArrayBuilder {
         }
         Layout::Sharded => ArrayBuilder::new(
             case.shape.clone(),
-            DataType::UInt16,
+            data_type,
             case.chunk.iter().map(|c| c * 2).collect(),
         )
-        .fill_value(zarr_core::FillValue::new(7u16.to_le_bytes().to_vec()))
+        .fill_value(fill)
         .zstd(1)
         .sharding(case.chunk.clone()),
         Layout::Transformer => b.sharding_transformer(vec![2; case.shape.len()]),
@@ -242,12 +250,103 @@ async fn check(s: &Scenario) {
     assert_eq!(array.read::<u16>(..).await.unwrap(), model, "write_points");
 }
 
+/// A string for element `i`: empty, the fill value, or of a length that varies with `i`.
+fn text(i: usize, seed: u16) -> String {
+    match i % 5 {
+        0 => "-".to_owned(),
+        1 => String::new(),
+        _ => format!(
+            "{}é{}",
+            "x".repeat(i % 7),
+            i.wrapping_mul(seed as usize | 1)
+        ),
+    }
+}
+
+/// [`check`] for a `string` array: the same selections and points, read and written as text.
+async fn check_text(s: &Scenario) {
+    let Scenario {
+        case,
+        selection,
+        points,
+        seed,
+    } = s;
+    let shape = &case.shape;
+    let n: usize = shape.iter().product::<u64>() as usize;
+    let store = Arc::new(MemoryStore::new());
+    let array = builder_of(case, DataType::String, zarr_core::FillValue::from("-"))
+        .create(store, "/t")
+        .await
+        .unwrap();
+    let mut model: Vec<String> = (0..n).map(|i| text(i, *seed)).collect();
+    array.write_text(.., &model).await.unwrap();
+
+    let wanted = positions(shape, selection);
+    let expected: Vec<&String> = wanted.iter().map(|&p| &model[p]).collect();
+    let read = array.read_selection_text(selection).await.unwrap();
+    assert_eq!(
+        read.iter().collect::<Vec<_>>(),
+        expected,
+        "read_selection_text"
+    );
+
+    let expected: Vec<&String> = points.iter().map(|p| &model[offset(shape, p)]).collect();
+    let read = array.read_points_text(points).await.unwrap();
+    assert_eq!(
+        read.iter().collect::<Vec<_>>(),
+        expected,
+        "read_points_text"
+    );
+
+    let values: Vec<String> = (0..wanted.len())
+        .map(|i| {
+            if i % 3 == 0 {
+                "-".into()
+            } else {
+                format!("w{}", "y".repeat(i % 4))
+            }
+        })
+        .collect();
+    array
+        .write_selection_text(selection, &values)
+        .await
+        .unwrap();
+    for (&p, v) in wanted.iter().zip(&values) {
+        model[p] = v.clone();
+    }
+    assert_eq!(
+        array.read_text(..).await.unwrap(),
+        model,
+        "write_selection_text"
+    );
+
+    let values: Vec<String> = (0..points.len()).map(|i| format!("p{i}")).collect();
+    array.write_points_text(points, &values).await.unwrap();
+    for (p, v) in points.iter().zip(&values) {
+        model[offset(shape, p)] = v.clone();
+    }
+    assert_eq!(
+        array.read_text(..).await.unwrap(),
+        model,
+        "write_points_text"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
 
     #[test]
     fn selections_match_a_model_of_the_array(s in scenario()) {
         runtime(s.case.multi_thread).block_on(check(&s));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn text_selections_match_a_model_of_the_array(s in scenario()) {
+        runtime(s.case.multi_thread).block_on(check_text(&s));
     }
 }
 
@@ -503,4 +602,185 @@ fn blocking_selections() {
         .unwrap();
     array.write_points_bytes([[1u64, 1]], &[0]).unwrap();
     assert_eq!(array.read::<u8>(..).unwrap(), [0; 12]);
+}
+
+/// Writers of different strings of one chunk (and shard), at the same time, lose neither
+/// update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_text_writes_to_one_chunk_keep_every_update() {
+    for layout in ["plain", "transformer", "codec"] {
+        let builder = ArrayBuilder::new(vec![8, 8], DataType::String, vec![8, 8]);
+        let builder = match layout {
+            "plain" => builder,
+            "transformer" => ArrayBuilder::new(vec![8, 8], DataType::String, vec![4, 4])
+                .sharding_transformer(vec![2, 2]),
+            _ => builder.sharding(vec![4, 4]),
+        };
+        let array = builder
+            .create(Arc::new(MemoryStore::new()), "/c")
+            .await
+            .unwrap();
+        let tasks: Vec<_> = (0..8u64)
+            .map(|row| {
+                let array = array.clone();
+                tokio::spawn(async move {
+                    let points: Vec<[u64; 2]> = (0..8).step_by(2).map(|x| [row, x]).collect();
+                    let values: Vec<String> =
+                        (0..8).step_by(2).map(|x| format!("{row}.{x}")).collect();
+                    array.write_points_text(&points, &values).await.unwrap();
+                    let selection =
+                        Selection::new([AxisSelection::index(row), AxisSelection::step(1.., 2)]);
+                    let values: Vec<String> =
+                        (1..8).step_by(2).map(|x| format!("{row}.{x}")).collect();
+                    array
+                        .write_selection_text(&selection, &values)
+                        .await
+                        .unwrap();
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let expected: Vec<String> = (0..64).map(|i| format!("{}.{}", i / 8, i % 8)).collect();
+        assert_eq!(array.read_text(..).await.unwrap(), expected, "{layout}");
+    }
+}
+
+/// `bytes` arrays (and fixed-size ones) through `ArrayBytes`; the errors of variable-length
+/// selections.
+#[tokio::test]
+async fn array_bytes_selections_of_any_data_type() {
+    use zarr_array::{ArrayBytes, VlenBytes};
+    let store = Arc::new(MemoryStore::new());
+    let binary = ArrayBuilder::new(vec![3, 3], DataType::Bytes, vec![2, 2])
+        .create(Arc::clone(&store), "/b")
+        .await
+        .unwrap();
+    let elements: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i; i as usize]).collect();
+    binary
+        .write_array_bytes(
+            ..,
+            ArrayBytes::Variable(VlenBytes::from_elements(elements.iter().map(Vec::as_slice))),
+        )
+        .await
+        .unwrap();
+    let selection = Selection::new([
+        AxisSelection::mask([true, false, true]),
+        [2u64, 0].to_vec().into(),
+    ]);
+    let ArrayBytes::Variable(read) = binary.read_selection_array_bytes(&selection).await.unwrap()
+    else {
+        panic!("fixed-size bytes from a bytes array");
+    };
+    let expected = [&elements[2], &elements[0], &elements[8], &elements[6]];
+    assert_eq!(read.iter().collect::<Vec<_>>(), expected);
+    let ArrayBytes::Variable(read) = binary
+        .read_points_array_bytes([[2u64, 2], [1, 1]])
+        .await
+        .unwrap()
+    else {
+        panic!("fixed-size bytes from a bytes array");
+    };
+    assert_eq!(
+        read.iter().collect::<Vec<_>>(),
+        [&elements[8], &elements[4]]
+    );
+    binary
+        .write_points_array_bytes(
+            [[0u64, 1]],
+            ArrayBytes::Variable(VlenBytes::from_elements([&b"new"[..]])),
+        )
+        .await
+        .unwrap();
+    let ArrayBytes::Variable(all) = binary.read_array_bytes(..).await.unwrap() else {
+        panic!("fixed-size bytes from a bytes array");
+    };
+    assert_eq!(all.get(1), Some(&b"new"[..]));
+    assert_eq!(all.get(0), Some(&[][..]));
+
+    // Errors: the wrong number of values, values of the wrong kind, the wrong element type.
+    let two = ArrayBytes::Variable(VlenBytes::from_elements([&b"a"[..], b"b"]));
+    assert!(matches!(
+        binary
+            .write_selection_array_bytes(&selection, two.clone())
+            .await,
+        Err(Error::BufferSize { .. })
+    ));
+    assert!(matches!(
+        binary
+            .write_points_array_bytes([[0u64, 0]], two.clone())
+            .await,
+        Err(Error::BufferSize { .. })
+    ));
+    assert!(matches!(
+        binary.read_selection_text(&selection).await,
+        Err(Error::ElementType { .. })
+    ));
+    assert!(matches!(
+        binary.write_points_text([[0u64, 0]], &["a"]).await,
+        Err(Error::ElementType { .. })
+    ));
+    assert!(matches!(
+        binary.read_selection_bytes(&selection).await,
+        Err(Error::Unsupported { .. })
+    ));
+    let fixed = grid_array(Arc::clone(&store)).await;
+    assert!(matches!(
+        fixed
+            .write_points_array_bytes([[0u64, 0], [0, 1]], two)
+            .await,
+        Err(Error::Unsupported { .. })
+    ));
+    // Fixed-size data through the same methods.
+    let selection = Selection::new([AxisSelection::indices([5]), AxisSelection::step(.., 4)]);
+    let read = fixed.read_selection_array_bytes(&selection).await.unwrap();
+    let expected: Vec<u8> = [40i32, 44].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    assert_eq!(read.as_fixed().unwrap().as_ref(), expected);
+    fixed
+        .write_selection_array_bytes(&selection, ArrayBytes::fixed(vec![0u8; 8]))
+        .await
+        .unwrap();
+    assert_eq!(
+        fixed
+            .read_points::<i32, _>([[5u64, 0], [5, 4], [5, 5]])
+            .await
+            .unwrap(),
+        [0, 0, 45]
+    );
+    // The rest of the bytes array is as it was.
+    let ArrayBytes::Variable(after) = binary.read_array_bytes(..).await.unwrap() else {
+        panic!("fixed-size bytes from a bytes array");
+    };
+    assert_eq!(
+        after.iter().collect::<Vec<_>>(),
+        all.iter().collect::<Vec<_>>()
+    );
+}
+
+/// Strings at opposite corners of a shard read its index once and the two inner chunks
+/// holding them.
+#[tokio::test]
+async fn sparse_text_points_read_only_their_inner_chunks() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let array = ArrayBuilder::new(vec![16, 16], DataType::String, vec![16, 16])
+        .sharding(vec![4, 4])
+        .create(Arc::clone(&store), "/p")
+        .await
+        .unwrap();
+    let model: Vec<String> = (0..256).map(|i| format!("s{i}")).collect();
+    array.write_text(.., &model).await.unwrap();
+    store.clear();
+    let read = array.read_points_text([[15u64, 15], [0, 0]]).await.unwrap();
+    assert_eq!(read, ["s255", "s0"]);
+    let stats = store.stats();
+    assert_eq!(stats.ranges, 3, "{stats:?}");
+    store.clear();
+    let selection = Selection::new([AxisSelection::step(.., 8), AxisSelection::indices([15, 1])]);
+    assert_eq!(
+        array.read_selection_text(&selection).await.unwrap(),
+        ["s15", "s1", "s143", "s129"]
+    );
+    // The index and four inner chunks.
+    assert_eq!(store.stats().ranges, 5, "{:?}", store.stats());
 }

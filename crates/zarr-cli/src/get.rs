@@ -13,7 +13,7 @@ use zarr::store::Store;
 
 use crate::format::{Style, element, native_to_little, variable_element};
 use crate::npy::{TextDtype, extend_utf32, header, npy_type, widen_small_ints};
-use crate::region::{Selection, element_index, element_text, parse_selection, slabs};
+use crate::region::{Selection, element_text, parse_selection, slabs};
 use crate::target::{Access, resolve};
 use crate::{TargetArgs, usage};
 
@@ -98,13 +98,6 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
     let array = target.array().await?;
     let metadata = array.metadata();
     let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
-    if selection.is_strided() && metadata.data_type.fixed_size().is_none() {
-        usage!(
-            "{} holds {} elements; steps other than 1 need a fixed-size data type",
-            target.describe(),
-            metadata.data_type.name()
-        );
-    }
     let binary = matches!(format, Format::Npy | Format::Raw);
     let variable = metadata.data_type.fixed_size().is_none();
     if format == Format::Raw && variable {
@@ -219,8 +212,7 @@ async fn write(
 }
 
 /// The selected elements of `slab` (a part of the selection's region, split along its first
-/// dimension): the slab itself, or every `step`-th index of it for a strided selection
-/// (fixed-size data types only, which `run` checks).
+/// dimension): the slab itself, or every `step`-th index of it for a strided selection.
 async fn read_slab(
     array: &Array<dyn Store>,
     selection: &Selection,
@@ -228,9 +220,7 @@ async fn read_slab(
 ) -> Result<ArrayBytes> {
     if selection.is_strided() {
         let strided = selection.strided_in(slab);
-        Ok(ArrayBytes::fixed(
-            array.read_selection_bytes(&strided).await?,
-        ))
+        Ok(array.read_selection_array_bytes(&strided).await?)
     } else {
         Ok(array.read_array_bytes(slab).await?)
     }
@@ -254,9 +244,9 @@ async fn write_text_npy(
     let mut widest = 0;
     let mut kept = None;
     for slab in &slabs {
-        let vlen = read_variable(array, slab).await?;
+        let vlen = read_variable(array, selection, slab).await?;
         for (i, e) in vlen.iter().enumerate() {
-            widest = widest.max(measure(e, strings, slab, i)?.1);
+            widest = widest.max(measure(e, strings, selection, slab, i)?.1);
         }
         if slabs.len() == 1 {
             kept = Some(vlen);
@@ -276,14 +266,14 @@ async fn write_text_npy(
     for slab in &slabs {
         let vlen = match kept.take() {
             Some(vlen) => vlen,
-            None => read_variable(array, slab).await?,
+            None => read_variable(array, selection, slab).await?,
         };
         for (i, e) in vlen.iter().enumerate() {
-            let (text, width) = measure(e, strings, slab, i)?;
+            let (text, width) = measure(e, strings, selection, slab, i)?;
             if width > widest {
                 anyhow::bail!(
                     "{} of the array grew while it was exported (another writer?)",
-                    element_text(&element_index(slab, i as u64))
+                    element_text(&selection.element_in(slab, i as u64))
                 );
             }
             item.clear();
@@ -301,11 +291,12 @@ async fn write_text_npy(
 }
 
 /// A `string` (when `strings`) or `bytes` element's text (strings only) and width: characters
-/// of a string, bytes otherwise. The element is element `i` of `slab`, named by its index in
-/// the array if it is not UTF-8.
+/// of a string, bytes otherwise. The element is element `i` of the selection's part in
+/// `slab`, named by its index in the array if it is not UTF-8.
 fn measure<'a>(
     e: &'a [u8],
     strings: bool,
+    selection: &Selection,
     slab: &Region,
     i: usize,
 ) -> Result<(Option<&'a str>, usize)> {
@@ -313,7 +304,7 @@ fn measure<'a>(
         let text = std::str::from_utf8(e).with_context(|| {
             format!(
                 "{} of the array is not UTF-8",
-                element_text(&element_index(slab, i as u64))
+                element_text(&selection.element_in(slab, i as u64))
             )
         })?;
         Ok((Some(text), text.chars().count()))
@@ -322,9 +313,13 @@ fn measure<'a>(
     }
 }
 
-/// The variable-length elements of `region`.
-async fn read_variable(array: &Array<dyn Store>, region: &Region) -> Result<VlenBytes> {
-    match array.read_array_bytes(region).await? {
+/// The variable-length elements the selection selects in `slab`.
+async fn read_variable(
+    array: &Array<dyn Store>,
+    selection: &Selection,
+    slab: &Region,
+) -> Result<VlenBytes> {
+    match read_slab(array, selection, slab).await? {
         ArrayBytes::Variable(vlen) => Ok(vlen),
         ArrayBytes::Fixed(_) => anyhow::bail!("expected variable-length elements"),
     }

@@ -164,7 +164,7 @@ Examples:
     /// `:b`, `:` or a single index (negative counts from the end); missing trailing entries
     /// mean `:`, and one entry may be `...`, which means `:` for every dimension the others
     /// leave (`...,0` is the first element of the last dimension). `a:b:step` takes every
-    /// `step`-th index from `a` (a positive step; fixed-size data types). Text output prints
+    /// `step`-th index from `a` (a positive step). Text output prints
     /// one value per line for a 1-D result and one row of the last dimension per line otherwise (a blank line between 2-D planes). Exports to npy
     /// and raw stream in chunk-aligned slabs, never holding the whole region. `string` and
     /// `bytes` export to npy as `<U n` / `|S n`, n the longest element: the region is read

@@ -52,15 +52,46 @@ impl Selection {
     /// region that lie in the slab.
     pub(crate) fn strided_in(&self, slab: &Region) -> zarr::array::Selection {
         zarr::array::Selection::new(
-            slab.ranges()
-                .iter()
-                .zip(self.region.ranges())
-                .zip(&self.steps)
-                .map(|((part, whole), &step)| {
-                    let first = whole.start + (part.start - whole.start).div_ceil(step) * step;
-                    zarr::array::AxisSelection::step(first.min(part.end)..part.end, step)
-                }),
+            self.axes_in(slab)
+                .into_iter()
+                .map(|(range, step)| zarr::array::AxisSelection::step(range, step)),
         )
+    }
+
+    /// Per dimension, the range from the selection's first index in `slab` to the slab's
+    /// end, and the step.
+    fn axes_in(&self, slab: &Region) -> Vec<(std::ops::Range<u64>, u64)> {
+        slab.ranges()
+            .iter()
+            .zip(self.region.ranges())
+            .zip(&self.steps)
+            .map(|((part, whole), &step)| {
+                let first = whole.start + (part.start - whole.start).div_ceil(step) * step;
+                (first.min(part.end)..part.end, step)
+            })
+            .collect()
+    }
+}
+
+impl Selection {
+    /// The index in the array of element `i` (C order) of the selection's part in `slab`
+    /// (see [`Selection::strided_in`]).
+    pub(crate) fn element_in(&self, slab: &Region, i: u64) -> Vec<u64> {
+        if !self.is_strided() {
+            return element_index(slab, i);
+        }
+        let axes = self.axes_in(slab);
+        let counts: Vec<u64> = axes
+            .iter()
+            .map(|(range, step)| (range.end - range.start).div_ceil(*step))
+            .collect();
+        let within =
+            zarr::metadata::unravel_index(i, &counts).unwrap_or_else(|| vec![0; counts.len()]);
+        within
+            .iter()
+            .zip(&axes)
+            .map(|(k, (range, step))| range.start + k * step)
+            .collect()
     }
 }
 
@@ -378,6 +409,12 @@ mod tests {
                 zarr::array::AxisSelection::step(0..5, 2),
             ])
         );
+        // Its elements, [10, 0], [10, 2], [10, 4], [13, 0], ..., name their array indices.
+        assert_eq!(s.element_in(&slab, 0), [10, 0]);
+        assert_eq!(s.element_in(&slab, 2), [10, 4]);
+        assert_eq!(s.element_in(&slab, 4), [13, 2]);
+        let plain = Selection::whole(slab.clone());
+        assert_eq!(plain.element_in(&slab, 6), [9, 1]);
     }
 
     #[test]

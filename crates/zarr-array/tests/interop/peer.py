@@ -2002,7 +2002,17 @@ SELECTION_ARRAYS = [
     # (name, dtype, shape, chunks, shards)
     ("plain", "int32", (7, 9), (3, 4), None),
     ("sharded", "uint16", (10, 12, 5), (2, 3, 5), (4, 6, 5)),
+    ("text", "str", (6, 7), (2, 3), None),
+    ("text_sharded", "str", (6, 7), (2, 3), (4, 6)),
 ]
+
+
+def numbered(start: int, n: int, dtype: str) -> np.ndarray:
+    """`n` values counting from `start`: numbers, or for `str` strings of varying length
+    (with a non-ASCII character) naming them."""
+    if dtype == "str":
+        return np.array([f"s{i}" + "\u00e9" * (i % 4) for i in range(start, start + n)])
+    return (start + np.arange(n)).astype(dtype)
 
 
 def selection_of(spec: list[dict[str, Any]]) -> tuple:
@@ -2027,12 +2037,12 @@ def cmd_selection_write(out: Path) -> None:
     rng = np.random.default_rng(7)
     manifest: dict[str, Any] = {"reads": [], "writes": []}
     for name, dtype, shape, chunks, shards in SELECTION_ARRAYS:
-        values = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
+        values = numbered(0, int(np.prod(shape)), dtype).reshape(shape)
         arrays = {}
         for suffix in ("", "_ours", "_theirs"):
             a = zarr.create_array(store=str(out), name=name + suffix, shape=shape,
-                                  chunks=chunks, shards=shards, dtype=dtype, fill_value=0,
-                                  zarr_format=3)
+                                  chunks=chunks, shards=shards, dtype=dtype,
+                                  fill_value="" if dtype == "str" else 0, zarr_format=3)
             a[...] = values
             arrays[suffix] = a
         a = arrays[""]
@@ -2076,7 +2086,7 @@ def cmd_selection_write(out: Path) -> None:
         # Writes without repeated indices or points (numpy leaves which repeat wins open).
         # zarr-python 3.1.6 fails orthogonal writes into shards unless every dimension is a
         # slice (listed indices, or a step beside another dimension's partial range, raise
-        # inside its sharding codec), so the sharded array gets rows by a step only.
+        # inside its sharding codec), so the sharded arrays get rows by a step only.
         theirs = arrays["_theirs"]
         if shards is None:
             spec = [{"slice": [1, shape[0], 2]},
@@ -2087,13 +2097,13 @@ def cmd_selection_write(out: Path) -> None:
         n_values = int(np.prod([len(range(*sl.indices(n))) if isinstance(sl, slice)
                                 else (int(sl.sum()) if sl.dtype == bool else len(sl))
                                 for sl, n in zip(sel, shape)]))
-        vals = (1000 + np.arange(n_values)).astype(dtype)
+        vals = numbered(1000, n_values, dtype)
         theirs.set_orthogonal_selection(sel, vals.reshape(theirs.get_orthogonal_selection(sel).shape))
         manifest["writes"].append({"array": name, "kind": "orthogonal", "selection": spec,
                                    "values": vals.tolist()})
         flat = rng.permutation(int(np.prod(shape)))[:10]
         points = [list(map(int, np.unravel_index(i, shape))) for i in flat]
-        vals = (2000 + np.arange(len(points))).astype(dtype)
+        vals = numbered(2000, len(points), dtype)
         theirs.set_coordinate_selection(tuple(np.array(c) for c in zip(*points)), vals)
         manifest["writes"].append({"array": name, "kind": "points", "points": points,
                                    "values": vals.tolist()})

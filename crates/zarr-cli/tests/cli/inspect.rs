@@ -359,8 +359,43 @@ fn get_refuses_what_npy_cannot_hold() {
         2,
     );
     assert!(err.contains("steps must be positive"), "{err}");
-    let err = fails(&["get", &fixture("zarr-python/string_1d"), "-r", "::2"], 2);
-    assert!(err.contains("need a fixed-size data type"), "{err}");
+}
+
+/// Steps select from variable-length arrays too, in every output format that holds them.
+#[test]
+fn get_takes_steps_on_strings() {
+    let store = fixture("zarr-python/string_1d");
+    assert_eq!(
+        ok(&["get", &store, "-r", "::3", "-f", "json"]),
+        "[\"🦀\", \"naïve\", \"\", \"tail\"]\n"
+    );
+    assert_eq!(
+        ok(&["get", &store, "-r", "2:10:7"]),
+        "\"日本語\"\n\"tail\"\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("s.npy");
+    ok(&["get", &store, "-r", "::2", "-o", npy.to_str().unwrap()]);
+    let bytes = std::fs::read(&npy).unwrap();
+    let header = String::from_utf8_lossy(&bytes[..128]);
+    // Elements 0, 2, 4, 6, 8, 10; the widest is "日本語" (three characters).
+    assert!(header.contains("'descr': '<U3'"), "{header}");
+    assert!(header.contains("'shape': (6,)"), "{header}");
+    let utf32: Vec<u32> = bytes[128..]
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let text: String = utf32
+        .chunks(3)
+        .map(|e| {
+            e.iter()
+                .filter(|&&c| c != 0)
+                .map(|&c| char::from_u32(c).unwrap())
+                .collect::<String>()
+                + "|"
+        })
+        .collect();
+    assert_eq!(text, "🦀|日本語||||end|");
 }
 
 /// A small Zarr v2 hierarchy: `/.zgroup`, `/sub/.zgroup`, `/sub/a` (`<u2`, order F, 3x2 in
