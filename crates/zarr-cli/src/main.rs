@@ -197,6 +197,7 @@ Examples:
 Examples:
   zarr put data.zarr/images/raw --input raw.npy
   zarr put data.zarr/images/raw --input tile.npy --region 100:200,300:400
+  zarr put data.zarr/images/raw --input every2nd.npy --region ::2,::2
   zarr put data.zarr/labels --input names.npy    # numpy.save('names.npy', arr.astype('U'))")]
     Put(put::PutArgs),
     /// Decode every stored chunk of an array (or of every array below a group) and report

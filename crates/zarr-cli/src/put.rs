@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use indicatif::ProgressBar;
-use zarr::array::{Array, Region};
+use zarr::array::{Array, ArrayBytes, Region};
 use zarr::metadata::{ArrayMetadata, DataType};
 use zarr::store::Store;
 use zarr::vlen::{VlenBinary, VlenStrings};
@@ -29,7 +29,7 @@ use crate::npy::{
     trim_nuls,
 };
 use crate::progress::{bar, note};
-use crate::region::{Selection, element_index, element_text, parse_selection, slabs_along};
+use crate::region::{Selection, element_text, parse_selection, slabs_along};
 use crate::target::{Access, resolve};
 use crate::{Global, TargetArgs, usage};
 
@@ -178,8 +178,7 @@ fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements>
 
 /// The dimension a Fortran-order file is cut along: the region's last one longer than 1.
 /// The dimensions after it have length 1, so a range of it is one contiguous run of the file.
-fn fortran_axis(region: &Region) -> usize {
-    let shape = region.shape();
+fn fortran_axis(shape: &[u64]) -> usize {
     shape
         .iter()
         .rposition(|&n| n > 1)
@@ -188,15 +187,16 @@ fn fortran_axis(region: &Region) -> usize {
 
 /// Element `i` (C order) of `slab`, named by its index in the file: `element [3, 1]`.
 fn element_name(i: usize, slab: &Region, selection: &Selection, file_rank: usize) -> String {
-    let index = element_index(slab, i as u64);
+    let index = selection.element_in(slab, i as u64);
     // A file without the single-index dimensions has no index for them.
     let keep_all = file_rank == index.len();
     let in_file: Vec<u64> = index
         .iter()
         .zip(selection.region.ranges())
+        .zip(&selection.steps)
         .zip(&selection.squeezed)
         .filter(|&(_, &squeezed)| keep_all || !squeezed)
-        .map(|((v, range), _)| v - range.start)
+        .map(|(((v, range), step), _)| (v - range.start) / step)
         .collect();
     element_text(&in_file)
 }
@@ -258,7 +258,7 @@ impl<R: Read> Source<R> {
         // is read as if it had the region's shape (single-index dimensions included).
         let fortran = self.header.fortran_order;
         let axis = if fortran {
-            fortran_axis(&selection.region)
+            fortran_axis(&selection.counts_in(&selection.region))
         } else {
             0
         };
@@ -283,10 +283,12 @@ impl<R: Read> Source<R> {
         })
     }
 
-    /// The next `slab`'s elements in C order: `count` elements of `item_size()` bytes.
-    fn read_slab(&mut self, slab: &Region) -> Result<(Vec<u8>, usize)> {
+    /// The elements `selection` selects in the next `slab`, in C order: `count` elements of
+    /// `item_size()` bytes.
+    fn read_slab(&mut self, selection: &Selection, slab: &Region) -> Result<(Vec<u8>, usize)> {
         let item = self.elements.item_size();
-        let count = usize::try_from(slab.num_elements()?)?;
+        let counts = selection.counts_in(slab);
+        let count = usize::try_from(Region::full(&counts).num_elements()?)?;
         let n = count
             .checked_mul(item)
             .context("the slab does not fit in memory")?;
@@ -298,8 +300,7 @@ impl<R: Read> Source<R> {
             )
         })?;
         if self.header.fortran_order {
-            let shape = slab
-                .shape()
+            let shape = counts
                 .into_iter()
                 .map(usize::try_from)
                 .collect::<Result<Vec<_>, _>>()?;
@@ -320,7 +321,7 @@ fn check_conversion(
 ) -> Result<()> {
     let file_rank = source.header.shape.len();
     for slab in slabs {
-        let (buf, _) = source.read_slab(slab)?;
+        let (buf, _) = source.read_slab(selection, slab)?;
         source.convert(buf, |i| element_name(i, slab, selection, file_rank))?;
         progress.inc(1);
     }
@@ -338,28 +339,32 @@ async fn write_slabs(
 ) -> Result<()> {
     let file_rank = source.header.shape.len();
     for slab in slabs {
-        let (mut buf, count) = source.read_slab(&slab)?;
+        let (mut buf, count) = source.read_slab(selection, &slab)?;
         let name = |i| element_name(i, &slab, selection, file_rank);
-        let written = match &source.elements {
+        let values = match &source.elements {
             &Elements::Fixed { swap, .. } => {
                 swap_bytes(&mut buf, swap);
-                array.write_bytes(&slab, &buf).await
+                ArrayBytes::fixed(buf)
             }
-            Elements::Convert { .. } => {
-                let values = source.convert(buf, name)?;
-                array.write_bytes(&slab, &values).await
-            }
+            Elements::Convert { .. } => ArrayBytes::fixed(source.convert(buf, name)?),
             &Elements::Strings(text) => {
                 let values = strings(&buf, count, text, name)
                     .with_context(|| format!("reading {}", source.name))?;
                 drop(buf);
-                array.write_strings(&slab, &values).await
+                ArrayBytes::Variable(values.to_vlen_bytes()?)
             }
             &Elements::Binary { len } => {
                 let values = binary(&buf, count, len)?;
                 drop(buf);
-                array.write_binary(&slab, &values).await
+                ArrayBytes::Variable(values.to_vlen_bytes()?)
             }
+        };
+        let written = if selection.is_strided() {
+            array
+                .write_selection_array_bytes(&selection.strided_in(&slab), values)
+                .await
+        } else {
+            array.write_array_bytes(&slab, values).await
         };
         written.with_context(|| format!("writing {slab} of {target}"))?;
         progress.inc(1);
@@ -435,17 +440,12 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
         Some(axis) => appended(&array, axis, &header.shape, &name)?,
         None => {
             let selection = parse_selection(args.region.as_deref(), array.shape())?;
-            if selection.is_strided() {
-                usage!(
-                    "zarr put writes a region; --region {:?} has a step other than 1",
-                    args.region.as_deref().unwrap_or_default()
-                );
-            }
-            if header.shape != selection.out_shape() && header.shape != selection.region.shape() {
+            let selected = selection.counts_in(&selection.region);
+            if header.shape != selection.out_shape() && header.shape != selected {
                 usage!(
                     "{name} has shape {}, the region {}",
                     shape_text(&header.shape),
-                    shape_text(&selection.region.shape())
+                    shape_text(&selected)
                 );
             }
             (array.clone(), selection)
@@ -610,11 +610,10 @@ mod tests {
 
     #[test]
     fn fortran_files_are_cut_along_the_last_long_dimension() {
-        let region = |ranges: Vec<std::ops::Range<u64>>| Region::try_new(ranges).unwrap();
-        assert_eq!(fortran_axis(&region(vec![0..4, 0..5, 2..3])), 1);
-        assert_eq!(fortran_axis(&region(vec![0..4, 0..5])), 1);
-        assert_eq!(fortran_axis(&region(vec![0..1, 3..4])), 1);
-        assert_eq!(fortran_axis(&region(vec![])), 0);
+        assert_eq!(fortran_axis(&[4, 5, 1]), 1);
+        assert_eq!(fortran_axis(&[4, 5]), 1);
+        assert_eq!(fortran_axis(&[1, 1]), 1);
+        assert_eq!(fortran_axis(&[]), 0);
     }
 
     #[test]
@@ -626,6 +625,12 @@ mod tests {
         assert_eq!(element_name(4, &slab, &selection, 2), "element [3, 1]");
         let scalar = parse_selection(None, &[]).unwrap();
         assert_eq!(element_name(0, &scalar.region, &scalar, 0), "the element");
+        // With steps, the file's index counts the selected indices: rows 1, 4, 7 and
+        // columns 0, 2 of a 9x3 array; element 3 of the slab of rows 4..9 is [7, 2] in the
+        // array, [2, 1] in the file.
+        let strided = parse_selection(Some("1::3,::2"), &[9, 3]).unwrap();
+        let slab = Region::try_new(vec![4..9, 0..3]).unwrap();
+        assert_eq!(element_name(3, &slab, &strided, 2), "element [2, 1]");
     }
 
     #[test]
@@ -776,6 +781,61 @@ mod tests {
             .flat_map(|i| (0..5u16).map(move |j| 100 * i + 10 * j))
             .collect();
         assert_eq!(read_u16(&a, "1:3,:,2"), want);
+    }
+
+    #[test]
+    fn strided_selections_take_files_of_the_selected_shape() {
+        // Rows 1, 4, 7 and columns 0, 3 of a 9x5 array with 2x2 chunks, from a 3x2 file in C
+        // and in Fortran order, in one slab and in several.
+        let want = |a: &Array<dyn Store>| {
+            let all = read_u16(a, ":,:");
+            let mut expected = vec![0u16; 45];
+            for (n, (r, c)) in [(1, 0), (1, 3), (4, 0), (4, 3), (7, 0), (7, 3)]
+                .into_iter()
+                .enumerate()
+            {
+                expected[r * 5 + c] = n as u16 + 1;
+            }
+            assert_eq!(all, expected);
+        };
+        let c_order: Vec<u8> = (1..=6u16).flat_map(u16::to_le_bytes).collect();
+        let f_order: Vec<u8> = [1u16, 3, 5, 2, 4, 6]
+            .into_iter()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        let array = (vec![9, 5], DataType::UInt16, vec![2, 2]);
+        for (data, fortran) in [(&c_order, false), (&f_order, true)] {
+            for slab_bytes in [8, 1 << 20] {
+                let (a, slabs, result) = put(
+                    array.clone(),
+                    ("<u2", vec![3, 2], fortran, data),
+                    "1::3,::3",
+                    slab_bytes,
+                );
+                result.unwrap();
+                assert!(
+                    (slab_bytes == 8) == (slabs > 1),
+                    "{slabs} slabs of {slab_bytes}"
+                );
+                want(&a);
+            }
+        }
+        // A bad string is named by its index in the file, not in the array.
+        let le = |units: &[u32]| {
+            units
+                .iter()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<_>>()
+        };
+        let data = le(&[0x61, 0x62, 0x63, 0x110000]);
+        let (_, _, result) = put(
+            (vec![8], DataType::String, vec![2]),
+            ("<U1", vec![4], false, &data),
+            "::2",
+            32,
+        );
+        let err = format!("{:#}", result.unwrap_err());
+        assert!(err.contains("element [3] is not text"), "{err}");
     }
 
     #[test]

@@ -58,6 +58,15 @@ impl Selection {
         )
     }
 
+    /// The number of indices the selection selects in `slab` (a part of the region) per
+    /// dimension, single-index dimensions kept (with 1).
+    pub(crate) fn counts_in(&self, slab: &Region) -> Vec<u64> {
+        self.axes_in(slab)
+            .iter()
+            .map(|(range, step)| (range.end - range.start).div_ceil(*step))
+            .collect()
+    }
+
     /// Per dimension, the range from the selection's first index in `slab` to the slab's
     /// end, and the step.
     fn axes_in(&self, slab: &Region) -> Vec<(std::ops::Range<u64>, u64)> {
@@ -81,10 +90,7 @@ impl Selection {
             return element_index(slab, i);
         }
         let axes = self.axes_in(slab);
-        let counts: Vec<u64> = axes
-            .iter()
-            .map(|(range, step)| (range.end - range.start).div_ceil(*step))
-            .collect();
+        let counts = self.counts_in(slab);
         let within =
             zarr::metadata::unravel_index(i, &counts).unwrap_or_else(|| vec![0; counts.len()]);
         within

@@ -334,3 +334,38 @@ fn put_refuses_a_text_width_no_file_holds() {
     }
     assert_eq!(ok(&["get", &strings]), "\"\"\n");
 }
+
+/// `put --region` with steps writes a file of the selected shape into every `step`-th index,
+/// and `get` with the same steps reads it back.
+#[test]
+fn put_and_get_take_the_same_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("n.zarr").display().to_string();
+    ok(&[
+        "create", &array, "--shape", "6,8", "--dtype", "int16", "--chunks", "2,3", "--shards",
+        "4,6",
+    ]);
+    let npy = dir.path().join("n.npy");
+    let values: Vec<i16> = (1..=9).collect();
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_npy(&npy, "<i2", &[3, 3], &data);
+    ok(&["put", &array, "-i", path(&npy), "-r", "::2,1::3"]);
+    assert_eq!(
+        json_of(&array, "::2,1::3"),
+        json!([[1, 2, 3], [4, 5, 6], [7, 8, 9]])
+    );
+    assert_eq!(json_of(&array, "1,:"), json!([0, 0, 0, 0, 0, 0, 0, 0]));
+    assert_eq!(json_of(&array, "2,:"), json!([0, 4, 0, 0, 5, 0, 0, 6]));
+    // The file must have the selected shape.
+    let err = fails(&["put", &array, "-i", path(&npy), "-r", "::2,::4"], 2);
+    assert!(err.contains("has shape 3x3, the region 3x2"), "{err}");
+
+    let strings = dir.path().join("s.zarr").display().to_string();
+    ok(&[
+        "create", &strings, "--shape", "5", "--dtype", "string", "--chunks", "2",
+    ]);
+    write_npy(&npy, "<U2", &[2], &utf32(&["é", "🦀z"], 2, false));
+    ok(&["put", &strings, "-i", path(&npy), "-r", "1::3"]);
+    assert_eq!(json_of(&strings, ":"), json!(["", "é", "", "", "🦀z"]));
+    assert_eq!(json_of(&strings, "1::3"), json!(["é", "🦀z"]));
+}
