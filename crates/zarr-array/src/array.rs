@@ -28,6 +28,10 @@ pub const DEFAULT_IO_CONCURRENCY: usize = 32;
 /// waiting to be decoded.
 pub const DEFAULT_DECODE_BUDGET: usize = 4 << 20;
 
+/// The default of [`ArrayOptions::with_selection_budget`]: 256 MiB of decoded parts of a
+/// selection held at once.
+pub const DEFAULT_SELECTION_BUDGET: usize = 256 << 20;
+
 /// How an [`Array`] reads and writes: concurrency, empty chunks, codecs.
 ///
 /// CPU work (encoding and decoding chunks) runs on rayon's global pool, which uses every core
@@ -46,6 +50,7 @@ pub struct ArrayOptions {
     write_empty_chunks: bool,
     registry: Arc<CodecRegistry>,
     shard_index_cache: usize,
+    selection_budget: usize,
 }
 
 impl Default for ArrayOptions {
@@ -56,6 +61,7 @@ impl Default for ArrayOptions {
             write_empty_chunks: false,
             registry: shared_default_registry(),
             shard_index_cache: 0,
+            selection_budget: DEFAULT_SELECTION_BUDGET,
         }
     }
 }
@@ -112,6 +118,22 @@ impl ArrayOptions {
     pub fn with_shard_index_cache(mut self, bytes: usize) -> Self {
         self.shard_index_cache = bytes;
         self
+    }
+
+    /// The most bytes of decoded parts a selection read or write ([`Array::read_selection`],
+    /// [`Array::read_points`], [`Array::write_selection`], ...) holds at once beside its
+    /// output (or values): each part is the box of selected elements inside one chunk, or
+    /// one stored unit for writes. At least 1; a part larger than this runs alone. Default
+    /// [`DEFAULT_SELECTION_BUDGET`]. Variable-length parts count 16 bytes per element.
+    #[must_use]
+    pub fn with_selection_budget(mut self, bytes: usize) -> Self {
+        self.selection_budget = bytes.max(1);
+        self
+    }
+
+    /// The most bytes of decoded parts a selection holds at once.
+    pub fn selection_budget(&self) -> usize {
+        self.selection_budget
     }
 
     /// The most bytes of shard indexes kept (0: none).

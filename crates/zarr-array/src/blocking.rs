@@ -439,6 +439,30 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         block_on(self.0.read_selection_ndarray(selection))?
     }
 
+    /// [`crate::Array::read_selection_into`]: into a caller's buffer.
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_selection_into`], and [`Error::BlockingInAsync`].
+    pub fn read_selection_into<T: Element>(
+        &self,
+        selection: &Selection,
+        out: &mut [T],
+    ) -> Result<()> {
+        block_on(self.0.read_selection_into(selection, out))?
+    }
+
+    /// [`crate::Array::read_points_into`]: into a caller's buffer.
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_points_into`], and [`Error::BlockingInAsync`].
+    pub fn read_points_into<T: Element, P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+        out: &mut [T],
+    ) -> Result<()> {
+        block_on(self.0.read_points_into(points, out))?
+    }
+
     /// [`crate::Array::read_selection_bytes`].
     ///
     /// # Errors

@@ -74,7 +74,9 @@ mod selection_vlen;
 mod vlen_partial;
 mod write;
 
-pub use array::{Array, ArrayOptions, DEFAULT_DECODE_BUDGET, DEFAULT_IO_CONCURRENCY};
+pub use array::{
+    Array, ArrayOptions, DEFAULT_DECODE_BUDGET, DEFAULT_IO_CONCURRENCY, DEFAULT_SELECTION_BUDGET,
+};
 pub use builder::ArrayBuilder;
 pub use codecs::default_registry;
 pub use element::Element;

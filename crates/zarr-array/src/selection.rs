@@ -682,13 +682,10 @@ pub(crate) fn flatten_points<P: AsRef<[u64]>>(
     Ok((flat, count))
 }
 
-/// Decoded bytes of parts a selection read or write holds at once (or one part, if larger).
-const PART_BUDGET: usize = 256 << 20;
-
 /// The most bytes of shard indexes a selection read keeps for its parts.
 const OPERATION_INDEX_CACHE: usize = 16 << 20;
 
-/// Bytes per permit of the part budget.
+/// Bytes per permit of the selection budget.
 const PERMIT_BYTES: usize = 64 << 10;
 
 /// A part of a selection write: the box, whether the selection covers all of it (so it is
@@ -824,7 +821,8 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
     ///
     /// Only the chunks holding selected elements are read (for a sharded array, only the
     /// inner chunks), each decoded once, up to `io_concurrency` at a time. Beside the output,
-    /// a read holds at most 256 MiB of decoded parts of chunks (or one chunk, if larger). A
+    /// a read holds at most the selection budget of decoded parts of chunks (256 MiB by
+    /// default; [`crate::ArrayOptions::with_selection_budget`]), or one chunk if larger. A
     /// selection of ranges with step 1 is a plain [`Array::read`].
     ///
     /// ```
@@ -858,11 +856,48 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
             }
         })?;
         let mut out = crate::element::zeroed_vec::<T>(n).map_err(|e| self.codecs_error(e))?;
-        let bytes = as_bytes_mut(&mut out);
+        self.read_selection_into(selection, &mut out).await?;
+        Ok(out)
+    }
+
+    /// [`Array::read_selection`] into `out`, which must hold exactly the selection's
+    /// elements (C order over its [shape](Selection::shape_in)): for reading many
+    /// selections into one reused buffer.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, AxisSelection, Selection};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let array = ArrayBuilder::new(vec![6], DataType::Float32, vec![4])
+    ///     .create(Arc::new(MemoryStore::new()), "/a")
+    ///     .await?;
+    /// array.write(.., &[0.0f32, 0.5, 1.0, 1.5, 2.0, 2.5]).await?;
+    /// let mut out = [0.0f32; 3];
+    /// for start in 0..2 {
+    ///     let selection = Selection::new([AxisSelection::step(start.., 2)]);
+    ///     array.read_selection_into(&selection, &mut out).await?;
+    /// }
+    /// assert_eq!(out, [0.5, 1.5, 2.5]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::read_selection`]; [`Error::BufferSize`] if `out` has the wrong length.
+    pub async fn read_selection_into<T: Element>(
+        &self,
+        selection: &Selection,
+        out: &mut [T],
+    ) -> Result<()> {
+        self.check_element::<T>()?;
+        let shape = selection.shape_in(&self.metadata.shape)?;
+        let bytes = as_bytes_mut(out);
         self.read_selection_into_bytes(selection, &shape, bytes)
             .await?;
-        self.check_values::<T>(bytes, "")?;
-        Ok(out)
+        self.check_values::<T>(bytes, "")
     }
 
     /// [`Array::read_selection`] as an n-dimensional [`ndarray::ArrayD`] of the selection's
@@ -923,6 +958,10 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
             return self.read_bytes_into(&region, out).await;
         }
         let elem = self.element_size()?;
+        let expected = Region::full(out_shape).num_elements()?;
+        if out.len() as u64 != expected.saturating_mul(elem as u64) {
+            return Err(Error::buffer_size(expected, elem, out.len()));
+        }
         if out.is_empty() {
             return Ok(());
         }
@@ -981,6 +1020,22 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         Ok(out)
     }
 
+    /// [`Array::read_points`] into `out`, which must hold one element per point.
+    ///
+    /// # Errors
+    /// As [`Array::read_points`]; [`Error::BufferSize`] if `out` has the wrong length.
+    pub async fn read_points_into<T: Element, P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+        out: &mut [T],
+    ) -> Result<()> {
+        self.check_element::<T>()?;
+        let (flat, count) = flatten_points(points, self.metadata.shape.len())?;
+        let bytes = as_bytes_mut(out);
+        self.read_points_into_bytes(&flat, count, bytes).await?;
+        self.check_values::<T>(bytes, "")
+    }
+
     /// [`Array::read_points`] as raw bytes (native byte order) of any fixed-size data type.
     ///
     /// # Errors
@@ -1003,6 +1058,9 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         out: &mut [u8],
     ) -> Result<()> {
         let elem = self.element_size()?;
+        if out.len() as u64 != (count as u64).saturating_mul(elem as u64) {
+            return Err(Error::buffer_size(count as u64, elem, out.len()));
+        }
         let groups = plan_points(&self.read_cells()?, &self.metadata.shape, flat, count)?;
         let span = tracing::debug_span!("zarr.read_points", array = %self.path, points = count);
         let parts = groups.into_iter().map(|g| Ok((g.region, g.members)));
@@ -1077,7 +1135,8 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
 
 /// Run each job of `jobs` (`(bytes it holds, future, payload)`): `io_concurrency` at a time,
 /// each a task of its own on a multi-threaded runtime (so that their chunks decode on all
-/// cores), with at most [`PART_BUDGET`] bytes held (or one job, if larger) until `consume`
+/// cores), with at most the array's selection budget
+/// ([`crate::ArrayOptions::with_selection_budget`]) held (or one job, if larger) until `consume`
 /// has taken the job's output with its payload, as each finishes.
 async fn run_parts<S, P, T, F, I, C>(array: &Array<S>, jobs: I, mut consume: C) -> Result<()>
 where
@@ -1089,15 +1148,16 @@ where
 {
     let io = array.options.io_concurrency().max(1);
     let handle = crate::read::pipeline_handle(2);
-    let budget = Arc::new(Semaphore::new(PART_BUDGET / PERMIT_BYTES));
+    // Permits of `PERMIT_BYTES`; a job takes as many as its bytes, at most all of them.
+    let total = (array.options.selection_budget() / PERMIT_BYTES).clamp(1, u32::MAX as usize);
+    let budget = Arc::new(Semaphore::new(total));
     let running = futures::stream::iter(jobs)
         .map(|job| {
             let budget = Arc::clone(&budget);
             let handle = handle.clone();
             async move {
                 let (bytes, work, payload) = job?;
-                let permits =
-                    (bytes / PERMIT_BYTES as u64).clamp(1, (PART_BUDGET / PERMIT_BYTES) as u64);
+                let permits = (bytes / PERMIT_BYTES as u64).clamp(1, total as u64);
                 let permit = budget
                     .acquire_many_owned(permits as u32)
                     .await

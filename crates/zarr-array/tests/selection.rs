@@ -483,6 +483,31 @@ async fn bad_selections_are_typed_errors() {
         array.write_points([[0u64, 0]], &[1i32, 2]).await,
         Err(Error::BufferSize { .. })
     ));
+    // Into a caller's buffer: the right length reads, any other is refused.
+    let selection = Selection::new([AxisSelection::indices([5, 0]), AxisSelection::step(.., 4)]);
+    let mut out = [0i32; 4];
+    array
+        .read_selection_into(&selection, &mut out)
+        .await
+        .unwrap();
+    assert_eq!(out, [40, 44, 0, 4]);
+    for len in [3, 5] {
+        let mut out = vec![0i32; len];
+        assert!(matches!(
+            array.read_selection_into(&selection, &mut out).await,
+            Err(Error::BufferSize {
+                expected: 4,
+                found
+            }) if found == len as u64
+        ));
+        assert!(matches!(
+            array.read_points_into([[5u64, 7]], &mut out).await,
+            Err(Error::BufferSize { expected: 1, .. })
+        ));
+    }
+    let mut one = [0i32];
+    array.read_points_into([[5u64, 7]], &mut one).await.unwrap();
+    assert_eq!(one, [47]);
     // Nothing was written.
     assert_eq!(
         array.read::<i32>(..).await.unwrap(),
@@ -597,6 +622,13 @@ fn blocking_selections() {
         [1, 2, 3, 4]
     );
     assert_eq!(array.read_blocks::<u8>([1..2, 1..2]).unwrap(), [0, 2]);
+    let mut out = [0u8; 4];
+    array.read_selection_into(&selection, &mut out).unwrap();
+    assert_eq!(out, [1, 2, 3, 4]);
+    array
+        .read_points_into([[1u64, 1], [2, 0]], &mut out[..2])
+        .unwrap();
+    assert_eq!(out[..2], [9, 1]);
     array
         .write_selection_bytes(&selection, &[0, 0, 0, 0])
         .unwrap();
@@ -783,4 +815,45 @@ async fn sparse_text_points_read_only_their_inner_chunks() {
     );
     // The index and four inner chunks.
     assert_eq!(store.stats().ranges, 5, "{:?}", store.stats());
+}
+
+/// A selection budget smaller than one part runs the parts one at a time (each larger than
+/// the budget), reads and writes alike, without waiting for permits that never come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selection_budget_below_one_part_still_completes() {
+    let options = zarr_array::ArrayOptions::default().with_selection_budget(1);
+    assert_eq!(options.selection_budget(), 1);
+    assert_eq!(
+        zarr_array::ArrayOptions::default().selection_budget(),
+        zarr_array::DEFAULT_SELECTION_BUDGET
+    );
+    let array = ArrayBuilder::new(vec![1024, 1024], DataType::UInt16, vec![512, 512])
+        .options(options)
+        .create(Arc::new(MemoryStore::new()), "/b")
+        .await
+        .unwrap();
+    let model: Vec<u16> = (0..1024 * 1024).map(|i| (i % 65_521) as u16).collect();
+    array.write(.., &model).await.unwrap();
+    // Every other row and column: parts of 256x256 selected values in 511x511 boxes
+    // (510 KiB, eight times the smallest permit) of 512x512 chunks.
+    let selection = Selection::new([AxisSelection::step(.., 2), AxisSelection::step(1.., 2)]);
+    let expected: Vec<u16> = positions(&[1024, 1024], &selection)
+        .into_iter()
+        .map(|p| model[p])
+        .collect();
+    let work = async {
+        assert_eq!(
+            array.read_selection::<u16>(&selection).await.unwrap(),
+            expected
+        );
+        let zeros = vec![0u16; expected.len()];
+        array.write_selection(&selection, &zeros).await.unwrap();
+        assert_eq!(
+            array.read_selection::<u16>(&selection).await.unwrap(),
+            zeros
+        );
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), work)
+        .await
+        .expect("the selection finished");
 }
