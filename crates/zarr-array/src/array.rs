@@ -556,14 +556,17 @@ impl<S: ?Sized> Array<S> {
                 self.path.as_str(),
                 match self.metadata.data_type {
                     DataType::String => "string has variable-length elements; use read_text / \
-                                         write_text (or read_strings / write_strings)"
+                                         write_text (or read_strings / write_strings; for \
+                                         selections read_selection_text, read_points_text, \
+                                         ...)"
                         .to_string(),
                     DataType::Bytes => "bytes has variable-length elements; use read_binary / \
-                                        write_binary"
+                                        write_binary (for selections \
+                                        read_selection_array_bytes, ...)"
                         .to_string(),
                     ref other => format!(
                         "{} has variable-length elements; use read_array_bytes / \
-                         write_array_bytes",
+                         write_array_bytes (for selections read_selection_array_bytes, ...)",
                         other.name()
                     ),
                 },
