@@ -1997,6 +1997,31 @@ fn integer_bytes(array: &Array<FilesystemStore>, values: &Value) -> Vec<u8> {
     }
 }
 
+/// Values of `array` as the JSON list the peer wrote: numbers of its integer data type, or
+/// strings.
+fn json_values(array: &Array<FilesystemStore>, values: &ArrayBytes) -> Value {
+    match values {
+        ArrayBytes::Fixed(bytes) => json!(integers(array, bytes)),
+        ArrayBytes::Variable(vlen) => Value::Array(
+            vlen.iter()
+                .map(|e| Value::String(std::str::from_utf8(e).unwrap().to_owned()))
+                .collect(),
+        ),
+    }
+}
+
+/// A JSON list of the peer's values as `ArrayBytes` of `array`'s data type.
+fn array_bytes_of(array: &Array<FilesystemStore>, values: &Value) -> ArrayBytes {
+    if *array.data_type() == DataType::String {
+        let strings = values.as_array().unwrap().iter();
+        ArrayBytes::Variable(zarr_codecs::VlenBytes::from_elements(
+            strings.map(|s| s.as_str().unwrap().as_bytes()),
+        ))
+    } else {
+        ArrayBytes::fixed(integer_bytes(array, values))
+    }
+}
+
 fn selection_of(spec: &Value) -> zarr_array::Selection {
     use zarr_array::AxisSelection;
     let numbers = |v: &Value| -> Vec<u64> {
@@ -2058,47 +2083,15 @@ async fn selections_match_zarr_python() {
     };
     let reads = manifest["reads"].as_array().unwrap();
     assert_eq!(reads.len(), 76);
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap().to_owned())
-            .collect()
-    };
     for read in reads {
         let array = open(read["array"].as_str().unwrap().to_owned()).await;
-        if *array.data_type() == DataType::String {
-            let got = match read["kind"].as_str().unwrap() {
-                "orthogonal" => array
-                    .read_selection_text(&selection_of(&read["selection"]))
-                    .await
-                    .unwrap(),
-                "points" => array
-                    .read_points_text(points_of(&read["points"]))
-                    .await
-                    .unwrap(),
-                "blocks" => {
-                    let blocks: Vec<Range<u64>> = points_of(&read["blocks"])
-                        .iter()
-                        .map(|b| b[0]..b[1])
-                        .collect();
-                    array
-                        .read_text(array.blocks_region(blocks).unwrap())
-                        .await
-                        .unwrap()
-                }
-                other => panic!("{other}"),
-            };
-            assert_eq!(got, strings(&read["values"]), "{read}");
-            continue;
-        }
-        let bytes = match read["kind"].as_str().unwrap() {
-            "orthogonal" => {
-                let selection = selection_of(&read["selection"]);
-                array.read_selection_bytes(&selection).await.unwrap()
-            }
+        let got = match read["kind"].as_str().unwrap() {
+            "orthogonal" => array
+                .read_selection_array_bytes(&selection_of(&read["selection"]))
+                .await
+                .unwrap(),
             "points" => array
-                .read_points_bytes(points_of(&read["points"]))
+                .read_points_array_bytes(points_of(&read["points"]))
                 .await
                 .unwrap(),
             "blocks" => {
@@ -2107,67 +2100,38 @@ async fn selections_match_zarr_python() {
                     .map(|b| b[0]..b[1])
                     .collect();
                 let region = array.blocks_region(blocks).unwrap();
-                array.read_bytes(&region).await.unwrap()
+                array.read_array_bytes(&region).await.unwrap()
             }
             other => panic!("{other}"),
         };
-        let want: Vec<i64> = read["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_i64().unwrap())
-            .collect();
-        assert_eq!(integers(&array, &bytes), want, "{read}");
+        assert_eq!(json_values(&array, &got), read["values"], "{read}");
     }
     let mut checked = 0;
     for write in manifest["writes"].as_array().unwrap() {
         let name = write["array"].as_str().unwrap();
         let ours = open(format!("{name}_ours")).await;
-        if *ours.data_type() == DataType::String {
-            let values = strings(&write["values"]);
-            match write["kind"].as_str().unwrap() {
-                "orthogonal" => ours
-                    .write_selection_text(&selection_of(&write["selection"]), &values)
-                    .await
-                    .unwrap(),
-                "points" => ours
-                    .write_points_text(points_of(&write["points"]), &values)
-                    .await
-                    .unwrap(),
-                "done" => {
-                    let theirs = open(format!("{name}_theirs")).await;
-                    assert_eq!(
-                        theirs.read_text(..).await.unwrap(),
-                        values,
-                        "{name}: theirs"
-                    );
-                    assert_eq!(ours.read_text(..).await.unwrap(), values, "{name}: ours");
-                    checked += 1;
-                }
-                other => panic!("{other}"),
-            }
-            continue;
-        }
-        let values = integer_bytes(&ours, &write["values"]);
+        let values = || array_bytes_of(&ours, &write["values"]);
         match write["kind"].as_str().unwrap() {
             "orthogonal" => ours
-                .write_selection_bytes(&selection_of(&write["selection"]), &values)
+                .write_selection_array_bytes(&selection_of(&write["selection"]), values())
                 .await
                 .unwrap(),
             "points" => ours
-                .write_points_bytes(points_of(&write["points"]), &values)
+                .write_points_array_bytes(points_of(&write["points"]), values())
                 .await
                 .unwrap(),
             "done" => {
                 let theirs = open(format!("{name}_theirs")).await;
+                let theirs_all = theirs.read_array_bytes(..).await.unwrap();
                 assert_eq!(
-                    theirs.read_bytes(theirs.full_region()).await.unwrap(),
-                    values,
+                    json_values(&theirs, &theirs_all),
+                    write["values"],
                     "{name}: zarr-python's writes"
                 );
+                let ours_all = ours.read_array_bytes(..).await.unwrap();
                 assert_eq!(
-                    ours.read_bytes(ours.full_region()).await.unwrap(),
-                    values,
+                    json_values(&ours, &ours_all),
+                    write["values"],
                     "{name}: our writes"
                 );
                 checked += 1;
