@@ -60,6 +60,7 @@
 
 mod array;
 pub mod blocking;
+mod boxes;
 mod builder;
 mod codecs;
 mod element;

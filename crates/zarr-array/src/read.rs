@@ -314,26 +314,7 @@ async fn plan<'a, S: ReadableStore + ?Sized>(
     if whole && (decoded <= budget || variable) {
         return Ok(vec![Job::Whole { selection, key }]);
     }
-    let cache = array.index_cache.as_deref();
-    let index = match cache.and_then(|cache| cache.get(&key)) {
-        Some(index) => index,
-        None => array
-            .index_flights
-            .fetch(&key, || async {
-                let epoch = cache.map(crate::index_cache::IndexCache::epoch);
-                let index = codec
-                    .fetch_index(store, &key)
-                    .await?
-                    .map(std::sync::Arc::new);
-                if let (Some(cache), Some(epoch)) = (cache, epoch) {
-                    cache.insert(epoch, &key, index.clone());
-                }
-                Ok(index)
-            })
-            .await
-            .map_err(|e| array.shard_error(&key, e))?,
-    };
-    let Some(index) = index else {
+    let Some(index) = shard_index(array, store, &codec, &key).await? else {
         return Ok(vec![Job::Ready(Fetched {
             selection,
             key,
@@ -368,6 +349,35 @@ async fn plan<'a, S: ReadableStore + ?Sized>(
             })
         })
         .collect()
+}
+
+/// The index of the shard at `key` (`None` if the shard is not stored): from the array's
+/// index cache if it has it, otherwise read, joining a read of the same index in flight.
+pub(crate) async fn shard_index<S: ReadableStore + ?Sized>(
+    array: &Array<S>,
+    store: &dyn ReadableStore,
+    codec: &ShardingCodec,
+    key: &StoreKey,
+) -> Result<Option<std::sync::Arc<ShardIndex>>> {
+    let cache = array.index_cache.as_deref();
+    if let Some(index) = cache.and_then(|cache| cache.get(key)) {
+        return Ok(index);
+    }
+    array
+        .index_flights
+        .fetch(key, || async {
+            let epoch = cache.map(crate::index_cache::IndexCache::epoch);
+            let index = codec
+                .fetch_index(store, key)
+                .await?
+                .map(std::sync::Arc::new);
+            if let (Some(cache), Some(epoch)) = (cache, epoch) {
+                cache.insert(epoch, key, index.clone());
+            }
+            Ok(index)
+        })
+        .await
+        .map_err(|e| array.shard_error(key, e))
 }
 
 /// Fetch what `job` needs.

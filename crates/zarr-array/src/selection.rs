@@ -1095,25 +1095,31 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
     {
         self.read_parts_with(
             parts,
-            |array, region| async move { array.read_bytes(&region).await },
+            |array, boxes| async move { crate::boxes::read_fixed(&array, boxes).await },
             consume,
         )
         .await
     }
 
-    /// Read the boxes of `parts` with `fetch` (see [`run_parts`]) and hand each to `consume`
-    /// with its payload as it arrives.
+    /// Read the boxes of `parts` (each inside one of the [read cells](Array::read_cells))
+    /// with `fetch` (see [`run_parts`]) and hand each to `consume` with its payload as it
+    /// arrives.
+    ///
+    /// Boxes of one shard are fetched together (see [`crate::boxes`]): the parts are taken
+    /// [`WINDOW`](crate::boxes::WINDOW) at a time, and the boxes of each shard in a window
+    /// go to `fetch` in batches of at most the array's decode budget of decoded bytes (a
+    /// larger box alone).
     pub(crate) async fn read_parts_with<P, I, T, G, Fut, F>(
         &self,
         parts: I,
         fetch: G,
-        consume: F,
+        mut consume: F,
     ) -> Result<()>
     where
         I: Iterator<Item = Result<(Region, P)>>,
         T: Send + 'static,
-        G: Fn(Array<S>, Region) -> Fut,
-        Fut: std::future::Future<Output = Result<T>> + Send + 'static,
+        G: Fn(Array<S>, Vec<Region>) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<T>>> + Send + 'static,
         F: FnMut(P, T) -> Result<()>,
     {
         // Parts in one shard share its index: without a cache of the array's own, one for
@@ -1124,12 +1130,35 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
                 OPERATION_INDEX_CACHE,
             )));
         }
-        let jobs = parts.map(|part| {
-            let (region, payload) = part?;
-            let bytes = part_bytes(self, &region)?;
-            Ok((bytes, fetch(shared.clone(), region), payload))
+        let batches =
+            crate::boxes::batched(parts, self.options.decode_budget() as u64, |(region, _)| {
+                Ok((
+                    part_bytes(self, region)?,
+                    crate::boxes::batch_key(self, region)?,
+                ))
+            });
+        let jobs = batches.map(|batch| {
+            let (bytes, parts) = batch?;
+            let (boxes, payloads): (Vec<Region>, Vec<P>) = parts.into_iter().unzip();
+            Ok((bytes, fetch(shared.clone(), boxes), payloads))
         });
-        run_parts(self, jobs, consume).await
+        run_parts(self, jobs, |payloads: Vec<P>, outputs: Vec<T>| {
+            if payloads.len() != outputs.len() {
+                return Err(Error::unsupported(
+                    self.path.as_str(),
+                    format!(
+                        "a batch of {} parts of a selection read {} boxes",
+                        payloads.len(),
+                        outputs.len()
+                    ),
+                ));
+            }
+            payloads
+                .into_iter()
+                .zip(outputs)
+                .try_for_each(|(payload, output)| consume(payload, output))
+        })
+        .await
     }
 }
 

@@ -515,43 +515,153 @@ async fn bad_selections_are_typed_errors() {
     );
 }
 
-/// Points in opposite corners of one shard read the shard's index once and the two inner
-/// chunks holding them, not the whole shard. (A current-thread runtime and a store whose
-/// reads complete at once make the order of requests, and so their count, certain.)
+/// Points in opposite corners of one shard read the shard's index once, then the two inner
+/// chunks holding them in one request, not the whole shard. (A current-thread runtime and a
+/// store whose reads complete at once make the order of requests, and so their count,
+/// certain.)
 #[tokio::test]
 async fn sparse_points_read_only_their_inner_chunks() {
     let store = Arc::new(RecordingStore::new(MemoryStore::new()));
-    let array = ArrayBuilder::new(vec![64, 64], DataType::UInt32, vec![64, 64])
-        .sharding(vec![8, 8])
+    let array = ArrayBuilder::new(vec![128, 128], DataType::UInt32, vec![128, 128])
+        .sharding(vec![16, 16])
         .create(Arc::clone(&store), "/p")
         .await
         .unwrap();
-    array
-        .write(.., &(0..64 * 64).collect::<Vec<u32>>())
-        .await
-        .unwrap();
-    // The index: 64 entries of 16 bytes and a checksum; an inner chunk: 256 bytes.
-    let (index, inner) = (64 * 16 + 4, 256);
+    let model: Vec<u32> = (0..128 * 128).collect();
+    array.write(.., &model).await.unwrap();
+    // The index: 64 entries of 16 bytes and a checksum; an inner chunk: 1 KiB, stored in C
+    // order (inner chunk 63, the last, 62 KiB after the first: not coalesced with it).
+    let (index, inner) = (64 * 16 + 4, 1024);
     store.clear();
     let read = array
-        .read_points::<u32, _>([[63u64, 63], [0, 0], [0, 1]])
+        .read_points::<u32, _>([[127u64, 127], [0, 0], [0, 1]])
         .await
         .unwrap();
-    assert_eq!(read, [4095, 0, 1]);
+    assert_eq!(read, [128 * 128 - 1, 0, 1]);
     let stats = store.stats();
-    assert_eq!(stats.ranges, 3, "{stats:?}");
+    assert_eq!((stats.partial_reads, stats.ranges), (2, 3), "{stats:?}");
     assert_eq!(stats.bytes_read, index + 2 * inner, "{stats:?}");
 
-    // A strided selection through the same shard reads the inner chunks it touches.
+    // A strided selection through the same shard reads the inner chunks it touches (0, 4,
+    // 32 and 36 in C order) in one request: 0 and 4 are near enough to read as one range
+    // (the three chunks between them with it), as are 32 and 36.
     store.clear();
-    let selection = Selection::new([AxisSelection::step(.., 32), AxisSelection::step(.., 32)]);
+    let selection = Selection::new([AxisSelection::step(.., 64), AxisSelection::step(.., 64)]);
     assert_eq!(
         array.read_selection::<u32>(&selection).await.unwrap(),
-        [0, 32, 32 * 64, 32 * 64 + 32]
+        [0, 64, 64 * 128, 64 * 128 + 64]
     );
     let stats = store.stats();
-    assert_eq!(stats.ranges, 5, "{stats:?}");
-    assert_eq!(stats.bytes_read, index + 4 * inner, "{stats:?}");
+    assert_eq!((stats.partial_reads, stats.ranges), (2, 3), "{stats:?}");
+    assert_eq!(stats.bytes_read, index + 10 * inner, "{stats:?}");
+}
+
+/// The boxes of one shard go to the store together: through the `sharding_indexed` codec
+/// as the shard's index and one request for their inner chunks, through the storage
+/// transformer as its two requests (indexes, chunk ranges). A decode budget smaller than
+/// one box reads each alone. Strings batch the same way.
+#[tokio::test]
+async fn selection_reads_batch_the_boxes_of_each_shard() {
+    // Points in each of the four chunks (inner chunks) of the first 8x8 shard, and one in
+    // the last shard; one chunk of the first shard is not stored.
+    let points = [[0u64, 0], [7, 7], [0, 7], [15, 15], [7, 0], [1, 1]];
+    for transformer in [false, true] {
+        for budget in [None, Some(1)] {
+            let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+            let mut options = zarr_array::ArrayOptions::default();
+            if let Some(budget) = budget {
+                options = options.with_decode_budget(budget);
+            }
+            let builder = if transformer {
+                ArrayBuilder::new(vec![16, 16], DataType::UInt32, vec![4, 4])
+                    .sharding_transformer(vec![2, 2])
+            } else {
+                ArrayBuilder::new(vec![16, 16], DataType::UInt32, vec![8, 8]).sharding(vec![4, 4])
+            };
+            let array = builder
+                .fill_value(zarr_core::FillValue::new(7u32.to_ne_bytes()))
+                .options(options)
+                .create(Arc::clone(&store), "/b")
+                .await
+                .unwrap();
+            let mut model: Vec<u32> = (0..256).collect();
+            array.write(.., &model).await.unwrap();
+            // Rows 4..8, columns 0..4: the chunk (inner chunk) at (1, 0), back to the fill value.
+            array.write([4..8, 0..4], &[7u32; 16]).await.unwrap();
+            for row in 4..8 {
+                model[row * 16..row * 16 + 4].fill(7);
+            }
+            store.clear();
+            let read = array.read_points::<u32, _>(points).await.unwrap();
+            let expected: Vec<u32> = points
+                .iter()
+                .map(|[r, c]| model[(r * 16 + c) as usize])
+                .collect();
+            assert_eq!(
+                read, expected,
+                "transformer {transformer}, budget {budget:?}"
+            );
+            let stats = store.stats();
+            let requests = match (transformer, budget) {
+                // Shard 0: its index, then its three stored chunks; shard 3: index, chunk.
+                (false, None) => 4,
+                // Shard 0's index, then each stored inner chunk alone; shard 3 as before.
+                (false, Some(_)) => 1 + 3 + 2,
+                // Two requests per shard.
+                (true, None) => 4,
+                // Each of the five chunks alone (one holds two points): the index, then
+                // the chunk if stored (not the erased one).
+                (true, Some(_)) => 2 * 4 + 1,
+            };
+            assert_eq!(
+                stats.calls(),
+                requests,
+                "transformer {transformer}, budget {budget:?}: {stats:?}"
+            );
+
+            // The same reads of strings.
+            let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+            let builder = if transformer {
+                ArrayBuilder::new(vec![16, 16], DataType::String, vec![4, 4])
+                    .sharding_transformer(vec![2, 2])
+            } else {
+                ArrayBuilder::new(vec![16, 16], DataType::String, vec![8, 8]).sharding(vec![4, 4])
+            };
+            let mut options = zarr_array::ArrayOptions::default();
+            if let Some(budget) = budget {
+                options = options.with_decode_budget(budget);
+            }
+            let text = builder
+                .options(options)
+                .create(Arc::clone(&store), "/t")
+                .await
+                .unwrap();
+            let mut words: Vec<String> = (0..256).map(|i| format!("w{i}")).collect();
+            text.write_text(.., &words).await.unwrap();
+            text.write_text([4..8, 0..4], &vec![String::new(); 16])
+                .await
+                .unwrap();
+            for row in 4..8 {
+                words[row * 16..row * 16 + 4].fill(String::new());
+            }
+            store.clear();
+            let read = text.read_points_text(points).await.unwrap();
+            let expected: Vec<String> = points
+                .iter()
+                .map(|[r, c]| words[(r * 16 + c) as usize].clone())
+                .collect();
+            assert_eq!(
+                read, expected,
+                "text, transformer {transformer}, budget {budget:?}"
+            );
+            assert_eq!(
+                store.stats().calls(),
+                requests,
+                "text, transformer {transformer}, budget {budget:?}: {:?}",
+                store.stats()
+            );
+        }
+    }
 }
 
 /// Writers of different elements of one chunk, at the same time, lose neither update.
@@ -790,8 +900,8 @@ async fn array_bytes_selections_of_any_data_type() {
     );
 }
 
-/// Strings at opposite corners of a shard read its index once and the two inner chunks
-/// holding them.
+/// Strings at opposite corners of a shard read its index once, then the two inner chunks
+/// holding them in one request (one range: they are near).
 #[tokio::test]
 async fn sparse_text_points_read_only_their_inner_chunks() {
     let store = Arc::new(RecordingStore::new(MemoryStore::new()));
@@ -806,15 +916,16 @@ async fn sparse_text_points_read_only_their_inner_chunks() {
     let read = array.read_points_text([[15u64, 15], [0, 0]]).await.unwrap();
     assert_eq!(read, ["s255", "s0"]);
     let stats = store.stats();
-    assert_eq!(stats.ranges, 3, "{stats:?}");
+    assert_eq!((stats.partial_reads, stats.ranges), (2, 2), "{stats:?}");
     store.clear();
     let selection = Selection::new([AxisSelection::step(.., 8), AxisSelection::indices([15, 1])]);
     assert_eq!(
         array.read_selection_text(&selection).await.unwrap(),
         ["s15", "s1", "s143", "s129"]
     );
-    // The index and four inner chunks.
-    assert_eq!(store.stats().ranges, 5, "{:?}", store.stats());
+    // The index, then four inner chunks in one request.
+    let stats = store.stats();
+    assert_eq!((stats.partial_reads, stats.ranges), (2, 2), "{stats:?}");
 }
 
 /// A selection budget smaller than one part runs the parts one at a time (each larger than

@@ -138,17 +138,79 @@ impl ShardingCodec {
         index: Arc<ShardIndex>,
         region: &Region,
     ) -> Result<ShardFetch> {
-        self.check_region(region)?;
+        self.fetch_chunks_of(store, key, index, std::slice::from_ref(region))
+            .await
+    }
+
+    /// Read the inner chunks any of `regions` (shard coordinates) needs, given the shard's
+    /// index, with one `get_partial_values` request (none if every touched inner chunk is
+    /// empty): many small reads of one shard, such as the points of a coordinate selection,
+    /// cost one request instead of one each. Ranges closer than [`COALESCE_GAP`] are merged,
+    /// and an inner chunk two regions share is read once.
+    ///
+    /// The fetch's [`region`](ShardFetch::region) is the smallest box holding all of
+    /// `regions`; decode each of them from it with
+    /// [`decode_fetched_into_view`](Self::decode_fetched_into_view) or
+    /// [`decode_fetched`](Self::decode_fetched). Decoding any other region that needs an
+    /// inner chunk none of `regions` touches is an [`Error::InvalidRegion`].
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_codecs::{ArrayBytes, BytesCodec, ChunkRepresentation, Codec};
+    /// use zarr_core::{DataType, FillValue, Region};
+    /// use zarr_sharding::{IndexLocation, ShardingCodec};
+    /// use zarr_store::{MemoryStore, RecordingStore, StoreKey, WritableStore};
+    ///
+    /// let shard = ChunkRepresentation::try_new(vec![8], DataType::UInt8, FillValue::new([0]))?;
+    /// let codec = ShardingCodec::try_new(
+    ///     shard,
+    ///     vec![2],
+    ///     vec![Codec::ArrayToBytes(Arc::new(BytesCodec::little()))],
+    ///     ShardingCodec::default_index_codecs(),
+    ///     IndexLocation::End,
+    /// )?;
+    /// let store = RecordingStore::new(MemoryStore::new());
+    /// let key = StoreKey::new("c/0");
+    /// let encoded = codec.encode_shard(ArrayBytes::fixed((1..=8).collect::<Vec<u8>>()))?;
+    /// store.set(&key, encoded.unwrap()).await?;
+    /// let index = Arc::new(codec.fetch_index(&store, &key).await?.unwrap());
+    /// // Elements 1 and 6: inner chunks 0 and 3, read with one request.
+    /// let points = [Region::try_new(vec![1..2])?, Region::try_new(vec![6..7])?];
+    /// let fetch = codec.fetch_chunks_of(&store, &key, index, &points).await?;
+    /// assert_eq!(store.stats().partial_reads, 2); // the index, then both inner chunks
+    /// let second = codec.decode_fetched(&fetch, &points[1])?;
+    /// assert_eq!(second, ArrayBytes::fixed(vec![7u8]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`fetch_chunks`](Self::fetch_chunks), for any of the regions.
+    pub async fn fetch_chunks_of(
+        &self,
+        store: &dyn ReadableStore,
+        key: &StoreKey,
+        index: Arc<ShardIndex>,
+        regions: &[Region],
+    ) -> Result<ShardFetch> {
+        regions.iter().try_for_each(|r| self.check_region(r))?;
         self.check_index(&index)?;
-        let mut needed: Vec<(usize, Range<u64>)> = self
-            .touched(region)
+        let mut linears: Vec<usize> = regions
             .iter()
-            .filter_map(|t| index.chunk_range(t.linear).map(|r| (t.linear, r)))
+            .flat_map(|r| self.touched(r))
+            .map(|t| t.linear)
+            .collect();
+        linears.sort_unstable();
+        linears.dedup();
+        let mut needed: Vec<(usize, Range<u64>)> = linears
+            .into_iter()
+            .filter_map(|linear| index.chunk_range(linear).map(|r| (linear, r)))
             .collect();
         let mut fetch = ShardFetch {
             key: key.clone(),
             index: Arc::clone(&index),
-            region: region.clone(),
+            region: bounding_box(self.shard_representation().shape(), regions)?,
             chunks: Vec::with_capacity(needed.len()),
         };
         if needed.is_empty() {
@@ -501,4 +563,20 @@ fn split_block(
         group[dim] = group_start..block[dim].end;
         out.push(group);
     }
+}
+
+/// The smallest box holding all of `regions` (an empty box at the origin of a shard of
+/// `shape` for none).
+fn bounding_box(shape: &[u64], regions: &[Region]) -> Result<Region> {
+    let Some((first, rest)) = regions.split_first() else {
+        return Ok(Region::try_new(vec![0..0; shape.len()])?);
+    };
+    let mut ranges = first.ranges().to_vec();
+    for region in rest {
+        for (range, other) in ranges.iter_mut().zip(region.ranges()) {
+            range.start = range.start.min(other.start);
+            range.end = range.end.max(other.end);
+        }
+    }
+    Ok(Region::try_new(ranges)?)
 }

@@ -207,3 +207,83 @@ async fn fetch_futures_are_send() {
     assert_send(&fut);
     assert!(fut.await.unwrap().is_none());
 }
+
+/// Many small regions of one shard (the points of a coordinate selection, say) fetch their
+/// inner chunks with one request, each needed inner chunk once; each region then decodes
+/// from the one fetch, and a region needing an inner chunk none of them touched is refused.
+#[tokio::test]
+async fn many_regions_of_one_shard_take_one_chunk_request() {
+    let codec = codec("end");
+    let (store, key) = stored(&codec).await;
+    let index = Arc::new(
+        codec
+            .fetch_index(store.as_ref(), &key)
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    store.clear();
+    // Inner chunks (0, 0) twice, (0, 1), (6, 7), and (7, 0), which is empty in the index.
+    let regions: Vec<Region> = [
+        vec![0..1, 0..1],
+        vec![2..5, 3..8],
+        vec![1..2, 9..10],
+        vec![50..52, 60..64],
+        vec![60..61, 3..4],
+    ]
+    .into_iter()
+    .map(|ranges| Region::try_new(ranges).unwrap())
+    .collect();
+    let fetch = codec
+        .fetch_chunks_of(store.as_ref(), &key, Arc::clone(&index), &regions)
+        .await
+        .unwrap();
+    let stats = store.stats();
+    assert_eq!(stats.partial_reads, 1, "{stats:?}");
+    // The stored chunks are small and back to back: one range, from the first needed
+    // inner chunk to the end of the last.
+    assert_eq!(stats.ranges, 1, "{stats:?}");
+    let needed: Vec<_> = [[0, 0], [0, 1], [6, 7]]
+        .iter()
+        .map(|c| index.chunk_range(index.linear_index(c).unwrap()).unwrap())
+        .collect();
+    let span =
+        needed.iter().map(|r| r.end).max().unwrap() - needed.iter().map(|r| r.start).min().unwrap();
+    assert_eq!(stats.bytes_read, span, "{stats:?}");
+    // The fetch holds exactly the needed inner chunks.
+    for y in 0..8u64 {
+        for x in 0..8u64 {
+            let held = fetch.encoded_chunk(&[y, x]).is_some();
+            assert_eq!(
+                held,
+                [[0, 0], [0, 1], [6, 7]].contains(&[y, x]),
+                "({y}, {x})"
+            );
+        }
+    }
+    assert_eq!(
+        fetch.region(),
+        &Region::try_new(vec![0..61, 0..64]).unwrap()
+    );
+    for region in &regions {
+        let ArrayBytes::Fixed(decoded) = codec.decode_fetched(&fetch, region).unwrap() else {
+            panic!("fixed-size data expected");
+        };
+        assert_eq!(&decoded[..], &ne(&expected(region))[..], "{region}");
+    }
+    // Inside the fetch's box, but in inner chunk (3, 3), which no region touched.
+    let other = Region::try_new(vec![30..31, 30..31]).unwrap();
+    let error = codec.decode_fetched(&fetch, &other).unwrap_err();
+    assert!(
+        matches!(error, zarr_sharding::Error::InvalidRegion { .. }),
+        "{error}"
+    );
+    // No regions: nothing to read.
+    store.clear();
+    let none = codec
+        .fetch_chunks_of(store.as_ref(), &key, index, &[])
+        .await
+        .unwrap();
+    assert_eq!(none.encoded_bytes(), 0);
+    assert_eq!(store.stats().calls(), 0);
+}
