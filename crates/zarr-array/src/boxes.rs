@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use zarr_codecs::{ArrayBytes, ArrayViewMut, ChunkRepresentation, VlenBytes};
 use zarr_core::Region;
 use zarr_sharding::{ShardFetch, ShardingCodec};
-use zarr_store::{ByteRange, ReadableStore, StoreKey};
+use zarr_store::{ReadableStore, StoreKey};
 
 use crate::array::Array;
 use crate::error::{Error, Result};
@@ -207,21 +207,8 @@ async fn fetch<S: ReadableStore + ?Sized>(array: &Array<S>, boxes: &[Region]) ->
             stored: None,
         });
     }
-    let requests: Vec<(StoreKey, ByteRange)> = chunks
-        .iter()
-        .map(|c| (c.key.clone(), ByteRange::FULL))
-        .collect();
-    let answers = store.get_partial_values(&requests).await?;
-    if answers.len() != chunks.len() {
-        return Err(Error::unsupported(
-            array.path.as_str(),
-            format!(
-                "the store answered {} of {} chunk requests",
-                answers.len(),
-                chunks.len()
-            ),
-        ));
-    }
+    let keys: Vec<&StoreKey> = chunks.iter().map(|c| &c.key).collect();
+    let answers = crate::read::get_whole(array, store, &keys).await?;
     for (chunk, stored) in chunks.iter_mut().zip(answers) {
         chunk.stored = stored;
     }

@@ -236,6 +236,9 @@ enum Job<'a> {
         key: StoreKey,
         ranged: &'a RangedVlen,
     },
+    /// Whole chunks of one shard of the sharding storage transformer: one
+    /// `get_partial_values` call, which the transformer serves with two requests.
+    Chunks(Vec<(ChunkSelection, StoreKey)>),
     /// `selection.within_chunk` of a shard whose index has been read: one request for its
     /// inner chunks.
     ShardPart {
@@ -254,6 +257,9 @@ enum Job<'a> {
 /// ([`ShardingCodec::split_region`]): a large shard is never held whole, and its first inner
 /// chunks are decoded while the rest are read. A region within half the budget costs the two
 /// requests of a partial shard read (index, inner chunks); a smaller whole shard is one `get`.
+///
+/// Through the sharding storage transformer, the chunks of one shard are fetched together
+/// ([`transformer_batches`]).
 fn fetch_stream<'a, S, I>(
     array: &'a Array<S>,
     selections: I,
@@ -265,8 +271,29 @@ where
 {
     let store = array.read_store();
     let concurrency = array.options.io_concurrency();
-    stream::iter(selections)
-        .map(move |selection| plan(array, store, partial, selection))
+    let groups: Box<dyn Iterator<Item = Result<Vec<ChunkSelection>>> + Send + 'a> =
+        match transformer_batches(array, partial) {
+            Some(elem) => Box::new(
+                crate::boxes::batched(
+                    selections.map(Ok),
+                    (array.options.decode_budget() / 2).max(1) as u64,
+                    move |selection: &ChunkSelection| {
+                        let elements = selection.chunk_shape.iter().product::<u64>();
+                        let key = array.chunk_key_unchecked(&selection.chunk)?;
+                        let shard = array
+                            .transformer
+                            .as_ref()
+                            .and_then(|t| t.shard_of(&key))
+                            .map(|(shard, _)| shard);
+                        Ok((elements.saturating_mul(elem), shard))
+                    },
+                )
+                .map(|batch| batch.map(|(_, selections)| selections)),
+            ),
+            None => Box::new(selections.map(|selection| Ok(vec![selection]))),
+        };
+    stream::iter(groups)
+        .map(move |group| async move { plan_group(array, store, partial, group?).await })
         .buffer_unordered(concurrency)
         .flat_map(|planned| {
             let jobs: Vec<Result<Job<'a>>> = match planned {
@@ -277,6 +304,56 @@ where
         })
         .map(move |job| async move { run(array, store, job?).await })
         .buffer_unordered(concurrency)
+        .flat_map(|fetched| {
+            let fetched: Vec<Result<Fetched>> = match fetched {
+                Ok(fetched) => fetched.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            };
+            stream::iter(fetched)
+        })
+}
+
+/// Whether a read fetches the chunks of each shard of the sharding storage transformer
+/// together, and if so the bytes per element to count them by (the decoded size; 16 for
+/// variable-length elements): for arrays through the transformer, without the
+/// `sharding_indexed` codec, unless their variable-length chunks are read element by
+/// element. Each batch holds at most half the decode budget of decoded bytes, or one chunk,
+/// and costs the transformer's two requests (every index, then every chunk range), where a
+/// `get` per chunk costs two requests each.
+fn transformer_batches<S: ?Sized>(array: &Array<S>, partial: Partial<'_>) -> Option<u64> {
+    let batched = array.transformer.is_some()
+        && array.inner_chunk_shape().is_none()
+        && !matches!(partial, Partial::Vlen(_));
+    batched.then(|| {
+        array
+            .metadata
+            .data_type
+            .fixed_size()
+            .map_or(16, |n| n as u64)
+    })
+}
+
+/// Decide how to fetch the selections of `group` (chunks of one shard of the storage
+/// transformer, fetched together, or one selection).
+async fn plan_group<'a, S: ReadableStore + ?Sized>(
+    array: &'a Array<S>,
+    store: &'a dyn ReadableStore,
+    partial: Partial<'a>,
+    mut group: Vec<ChunkSelection>,
+) -> Result<Vec<Job<'a>>> {
+    if group.len() == 1
+        && let Some(selection) = group.pop()
+    {
+        return plan(array, store, partial, selection).await;
+    }
+    let chunks = group
+        .into_iter()
+        .map(|selection| {
+            let key = array.chunk_key_unchecked(&selection.chunk)?;
+            Ok((selection, key))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(vec![Job::Chunks(chunks)])
 }
 
 /// Decide how to fetch `selection`; reads a shard's index when the shard is to be read in
@@ -380,14 +457,27 @@ pub(crate) async fn shard_index<S: ReadableStore + ?Sized>(
         .map_err(|e| array.shard_error(key, e))
 }
 
-/// Fetch what `job` needs.
+/// Fetch what `job` needs (one chunk, or the chunks of [`Job::Chunks`]).
 async fn run<S: ReadableStore + ?Sized>(
     array: &Array<S>,
     store: &dyn ReadableStore,
     job: Job<'_>,
-) -> Result<Fetched> {
+) -> Result<Vec<Fetched>> {
     let (selection, key, payload) = match job {
-        Job::Ready(fetched) => return Ok(fetched),
+        Job::Ready(fetched) => return Ok(vec![fetched]),
+        Job::Chunks(chunks) => {
+            let keys: Vec<&StoreKey> = chunks.iter().map(|(_, key)| key).collect();
+            let stored = get_whole(array, store, &keys).await?;
+            return Ok(chunks
+                .into_iter()
+                .zip(stored)
+                .map(|((selection, key), stored)| Fetched {
+                    selection,
+                    key,
+                    payload: stored.map_or(Payload::Missing, Payload::Whole),
+                })
+                .collect());
+        }
         Job::Whole { selection, key } => {
             let payload = match store.get(&key).await? {
                 Some(bytes) => Payload::Whole(bytes),
@@ -423,11 +513,36 @@ async fn run<S: ReadableStore + ?Sized>(
             (selection, key, Payload::Shard(fetch))
         }
     };
-    Ok(Fetched {
+    Ok(vec![Fetched {
         selection,
         key,
         payload,
-    })
+    }])
+}
+
+/// The whole stored values of `keys` (`None` where not stored), with one
+/// `get_partial_values` call.
+pub(crate) async fn get_whole<S: ?Sized>(
+    array: &Array<S>,
+    store: &dyn ReadableStore,
+    keys: &[&StoreKey],
+) -> Result<Vec<Option<Bytes>>> {
+    let requests: Vec<(StoreKey, zarr_store::ByteRange)> = keys
+        .iter()
+        .map(|key| ((*key).clone(), zarr_store::ByteRange::FULL))
+        .collect();
+    let answers = store.get_partial_values(&requests).await?;
+    if answers.len() != keys.len() {
+        return Err(Error::unsupported(
+            array.path.as_str(),
+            format!(
+                "the store answered {} of {} chunk requests",
+                answers.len(),
+                keys.len()
+            ),
+        ));
+    }
+    Ok(answers)
 }
 
 /// Read `region` of a fixed-size array into `out`.

@@ -396,6 +396,88 @@ async fn writes_through_the_storage_transformer() {
     assert_eq!(back, expected);
 }
 
+/// A region read through the transformer fetches the chunks of each shard together: two
+/// requests per shard (every index, then every chunk range), not two per chunk, on either
+/// runtime flavour and for strings too. A decode budget below one chunk reads each alone.
+#[test]
+fn region_reads_through_the_transformer_cost_two_requests_per_shard() {
+    for flavour in ["current_thread", "multi_thread"] {
+        let runtime = match flavour {
+            "current_thread" => tokio::runtime::Builder::new_current_thread().build(),
+            _ => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .build(),
+        }
+        .unwrap();
+        runtime.block_on(async {
+            for budget in [None, Some(1)] {
+                let mut options = zarr_array::ArrayOptions::default();
+                if let Some(budget) = budget {
+                    options = options.with_decode_budget(budget);
+                }
+                let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+                // 4x4 chunks of 4x4 in shards of 2x2 chunks: 2x2 shards.
+                let array = ArrayBuilder::new(vec![16, 16], DataType::UInt32, vec![4, 4])
+                    .sharding_transformer(vec![2, 2])
+                    .zstd(1)
+                    .options(options.clone())
+                    .create(Arc::clone(&store), "/t")
+                    .await
+                    .unwrap();
+                let all = values(16 * 16);
+                array.write(.., &all).await.unwrap();
+                let context = format!("{flavour}, budget {budget:?}");
+                // Each chunk of one shard, in part: 4 chunks.
+                store.clear();
+                let part: Vec<u32> = array.read([1..7, 2..8]).await.unwrap();
+                let expected: Vec<u32> = (1..7)
+                    .flat_map(|y| (2..8).map(move |x| (y, x)))
+                    .map(|(y, x)| all[y * 16 + x])
+                    .collect();
+                assert_eq!(part, expected, "{context}");
+                let calls = store.stats().calls();
+                assert_eq!(calls, if budget.is_none() { 2 } else { 8 }, "{context}");
+                // The whole array: 16 chunks in 4 shards.
+                store.clear();
+                assert_eq!(array.read::<u32>(..).await.unwrap(), all, "{context}");
+                let calls = store.stats().calls();
+                assert_eq!(calls, if budget.is_none() { 8 } else { 32 }, "{context}");
+
+                // Strings (zstd-compressed chunks, so read whole).
+                let text = ArrayBuilder::new(vec![16, 16], DataType::String, vec![4, 4])
+                    .sharding_transformer(vec![2, 2])
+                    .zstd(1)
+                    .options(options)
+                    .create(Arc::clone(&store), "/s")
+                    .await
+                    .unwrap();
+                let words: Vec<String> = (0..256).map(|i| format!("w{i}")).collect();
+                text.write_text(.., &words).await.unwrap();
+                // Chunk (0, 0) goes: all fill, erased from its shard.
+                text.write_text([0..4, 0..4], &vec![String::new(); 16])
+                    .await
+                    .unwrap();
+                store.clear();
+                let read = text.read_text([0..8, 0..8]).await.unwrap();
+                let expected: Vec<String> = (0..8usize)
+                    .flat_map(|y| (0..8usize).map(move |x| (y, x)))
+                    .map(|(y, x)| {
+                        if y < 4 && x < 4 {
+                            String::new()
+                        } else {
+                            words[y * 16 + x].clone()
+                        }
+                    })
+                    .collect();
+                assert_eq!(read, expected, "{context}");
+                // Alone, the erased chunk costs only its index read.
+                let calls = store.stats().calls();
+                assert_eq!(calls, if budget.is_none() { 2 } else { 7 }, "{context}");
+            }
+        });
+    }
+}
+
 /// The same data written through the transformer and through the `sharding_indexed` codec
 /// with a plain little-endian index at the end gives byte-identical shards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
