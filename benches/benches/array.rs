@@ -252,6 +252,75 @@ fn array(c: &mut Criterion) {
             },
         );
         report("W1 1,000 random points", bytes, ours, "W1 full read", limit);
+
+        // W2: the same values in shards of (side / 2)^3 holding 64^3 inner chunks. A
+        // selection fetches the inner chunks of each shard it touches together.
+        let shard = (side / 2).max(CHUNK);
+        let sharded: Array<FilesystemStore> = rt
+            .block_on(
+                ArrayBuilder::new(shape.clone(), DataType::UInt16, vec![shard; 3])
+                    .sharding(vec![CHUNK; 3])
+                    .zstd(1)
+                    .create(Arc::clone(&store), "/w2"),
+            )
+            .unwrap();
+        rt.block_on(sharded.write(full.clone(), &values)).unwrap();
+        let full_read = || {
+            drop(black_box(
+                rt.block_on(sharded.read::<u16>(full.clone())).unwrap(),
+            ))
+        };
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                drop(black_box(
+                    rt.block_on(sharded.read_selection::<u16>(&every_other))
+                        .unwrap(),
+                ))
+            },
+            full_read,
+        );
+        report("W2 ::2 selection", bytes, ours, "W2 full read", limit);
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                drop(black_box(
+                    rt.block_on(sharded.read_points::<u16, _>(&points)).unwrap(),
+                ))
+            },
+            full_read,
+        );
+        report("W2 1,000 random points", bytes, ours, "W2 full read", limit);
+
+        // The same shards through the sharding storage transformer: a read fetches the
+        // chunks of each shard together.
+        let per_shard = (shard / CHUNK).max(1);
+        let transformed: Array<FilesystemStore> = rt
+            .block_on(
+                ArrayBuilder::new(shape.clone(), DataType::UInt16, vec![CHUNK; 3])
+                    .sharding_transformer(vec![per_shard; 3])
+                    .zstd(1)
+                    .create(Arc::clone(&store), "/w2t"),
+            )
+            .unwrap();
+        rt.block_on(transformed.write(full.clone(), &values))
+            .unwrap();
+        let (ours, limit) = paired(
+            rounds,
+            || {
+                drop(black_box(
+                    rt.block_on(transformed.read::<u16>(full.clone())).unwrap(),
+                ))
+            },
+            full_read,
+        );
+        report(
+            "W2 full read through the transformer",
+            bytes,
+            ours,
+            "W2 full read",
+            limit,
+        );
     }
 
     let mut group = c.benchmark_group(format!("array {side}^3 uint16, {CHUNK}^3 chunks"));

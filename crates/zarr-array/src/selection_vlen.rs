@@ -132,7 +132,7 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
                 .map(|combination| Ok((group_box(&pick(&plans, &combination))?, combination)));
             self.read_parts_with(
                 parts,
-                |array, boxes| async move { crate::boxes::read_variable(&array, boxes).await },
+                |array, boxes| async move { crate::boxes::read_variable(array, boxes).await },
                 |combination, boxed| {
                     let mut taken = Ok(());
                     walk(&pick(&plans, &combination), &shape, &mut |b, o, n| {
@@ -200,7 +200,7 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         let parts = groups.into_iter().map(|g| Ok((g.region, g.members)));
         self.read_parts_with(
             parts,
-            |array, boxes| async move { crate::boxes::read_variable(&array, boxes).await },
+            |array, boxes| async move { crate::boxes::read_variable(array, boxes).await },
             |members, boxed| {
                 members
                     .into_iter()
