@@ -820,7 +820,10 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
     /// `get_orthogonal_selection`.
     ///
     /// Only the chunks holding selected elements are read (for a sharded array, only the
-    /// inner chunks), each decoded once, up to `io_concurrency` at a time. Beside the output,
+    /// inner chunks), each decoded once, up to `io_concurrency` requests at a time. The
+    /// inner chunks of one shard are fetched together: its index, then one request for all
+    /// of them (in batches of at most half the decode budget); through the sharding storage
+    /// transformer, two requests per batch of one shard's chunks. Beside the output,
     /// a read holds at most the selection budget of decoded parts of chunks (256 MiB by
     /// default; [`crate::ArrayOptions::with_selection_budget`]), or one chunk if larger. A
     /// selection of ranges with step 1 is a plain [`Array::read`].
@@ -986,7 +989,8 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
     /// arrays, zarr-python's `get_coordinate_selection`.
     ///
     /// The points are grouped by chunk (inner chunk, for a sharded array), and each chunk
-    /// holding points is read once, up to `io_concurrency` at a time.
+    /// holding points is read once, up to `io_concurrency` requests at a time; the inner
+    /// chunks of one shard are fetched together, as by [`Array::read_selection`].
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
