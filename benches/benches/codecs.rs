@@ -2,6 +2,8 @@
 //! 3.2x compressible with zstd level 1): encode and decode through `CodecChain`, and raw
 //! `zstd::bulk` on the same chunk in the same run, so the chain's overhead is visible.
 //!
+//! A second group runs zfp (floating-point data only) on the same field as `float32`.
+//!
 //! Run: `cargo bench -p zarr-benches --bench codecs`.
 
 use std::hint::black_box;
@@ -281,5 +283,82 @@ fn block_copy(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, codecs, block_copy);
+/// zfp, which takes floating-point (and 32/64-bit integer) data only, on the benchmark field
+/// as `float32` (1 MiB): its fixed-rate, fixed-accuracy and reversible modes, beside
+/// bytes+zstd(1) on the same chunk.
+fn zfp(c: &mut Criterion) {
+    let data: Vec<u8> = zarr_benches::field(SIDE)
+        .iter()
+        .flat_map(|&v| (f32::from(v) / 8.0).to_ne_bytes())
+        .collect();
+    let data = Bytes::from(data);
+    let size = data.len();
+    let float_chain = |codecs: serde_json::Value| {
+        let list: Vec<ExtensionObject> = codecs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| ExtensionObject::from_json(v, "codecs").unwrap())
+            .collect();
+        let repr = ChunkRepresentation::try_new(
+            vec![SIDE; 3],
+            DataType::Float32,
+            FillValue::new(0f32.to_ne_bytes()),
+        )
+        .unwrap();
+        CodecChain::from_metadata(&list, repr, &CodecRegistry::with_defaults()).unwrap()
+    };
+    let chains = [
+        (
+            "zfp(fixed_rate 8)",
+            float_chain(serde_json::json!([
+                {"name": "zfp", "configuration": {"mode": "fixed_rate", "rate": 8}}
+            ])),
+        ),
+        (
+            "zfp(fixed_accuracy 0.01)",
+            float_chain(serde_json::json!([
+                {"name": "zfp", "configuration": {"mode": "fixed_accuracy", "tolerance": 0.01}}
+            ])),
+        ),
+        (
+            "zfp(reversible)",
+            float_chain(
+                serde_json::json!([{"name": "zfp", "configuration": {"mode": "reversible"}}]),
+            ),
+        ),
+        (
+            "bytes+zstd(1)",
+            float_chain(serde_json::json!([
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "zstd", "configuration": {"level": 1}}
+            ])),
+        ),
+    ];
+    let mut group = c.benchmark_group("codecs 64^3 float32");
+    group.throughput(Throughput::Bytes(size as u64));
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    for (name, chain) in &chains {
+        let encoded = chain.encode(ArrayBytes::Fixed(data.clone())).unwrap();
+        eprintln!(
+            "{name} (float32): {size} -> {} bytes (ratio {:.2})",
+            encoded.len(),
+            size as f64 / encoded.len() as f64
+        );
+        group.bench_function(format!("{name}/encode"), |b| {
+            b.iter(|| {
+                chain
+                    .encode(ArrayBytes::Fixed(black_box(&data).clone()))
+                    .unwrap()
+            })
+        });
+        group.bench_function(format!("{name}/decode"), |b| {
+            b.iter(|| chain.decode(black_box(encoded.clone())).unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, codecs, zfp, block_copy);
 criterion_main!(benches);
