@@ -172,22 +172,7 @@ fn codecs(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
 
     for (name, chain) in &chains {
-        let encoded = chain.encode(ArrayBytes::Fixed(data.clone())).unwrap();
-        eprintln!(
-            "{name}: {size} -> {} bytes (ratio {:.2})",
-            encoded.len(),
-            size as f64 / encoded.len() as f64
-        );
-        group.bench_function(format!("{name}/encode"), |b| {
-            b.iter(|| {
-                chain
-                    .encode(ArrayBytes::Fixed(black_box(&data).clone()))
-                    .unwrap()
-            })
-        });
-        group.bench_function(format!("{name}/decode"), |b| {
-            b.iter(|| chain.decode(black_box(encoded.clone())).unwrap())
-        });
+        let encoded = encode_and_decode(&mut group, name, chain, &data);
         let mut out = vec![0u8; size];
         group.bench_function(format!("{name}/decode_into"), |b| {
             b.iter(|| {
@@ -340,24 +325,37 @@ fn zfp(c: &mut Criterion) {
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
     for (name, chain) in &chains {
-        let encoded = chain.encode(ArrayBytes::Fixed(data.clone())).unwrap();
-        eprintln!(
-            "{name} (float32): {size} -> {} bytes (ratio {:.2})",
-            encoded.len(),
-            size as f64 / encoded.len() as f64
-        );
-        group.bench_function(format!("{name}/encode"), |b| {
-            b.iter(|| {
-                chain
-                    .encode(ArrayBytes::Fixed(black_box(&data).clone()))
-                    .unwrap()
-            })
-        });
-        group.bench_function(format!("{name}/decode"), |b| {
-            b.iter(|| chain.decode(black_box(encoded.clone())).unwrap())
-        });
+        encode_and_decode(&mut group, name, chain, &data);
     }
     group.finish();
+}
+
+/// Report `chain`'s compression ratio on `data` and bench its encode and decode in `group`;
+/// returns the encoded chunk.
+fn encode_and_decode(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    chain: &CodecChain,
+    data: &Bytes,
+) -> Bytes {
+    let encoded = chain.encode(ArrayBytes::Fixed(data.clone())).unwrap();
+    eprintln!(
+        "{name}: {} -> {} bytes (ratio {:.2})",
+        data.len(),
+        encoded.len(),
+        data.len() as f64 / encoded.len() as f64
+    );
+    group.bench_function(format!("{name}/encode"), |b| {
+        b.iter(|| {
+            chain
+                .encode(ArrayBytes::Fixed(black_box(data).clone()))
+                .unwrap()
+        })
+    });
+    group.bench_function(format!("{name}/decode"), |b| {
+        b.iter(|| chain.decode(black_box(encoded.clone())).unwrap())
+    });
+    encoded
 }
 
 criterion_group!(benches, codecs, zfp, block_copy);

@@ -257,16 +257,22 @@ pub(crate) async fn read_fixed<S: ReadableStore + ?Sized + 'static>(
     array: Array<S>,
     boxes: Vec<Region>,
 ) -> Result<Vec<Vec<u8>>> {
-    if boxes.len() < 2 {
-        let mut out = Vec::with_capacity(boxes.len());
-        for region in &boxes {
-            out.push(array.read_bytes(region).await?);
-        }
-        return Ok(out);
+    if let [region] = &boxes[..] {
+        return Ok(vec![array.read_bytes(region).await?]);
     }
+    read_batch(array, boxes, decode_fixed).await
+}
+
+/// Fetch the boxes of one batch ([`fetch`]) and decode each with `decode` ([`decode_each`]).
+async fn read_batch<S, T, D>(array: Array<S>, boxes: Vec<Region>, decode: D) -> Result<Vec<T>>
+where
+    S: ReadableStore + ?Sized + 'static,
+    T: Send + 'static,
+    D: Fn(&Array<S>, &Fetched, usize) -> Result<T> + Send + Sync + 'static,
+{
     let fetched = fetch(&array, &boxes).await?;
     let n = fetched.len();
-    decode_each(n, move |i| decode_fixed(&array, &fetched, i)).await
+    decode_each(n, move |i| decode(&array, &fetched, i)).await
 }
 
 /// Decode box `i` of `fetched` into a new buffer.
@@ -321,16 +327,10 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized + 'static>(
     array: Array<S>,
     boxes: Vec<Region>,
 ) -> Result<Vec<VlenBytes>> {
-    if boxes.len() < 2 {
-        let mut out = Vec::with_capacity(boxes.len());
-        for region in &boxes {
-            out.push(array.read_vlen(region).await?);
-        }
-        return Ok(out);
+    if let [region] = &boxes[..] {
+        return Ok(vec![array.read_vlen(region).await?]);
     }
-    let fetched = fetch(&array, &boxes).await?;
-    let n = fetched.len();
-    decode_each(n, move |i| decode_variable(&array, &fetched, i)).await
+    read_batch(array, boxes, decode_variable).await
 }
 
 /// Decode box `i` of `fetched` as its elements.
