@@ -26,18 +26,20 @@ fn chunk() -> Vec<u8> {
 }
 
 fn chain(codecs: serde_json::Value) -> CodecChain {
+    chain_of(codecs, DataType::UInt16, &0u16.to_ne_bytes())
+}
+
+/// The chain `codecs` for `SIDE`^3 chunks of `data_type` with the fill value `fill`.
+fn chain_of(codecs: serde_json::Value, data_type: DataType, fill: &[u8]) -> CodecChain {
     let list: Vec<ExtensionObject> = codecs
         .as_array()
         .unwrap()
         .iter()
         .map(|v| ExtensionObject::from_json(v, "codecs").unwrap())
         .collect();
-    let repr = ChunkRepresentation::try_new(
-        vec![SIDE; 3],
-        DataType::UInt16,
-        FillValue::new(0u16.to_ne_bytes()),
-    )
-    .unwrap();
+    let repr =
+        ChunkRepresentation::try_new(vec![SIDE; 3], data_type, FillValue::new(fill.to_vec()))
+            .unwrap();
     CodecChain::from_metadata(&list, repr, &CodecRegistry::with_defaults()).unwrap()
 }
 
@@ -278,21 +280,8 @@ fn zfp(c: &mut Criterion) {
         .collect();
     let data = Bytes::from(data);
     let size = data.len();
-    let float_chain = |codecs: serde_json::Value| {
-        let list: Vec<ExtensionObject> = codecs
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| ExtensionObject::from_json(v, "codecs").unwrap())
-            .collect();
-        let repr = ChunkRepresentation::try_new(
-            vec![SIDE; 3],
-            DataType::Float32,
-            FillValue::new(0f32.to_ne_bytes()),
-        )
-        .unwrap();
-        CodecChain::from_metadata(&list, repr, &CodecRegistry::with_defaults()).unwrap()
-    };
+    let float_chain =
+        |codecs: serde_json::Value| chain_of(codecs, DataType::Float32, &0f32.to_ne_bytes());
     let chains = [
         (
             "zfp(fixed_rate 8)",
