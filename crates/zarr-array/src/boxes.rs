@@ -139,14 +139,16 @@ enum Fetched {
 
 /// `region` relative to `origin`.
 fn relative(region: &Region, origin: &[u64]) -> Result<Region> {
-    Ok(Region::try_new(
-        region
-            .ranges()
-            .iter()
-            .zip(origin)
-            .map(|(r, &o)| r.start - o..r.end - o)
-            .collect(),
-    )?)
+    let ranges = region
+        .ranges()
+        .iter()
+        .zip(origin)
+        .map(|(r, &o)| Some(r.start.checked_sub(o)?..r.end.checked_sub(o)?))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| Error::Region {
+            reason: format!("the box {region} starts before its chunk at {origin:?}"),
+        })?;
+    Ok(Region::try_new(ranges)?)
 }
 
 /// Fetch what the boxes of one batch (all with the same [`batch_key`]) need: for the
