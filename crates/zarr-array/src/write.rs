@@ -9,8 +9,8 @@ use rayon::prelude::*;
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, ArrayViewMut, CodecChain, VlenBytes};
 use zarr_core::{ChunkSelection, Region};
-use zarr_sharding::ShardingCodec;
 use zarr_sharding::ShardingTransformer;
+use zarr_sharding::{EncodedChunks, ShardingCodec};
 use zarr_store::{ByteRange, ReadableStore, StoreKey, WritableStore};
 
 use crate::array::Array;
@@ -21,6 +21,25 @@ use crate::read::{bytes_of, bytes_of_mut, element_ids};
 enum Action {
     Set(StoreKey, Bytes),
     Erase(StoreKey),
+    /// A whole shard whose inner chunks are encoded: assemble it, then store it (or erase
+    /// it, when every inner chunk is empty). Assembling is left to the step that stores,
+    /// so that the next shard's inner chunks can start encoding meanwhile.
+    Assemble(StoreKey, Arc<ShardingCodec>, EncodedChunks),
+}
+
+/// The value an action stores under its key (`None`: erase the key). Assembles a shard.
+fn finish<S: ?Sized>(array: &Array<S>, action: Action) -> Result<(StoreKey, Option<Bytes>)> {
+    match action {
+        Action::Set(key, bytes) => Ok((key, Some(bytes))),
+        Action::Erase(key) => Ok((key, None)),
+        Action::Assemble(key, codec, chunks) => {
+            let merged = codec
+                .assemble(chunks)
+                .map_err(|e| array.shard_error(&key, e))?;
+            let value = shard_value(array, &codec, &key, merged)?;
+            Ok((key, value))
+        }
+    }
 }
 
 /// A chunk the write touches.
@@ -409,7 +428,20 @@ where
         match (&sink, crate::read::pipeline_handle(touched.len())) {
             (Sink::Store(store), Some(handle)) => tokio::task::block_in_place(|| {
                 let window = write_window(array, io, &touched[0].selection.chunk_shape);
-                encode_while_storing(&handle, *store, &touched, &merge, io, window)
+                let pipeline = Pipeline {
+                    io,
+                    window,
+                    wide: 2 * rayon::current_num_threads(),
+                };
+                encode_while_storing(
+                    &handle,
+                    *store,
+                    &touched,
+                    &merge,
+                    |t| width(array, t),
+                    |action| finish(array, action),
+                    pipeline,
+                )
             })?,
             _ => {
                 let actions: Vec<Action> = if touched.len() == 1 {
@@ -419,11 +451,8 @@ where
                 };
                 let values = actions
                     .into_iter()
-                    .map(|action| match action {
-                        Action::Set(key, bytes) => (key, Some(bytes)),
-                        Action::Erase(key) => (key, None),
-                    })
-                    .collect();
+                    .map(|action| finish(array, action))
+                    .collect::<Result<_>>()?;
                 sink.put_many(array, values, io).await?;
             }
         }
@@ -481,34 +510,79 @@ fn chunk_bytes<S: ?Sized>(array: &Array<S>, chunk_shape: &[u64]) -> usize {
         .unwrap_or(usize::MAX)
 }
 
+/// The inner chunks a merge of `t` encodes in parallel by itself (a whole shard's), or 0
+/// for a merge that encodes on one thread.
+fn width<S: ?Sized>(array: &Array<S>, t: &Touched) -> usize {
+    if !t.whole {
+        return 0;
+    }
+    match array.sharding(&t.selection.chunk_shape) {
+        Ok(Some(codec)) => {
+            let n = codec.chunks_per_shard().iter().product::<u64>();
+            if n > 1 {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            } else {
+                0
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// The bounds of [`encode_while_storing`].
+#[derive(Clone, Copy)]
+struct Pipeline {
+    /// Stores at once.
+    io: usize,
+    /// Chunks encoding, encoded or being stored at once.
+    window: usize,
+    /// Inner chunks of whole shards encoding at once, beyond the first shard.
+    wide: usize,
+}
+
 /// Encode the `touched` chunks on rayon's pool and store (or erase) each as soon as it is
 /// encoded, `io` requests at a time, so that storing overlaps encoding. At most `window`
 /// chunks are encoding, encoded or being stored at once: a chunk's encode starts when an
 /// earlier chunk's store finishes, so the cores stay busy without a barrier and memory stays
 /// bounded however slow the store. After an error no further encode or store starts; returns the first error,
 /// after every started encode and store has finished.
-fn encode_while_storing<S, F>(
+///
+/// A merge that encodes many inner chunks in parallel itself (a whole shard: `width` is its
+/// inner chunk count) starts only while the shards encoding hold fewer than `wide` inner
+/// chunks, the first always. Started all at once, shards would finish together: a thread
+/// waiting inside one shard's parallel encode takes up the next shard, so every shard's
+/// encode ends only when the last one's does, and all the stores (and `finish`, which
+/// assembles each shard) would come after the encoding instead of beside it.
+fn encode_while_storing<S, F, W, Fin>(
     handle: &tokio::runtime::Handle,
     store: &S,
     touched: &[Touched],
     merge: &F,
-    io: usize,
-    window: usize,
+    width: W,
+    finish: Fin,
+    bounds: Pipeline,
 ) -> Result<()>
 where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
+    W: Fn(&Touched) -> usize,
+    Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)>,
 {
     use std::task::Poll;
 
-    // An encode's result, or the panic it raised (counted like a result, then resumed, so
-    // that a panicking codec fails the write instead of leaving it waiting forever).
-    type Encoded = std::thread::Result<Result<Action>>;
+    let Pipeline { io, window, wide } = bounds;
+    // An encode's width and result, or the panic it raised (counted like a result, then
+    // resumed, so that a panicking codec fails the write instead of leaving it waiting
+    // forever).
+    type Encoded = (usize, std::thread::Result<Result<Action>>);
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Encoded>();
+    let finish = &finish;
     rayon::in_place_scope(|scope| {
-        let mut pending = touched.iter();
+        let mut pending = touched.iter().peekable();
         // Chunks spawned whose store has not finished.
         let mut in_flight = 0usize;
+        // Inner chunks of the whole shards spawned whose encode has not returned.
+        let mut encoding_wide = 0usize;
         let mut stores = stream::FuturesUnordered::new();
         let mut first_error: Option<Error> = None;
         let mut panic = None;
@@ -516,15 +590,21 @@ where
             loop {
                 let mut progressed = false;
                 while first_error.is_none() && panic.is_none() && in_flight < window.max(1) {
-                    let Some(t) = pending.next() else { break };
+                    let Some(&t) = pending.peek() else { break };
+                    let w = width(t);
+                    if w > 0 && encoding_wide > 0 && encoding_wide.saturating_add(w) > wide {
+                        break;
+                    }
+                    pending.next();
                     let sender = sender.clone();
                     scope.spawn(move |_| {
                         let encoded =
                             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| merge(t)));
                         // The receiver is gone only after an error; the encode is then wasted.
-                        let _ = sender.send(encoded);
+                        let _ = sender.send((w, encoded));
                     });
                     in_flight += 1;
+                    encoding_wide += w;
                 }
                 while let Poll::Ready(Some(done)) = stores.poll_next_unpin(cx) {
                     progressed = true;
@@ -534,10 +614,11 @@ where
                     }
                 }
                 while stores.len() < io.max(1) {
-                    let Poll::Ready(Some(encoded)) = receiver.poll_recv(cx) else {
+                    let Poll::Ready(Some((w, encoded))) = receiver.poll_recv(cx) else {
                         break;
                     };
                     progressed = true;
+                    encoding_wide -= w;
                     let action = match encoded {
                         Ok(Ok(action)) if first_error.is_none() && panic.is_none() => action,
                         // After an error, what is still encoded is not stored.
@@ -557,9 +638,9 @@ where
                         }
                     };
                     stores.push(async move {
-                        match action {
-                            Action::Set(key, bytes) => store.set(&key, bytes).await?,
-                            Action::Erase(key) => store.erase(&key).await?,
+                        match finish(action)? {
+                            (key, Some(bytes)) => store.set(&key, bytes).await?,
+                            (key, None) => store.erase(&key).await?,
                         }
                         Ok::<_, Error>(())
                     });
@@ -737,7 +818,7 @@ fn reset_padding<S: ?Sized>(
 /// without being read; a shard written in part re-encodes only the inner chunks it touches.
 fn merge_shard<S: ?Sized>(
     array: &Array<S>,
-    codec: &ShardingCodec,
+    codec: &Arc<ShardingCodec>,
     t: &Touched,
     values: &[u8],
     region_shape: &[u64],
@@ -746,11 +827,12 @@ fn merge_shard<S: ?Sized>(
     let within = &t.selection.within_chunk;
     let shape = within.shape();
     if t.whole && shape == t.selection.chunk_shape {
-        // A whole shard: its inner chunks are cut straight out of the values.
-        let merged = codec
-            .encode_shard_from(values, region_shape, &t.selection.within_output.starts())
+        // A whole shard: its inner chunks are cut straight out of the values (and the
+        // shard assembled where it is stored, see `finish`).
+        let chunks = codec
+            .encode_chunks_from(values, region_shape, &t.selection.within_output.starts())
             .map_err(|e| array.shard_error_at(&t.key, &t.selection.chunk, e))?;
-        return shard_action(array, codec, t, merged);
+        return Ok(Action::Assemble(t.key.clone(), Arc::clone(codec), chunks));
     }
     let n = within.num_elements()? as usize;
     let mut part = vec![0u8; n * elem];
@@ -784,25 +866,35 @@ fn merge_shard<S: ?Sized>(
         codec.merge_region(existing, within, &ArrayBytes::fixed(part))
     }
     .map_err(|e| array.shard_error_at(&t.key, &t.selection.chunk, e))?;
-    shard_action(array, codec, t, merged)
+    shard_action(array, codec, &t.key, merged)
 }
 
 /// What to do with a shard encoded to `merged` (`None`: every inner chunk is empty).
 fn shard_action<S: ?Sized>(
     array: &Array<S>,
     codec: &ShardingCodec,
-    t: &Touched,
+    key: &StoreKey,
     merged: Option<Bytes>,
 ) -> Result<Action> {
+    Ok(match shard_value(array, codec, key, merged)? {
+        Some(bytes) => Action::Set(key.clone(), bytes),
+        None => Action::Erase(key.clone()),
+    })
+}
+
+/// What to store for a shard encoded to `merged` (`None`: erase it).
+fn shard_value<S: ?Sized>(
+    array: &Array<S>,
+    codec: &ShardingCodec,
+    key: &StoreKey,
+    merged: Option<Bytes>,
+) -> Result<Option<Bytes>> {
     Ok(match merged {
-        Some(bytes) => Action::Set(t.key.clone(), bytes),
-        None if array.options.write_empty_chunks() => Action::Set(
-            t.key.clone(),
-            codec
-                .empty_shard()
-                .map_err(|e| array.shard_error(&t.key, e))?,
-        ),
-        None => Action::Erase(t.key.clone()),
+        Some(bytes) => Some(bytes),
+        None if array.options.write_empty_chunks() => {
+            Some(codec.empty_shard().map_err(|e| array.shard_error(key, e))?)
+        }
+        None => None,
     })
 }
 
@@ -884,7 +976,7 @@ async fn write_variable_with<S: WritableStore + ?Sized>(
                     &ArrayBytes::Variable(part),
                 )
                 .map_err(|e| array.shard_error_at(&t.key, &t.selection.chunk, e))?;
-            return shard_action(array, &codec, t, merged);
+            return shard_action(array, &codec, &t.key, merged);
         }
         let existing = match (&t.existing, t.whole) {
             (Some(bytes), false) => chain.decode(bytes.clone()),

@@ -724,3 +724,169 @@ fn block_on_this_thread<F: std::future::Future>(future: F) -> F::Output {
         std::thread::park();
     }
 }
+
+/// What [`LogEncodes`] and [`LogSets`] saw, in order.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    /// An inner chunk of the shard whose values are all `n + 1` was encoded.
+    Encode(u16),
+    /// A shard was stored, under this key.
+    Set(String),
+}
+
+/// Logs every encode (by the value the inner chunk holds: each shard of the test holds one).
+#[derive(Debug)]
+struct LogEncodes(Arc<std::sync::Mutex<Vec<Seen>>>);
+
+impl zarr_codecs::BytesToBytesCodec for LogEncodes {
+    fn to_metadata(&self) -> zarr_core::ExtensionObject {
+        zarr_core::ExtensionObject::new("test.log_encodes")
+    }
+    fn encode(&self, decoded: Bytes) -> zarr_codecs::Result<Bytes> {
+        let value = u16::from_le_bytes([decoded[0], decoded[1]]);
+        self.0.lock().unwrap().push(Seen::Encode(value - 1));
+        Ok(decoded)
+    }
+    fn decode(
+        &self,
+        encoded: Bytes,
+        _expected: zarr_codecs::ExpectedSize,
+    ) -> zarr_codecs::Result<Bytes> {
+        Ok(encoded)
+    }
+}
+
+/// A memory store that logs every `set` of a chunk key.
+#[derive(Debug)]
+struct LogSets {
+    inner: MemoryStore,
+    log: Arc<std::sync::Mutex<Vec<Seen>>>,
+}
+
+#[async_trait]
+impl ReadableStore for LogSets {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+#[async_trait]
+impl WritableStore for LogSets {
+    async fn set(&self, key: &StoreKey, value: Bytes) -> zarr_store::Result<()> {
+        if !key.as_str().ends_with("zarr.json") {
+            self.log
+                .lock()
+                .unwrap()
+                .push(Seen::Set(key.as_str().to_owned()));
+        }
+        self.inner.set(key, value).await
+    }
+
+    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
+        self.inner.erase(key).await
+    }
+
+    async fn erase_prefix(&self, prefix: &StorePrefix) -> zarr_store::Result<()> {
+        self.inner.erase_prefix(prefix).await
+    }
+}
+
+/// A write of many whole shards encodes them one after another (each shard's inner chunks in
+/// parallel) and stores each as soon as it is encoded, while the next one encodes: the
+/// stores are spread over the write, not left to its end. Started all at once, the shards
+/// would all finish together (a thread waiting inside one shard's parallel encode takes up
+/// the next shard), and every store would come after the last encode. The shards read back
+/// as written; an all-fill shard is not stored, or is stored as an empty shard when empty
+/// chunks are written.
+#[test]
+fn whole_shards_are_stored_while_the_next_ones_encode() {
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut registry = zarr_array::default_registry();
+    let encodes = Arc::clone(&log);
+    registry.register("test.log_encodes", move |_, _, _| {
+        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(LogEncodes(
+            Arc::clone(&encodes),
+        ))))
+    });
+    let registry = Arc::new(registry);
+    let sharding = zarr_core::ExtensionObject::from_json(
+        &serde_json::json!({"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [4, 4],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                       {"name": "test.log_encodes"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                             {"name": "crc32c"}],
+            "index_location": "end"
+        }}),
+        "codecs[0]",
+    )
+    .unwrap();
+    // Eight shards of 16 x 16 in a row, each of 16 inner chunks; shard s holds s + 1, and
+    // shard 5 holds the fill value (0).
+    let shards = 8u16;
+    let shape = [16u64, 16 * u64::from(shards)];
+    let value_of = |s: u16| if s == 5 { 0 } else { s + 1 };
+    let values: Vec<u16> = (0..shape[0] * shape[1])
+        .map(|i| value_of((i % shape[1] / 16) as u16))
+        .collect();
+    for write_empty in [false, true] {
+        log.lock().unwrap().clear();
+        let store = Arc::new(LogSets {
+            inner: MemoryStore::new(),
+            log: Arc::clone(&log),
+        });
+        let options = ArrayOptions::default()
+            .with_registry(Arc::clone(&registry))
+            .with_write_empty_chunks(write_empty);
+        multi_thread().block_on(async {
+            let array = ArrayBuilder::new(shape.to_vec(), DataType::UInt16, vec![16, 16])
+                .codecs(vec![sharding.clone()])
+                .options(options)
+                .create(Arc::clone(&store), "/s")
+                .await
+                .unwrap();
+            log.lock().unwrap().clear();
+            array.write(array.full_region(), &values).await.unwrap();
+            let back: Vec<u16> = array.read(array.full_region()).await.unwrap();
+            assert_eq!(back, values);
+            assert_eq!(
+                array.chunk_exists(&[0, 5]).await.unwrap(),
+                write_empty,
+                "the all-fill shard is stored only when empty chunks are written"
+            );
+        });
+        let seen = log.lock().unwrap().clone();
+        let position = |wanted: &Seen| seen.iter().position(|s| s == wanted);
+        for s in (0..shards).filter(|&s| s != 5) {
+            let encodes = seen.iter().filter(|e| **e == Seen::Encode(s)).count();
+            assert_eq!(encodes, 16, "shard {s}: every inner chunk encoded once");
+        }
+        for s in 0..shards - 2 {
+            if s == 5 && !write_empty {
+                continue;
+            }
+            let stored = position(&Seen::Set(format!("s/c/0/{s}")))
+                .unwrap_or_else(|| panic!("shard {s} stored: {seen:?}"));
+            // Shard s + 2 starts only after shard s + 1 has encoded, which comes after shard
+            // s was handed to the store (shard 5, all fill, encodes nothing).
+            let later = (s + 2..shards).filter(|&l| l != 5).min().unwrap();
+            let first = position(&Seen::Encode(later)).unwrap();
+            assert!(
+                stored < first,
+                "shard {s} was stored at {stored}, after shard {later} began encoding at \
+                 {first}: {seen:?}"
+            );
+        }
+    }
+}

@@ -118,6 +118,32 @@ pub struct ShardingCodec {
     location: IndexLocation,
 }
 
+/// The encoded inner chunks of one shard, in C order, not yet assembled into the shard's
+/// bytes: what [`ShardingCodec::encode_chunks_from`] returns and [`ShardingCodec::assemble`]
+/// takes. An inner chunk that holds only the fill value has no bytes (it will be marked
+/// empty in the index).
+#[derive(Debug, Clone)]
+pub struct EncodedChunks {
+    parts: Vec<Option<Bytes>>,
+}
+
+impl EncodedChunks {
+    /// The number of inner chunks (the shard's, empty ones included).
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether there are no inner chunks at all.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// The encoded bytes of the inner chunks together (the index not counted).
+    pub fn encoded_len(&self) -> u64 {
+        self.parts.iter().flatten().map(|b| b.len() as u64).sum()
+    }
+}
+
 /// An inner chunk touched by a region of the shard.
 #[derive(Debug, Clone)]
 pub(crate) struct Touch {
@@ -499,6 +525,46 @@ impl ShardingCodec {
         src_shape: &[u64],
         origin: &[u64],
     ) -> Result<Option<Bytes>> {
+        let chunks = self.encode_chunks_from(src, src_shape, origin)?;
+        self.assemble_parts(&chunks.parts)
+    }
+
+    /// The first half of [`encode_shard_from`](Self::encode_shard_from): encode the inner
+    /// chunks (in parallel) without assembling the shard. [`assemble`](Self::assemble) then
+    /// makes the shard's bytes. A writer that encodes several shards uses the split to start
+    /// encoding the next shard while this one is assembled and stored.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use zarr_codecs::{ArrayBytes, BytesCodec, ChunkRepresentation, Codec};
+    /// # use zarr_core::{DataType, FillValue};
+    /// # use zarr_sharding::{IndexLocation, ShardingCodec};
+    /// // A 4 x 4 shard of uint8 in four inner chunks of 2 x 2.
+    /// let shard = ChunkRepresentation::try_new(vec![4, 4], DataType::UInt8, FillValue::new([0]))?;
+    /// let codec = ShardingCodec::try_new(
+    ///     shard,
+    ///     vec![2, 2],
+    ///     vec![Codec::ArrayToBytes(Arc::new(BytesCodec::little()))],
+    ///     ShardingCodec::default_index_codecs(),
+    ///     IndexLocation::End,
+    /// )?;
+    /// let values: Vec<u8> = (1..=16).collect();
+    /// let chunks = codec.encode_chunks_from(&values, &[4, 4], &[0, 0])?;
+    /// assert_eq!(chunks.len(), 4);
+    /// assert_eq!(chunks.encoded_len(), 16);
+    /// let shard = codec.assemble(chunks)?.expect("not all fill");
+    /// assert_eq!(Some(shard), codec.encode_shard(ArrayBytes::fixed(values))?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`encode_shard_from`](Self::encode_shard_from).
+    pub fn encode_chunks_from(
+        &self,
+        src: &[u8],
+        src_shape: &[u64],
+        origin: &[u64],
+    ) -> Result<EncodedChunks> {
         let shard_shape = self.shard.shape();
         let mismatch = |reason: String| Error::DataMismatch {
             region: format!("{origin:?} + {shard_shape:?} in {src_shape:?}"),
@@ -557,7 +623,29 @@ impl ShardingCodec {
             );
             self.encode_inner(ArrayBytes::fixed(chunk), &indices)
         };
-        self.encode_each(encode_one)
+        self.encode_parts(encode_one)
+            .map(|parts| EncodedChunks { parts })
+    }
+
+    /// Assemble a shard from its encoded inner chunks (see
+    /// [`encode_chunks_from`](Self::encode_chunks_from)): the chunks' bytes and the encoded
+    /// index. `None` when every inner chunk is all fill (store nothing).
+    ///
+    /// # Errors
+    /// [`Error::DataMismatch`] if `chunks` does not hold one entry per inner chunk of this
+    /// codec's shards; an index codec error.
+    pub fn assemble(&self, chunks: EncodedChunks) -> Result<Option<Bytes>> {
+        if chunks.parts.len() != self.num_chunks {
+            return Err(Error::DataMismatch {
+                region: format!("{:?}", self.shard.shape()),
+                reason: format!(
+                    "{} encoded inner chunks given for a shard of {} inner chunks",
+                    chunks.parts.len(),
+                    self.num_chunks
+                ),
+            });
+        }
+        self.assemble_parts(&chunks.parts)
     }
 
     /// Encode every inner chunk with `encode_one(linear)` (in parallel when there are
@@ -566,15 +654,36 @@ impl ShardingCodec {
         &self,
         encode_one: impl Fn(usize) -> Result<Option<Bytes>> + Sync + Send,
     ) -> Result<Option<Bytes>> {
-        let parts: Vec<Option<Bytes>> = if self.num_chunks == 1 {
-            vec![encode_one(0)?]
+        let parts = self.encode_parts(encode_one)?;
+        self.assemble_parts(&parts)
+    }
+
+    /// Encode every inner chunk with `encode_one(linear)`, in parallel when there are several.
+    fn encode_parts(
+        &self,
+        encode_one: impl Fn(usize) -> Result<Option<Bytes>> + Sync + Send,
+    ) -> Result<Vec<Option<Bytes>>> {
+        if self.num_chunks == 1 {
+            Ok(vec![encode_one(0)?])
         } else {
             (0..self.num_chunks)
                 .into_par_iter()
+                .with_max_len(self.chunks_per_job())
                 .map(encode_one)
-                .collect::<Result<_>>()?
-        };
-        self.assemble(&parts)
+                .collect()
+        }
+    }
+
+    /// How many inner chunks one parallel job of [`encode_parts`](Self::encode_parts)
+    /// encodes: one for inner chunks of 64 KiB or more, more for smaller ones. Without a
+    /// bound, rayon leaves long runs of inner chunks unsplit, and the last run of a shard
+    /// then keeps one thread busy while the others have nothing left of that shard.
+    fn chunks_per_job(&self) -> usize {
+        let elements = self.chunk_shape.iter().product::<u64>();
+        let bytes = elements.saturating_mul(self.shard.element_size().unwrap_or(8) as u64);
+        usize::try_from((64 << 10) / bytes.max(1))
+            .unwrap_or(usize::MAX)
+            .max(1)
     }
 
     /// Encode one inner chunk, or `None` if it holds only the fill value.
@@ -632,7 +741,7 @@ impl ShardingCodec {
 
     /// Lay out encoded inner chunks (C order, `None` = empty) and the index; `None` if all are
     /// empty.
-    fn assemble(&self, parts: &[Option<Bytes>]) -> Result<Option<Bytes>> {
+    fn assemble_parts(&self, parts: &[Option<Bytes>]) -> Result<Option<Bytes>> {
         assemble_shard(
             parts,
             &self.chunks_per_shard,
@@ -944,7 +1053,7 @@ impl ShardingCodec {
             .into_par_iter()
             .map(part)
             .collect::<Result<_>>()?;
-        self.assemble(&parts)
+        self.assemble_parts(&parts)
     }
 
     /// Keep the elements of `keep` (a region of the shard) in the stored shard `existing` and
@@ -995,7 +1104,7 @@ impl ShardingCodec {
             .into_par_iter()
             .map(part)
             .collect::<Result<_>>()?;
-        self.assemble(&parts)
+        self.assemble_parts(&parts)
     }
 
     /// The codec's metadata.

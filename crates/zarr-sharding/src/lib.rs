@@ -110,7 +110,7 @@ mod index;
 mod nd;
 mod transformer;
 
-pub use codec::{IndexLocation, NAME, ShardingCodec, register};
+pub use codec::{EncodedChunks, IndexLocation, NAME, ShardingCodec, register};
 pub use error::{Error, Result, ShardName};
 pub use fetch::{COALESCE_GAP, ShardFetch};
 pub use index::{EMPTY_ENTRY, ShardIndex};
