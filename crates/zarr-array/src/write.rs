@@ -510,22 +510,28 @@ fn chunk_bytes<S: ?Sized>(array: &Array<S>, chunk_shape: &[u64]) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// The inner chunks a merge of `t` encodes in parallel by itself (a whole shard's), or 0
-/// for a merge that encodes on one thread.
+/// The inner chunks a merge of `t` encodes in parallel by itself (those of a shard the write
+/// touches), or 0 for a merge that encodes on one thread.
 fn width<S: ?Sized>(array: &Array<S>, t: &Touched) -> usize {
-    if !t.whole {
+    let Ok(Some(codec)) = array.sharding(&t.selection.chunk_shape) else {
         return 0;
-    }
-    match array.sharding(&t.selection.chunk_shape) {
-        Ok(Some(codec)) => {
-            let n = codec.chunks_per_shard().iter().product::<u64>();
-            if n > 1 {
-                usize::try_from(n).unwrap_or(usize::MAX)
-            } else {
-                0
-            }
-        }
-        _ => 0,
+    };
+    let n = if t.whole {
+        codec.chunks_per_shard().iter().product::<u64>()
+    } else {
+        // The inner chunks the part of the shard written overlaps.
+        t.selection
+            .within_chunk
+            .ranges()
+            .iter()
+            .zip(codec.inner_chunk_shape())
+            .map(|(r, &c)| r.end.div_ceil(c.max(1)) - r.start / c.max(1))
+            .product::<u64>()
+    };
+    if n > 1 {
+        usize::try_from(n).unwrap_or(usize::MAX)
+    } else {
+        0
     }
 }
 
@@ -536,7 +542,7 @@ struct Pipeline {
     io: usize,
     /// Chunks encoding, encoded or being stored at once.
     window: usize,
-    /// Inner chunks of whole shards encoding at once, beyond the first shard.
+    /// Inner chunks of shards encoding at once, beyond the first shard.
     wide: usize,
 }
 
@@ -547,9 +553,9 @@ struct Pipeline {
 /// bounded however slow the store. After an error no further encode or store starts; returns the first error,
 /// after every started encode and store has finished.
 ///
-/// A merge that encodes many inner chunks in parallel itself (a whole shard: `width` is its
-/// inner chunk count) starts only while the shards encoding hold fewer than `wide` inner
-/// chunks, the first always. Started all at once, shards would finish together: a thread
+/// A merge that encodes many inner chunks in parallel itself (a shard: `width` is the count
+/// of its inner chunks the write touches) starts only while the shards encoding touch fewer
+/// than `wide` inner chunks, the first always. Started all at once, shards would finish together: a thread
 /// waiting inside one shard's parallel encode takes up the next shard, so every shard's
 /// encode ends only when the last one's does, and all the stores (and `finish`, which
 /// assembles each shard) would come after the encoding instead of beside it.
@@ -581,7 +587,7 @@ where
         let mut pending = touched.iter().peekable();
         // Chunks spawned whose store has not finished.
         let mut in_flight = 0usize;
-        // Inner chunks of the whole shards spawned whose encode has not returned.
+        // Inner chunks of the shards spawned whose encode has not returned.
         let mut encoding_wide = 0usize;
         let mut stores = stream::FuturesUnordered::new();
         let mut first_error: Option<Error> = None;

@@ -802,15 +802,15 @@ impl WritableStore for LogSets {
     }
 }
 
-/// A write of many whole shards encodes them one after another (each shard's inner chunks in
-/// parallel) and stores each as soon as it is encoded, while the next one encodes: the
-/// stores are spread over the write, not left to its end. Started all at once, the shards
+/// A write of many shards, whole or in part, encodes them one after another (each shard's
+/// inner chunks in parallel) and stores each as soon as it is encoded, while the next one
+/// encodes: the stores are spread over the write, not left to its end. Started all at once, the shards
 /// would all finish together (a thread waiting inside one shard's parallel encode takes up
 /// the next shard), and every store would come after the last encode. The shards read back
 /// as written; an all-fill shard is not stored, or is stored as an empty shard when empty
 /// chunks are written.
 #[test]
-fn whole_shards_are_stored_while_the_next_ones_encode() {
+fn shards_are_stored_while_the_next_ones_encode() {
     let log = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut registry = zarr_array::default_registry();
     let encodes = Arc::clone(&log);
@@ -849,6 +849,9 @@ fn whole_shards_are_stored_while_the_next_ones_encode() {
         let options = ArrayOptions::default()
             .with_registry(Arc::clone(&registry))
             .with_write_empty_chunks(write_empty);
+        // The whole array (whole shards), then rows 1.. of it (every shard in part, read and
+        // merged; all its inner chunks are touched).
+        let mut logs = Vec::new();
         multi_thread().block_on(async {
             let array = ArrayBuilder::new(shape.to_vec(), DataType::UInt16, vec![16, 16])
                 .codecs(vec![sharding.clone()])
@@ -856,37 +859,46 @@ fn whole_shards_are_stored_while_the_next_ones_encode() {
                 .create(Arc::clone(&store), "/s")
                 .await
                 .unwrap();
-            log.lock().unwrap().clear();
-            array.write(array.full_region(), &values).await.unwrap();
-            let back: Vec<u16> = array.read(array.full_region()).await.unwrap();
-            assert_eq!(back, values);
-            assert_eq!(
-                array.chunk_exists(&[0, 5]).await.unwrap(),
-                write_empty,
-                "the all-fill shard is stored only when empty chunks are written"
-            );
-        });
-        let seen = log.lock().unwrap().clone();
-        let position = |wanted: &Seen| seen.iter().position(|s| s == wanted);
-        for s in (0..shards).filter(|&s| s != 5) {
-            let encodes = seen.iter().filter(|e| **e == Seen::Encode(s)).count();
-            assert_eq!(encodes, 16, "shard {s}: every inner chunk encoded once");
-        }
-        for s in 0..shards - 2 {
-            if s == 5 && !write_empty {
-                continue;
+            let rows = shape[1] as usize;
+            for (what, region) in [("whole", 0..16), ("partial", 1..16)] {
+                log.lock().unwrap().clear();
+                let part = &values[region.start as usize * rows..];
+                array.write([region, 0..shape[1]], part).await.unwrap();
+                let back: Vec<u16> = array.read(array.full_region()).await.unwrap();
+                assert_eq!(back, values, "{what}");
+                assert_eq!(
+                    array.chunk_exists(&[0, 5]).await.unwrap(),
+                    write_empty,
+                    "{what}: the all-fill shard is stored only when empty chunks are written"
+                );
+                logs.push((what, log.lock().unwrap().clone()));
             }
-            let stored = position(&Seen::Set(format!("s/c/0/{s}")))
-                .unwrap_or_else(|| panic!("shard {s} stored: {seen:?}"));
-            // Shard s + 2 starts only after shard s + 1 has encoded, which comes after shard
-            // s was handed to the store (shard 5, all fill, encodes nothing).
-            let later = (s + 2..shards).filter(|&l| l != 5).min().unwrap();
-            let first = position(&Seen::Encode(later)).unwrap();
-            assert!(
-                stored < first,
-                "shard {s} was stored at {stored}, after shard {later} began encoding at \
-                 {first}: {seen:?}"
-            );
+        });
+        for (what, seen) in logs {
+            let position = |wanted: &Seen| seen.iter().position(|s| s == wanted);
+            for s in (0..shards).filter(|&s| s != 5) {
+                let encodes = seen.iter().filter(|e| **e == Seen::Encode(s)).count();
+                assert_eq!(
+                    encodes, 16,
+                    "{what}: shard {s}: every inner chunk encoded once"
+                );
+            }
+            for s in 0..shards - 2 {
+                if s == 5 && !write_empty {
+                    continue;
+                }
+                let stored = position(&Seen::Set(format!("s/c/0/{s}")))
+                    .unwrap_or_else(|| panic!("{what}: shard {s} stored: {seen:?}"));
+                // Shard s + 2 starts only after shard s + 1 has encoded, which comes after
+                // shard s was handed to the store (shard 5, all fill, encodes nothing).
+                let later = (s + 2..shards).filter(|&l| l != 5).min().unwrap();
+                let first = position(&Seen::Encode(later)).unwrap();
+                assert!(
+                    stored < first,
+                    "{what}: shard {s} was stored at {stored}, after shard {later} began \
+                     encoding at {first}: {seen:?}"
+                );
+            }
         }
     }
 }

@@ -1049,10 +1049,7 @@ impl ShardingCodec {
             };
             self.encode_inner(new, &t.indices)
         };
-        let parts: Vec<Option<Bytes>> = (0..self.num_chunks)
-            .into_par_iter()
-            .map(part)
-            .collect::<Result<_>>()?;
+        let parts = self.encode_parts(part)?;
         self.assemble_parts(&parts)
     }
 
@@ -1100,10 +1097,7 @@ impl ShardingCodec {
             );
             self.encode_inner(kept, &t.indices)
         };
-        let parts: Vec<Option<Bytes>> = (0..self.num_chunks)
-            .into_par_iter()
-            .map(part)
-            .collect::<Result<_>>()?;
+        let parts = self.encode_parts(part)?;
         self.assemble_parts(&parts)
     }
 
