@@ -304,13 +304,15 @@ fn a_corrupt_chunk_fails_a_pipelined_read() {
 }
 
 /// A [`MemoryStore`] with hooks on writes: every write of the key `refuse` fails, each write
-/// takes `delay` first, and finished chunk writes are counted in `counts`.
+/// takes `delay` first, finished chunk writes are counted in `counts`, and chunk writes are
+/// logged in `log` as they start.
 #[derive(Debug, Default)]
 struct FailingWrites {
     inner: MemoryStore,
     refuse: String,
     delay: std::time::Duration,
     counts: Option<Arc<InFlight>>,
+    log: Option<Arc<std::sync::Mutex<Vec<Seen>>>>,
 }
 
 #[async_trait]
@@ -339,6 +341,11 @@ impl WritableStore for FailingWrites {
                 store: "a test store".into(),
                 operation: "set",
             });
+        }
+        if let Some(log) = &self.log
+            && !key.as_str().ends_with("zarr.json")
+        {
+            log.lock().unwrap().push(Seen::Set(key.as_str().to_owned()));
         }
         std::thread::sleep(self.delay);
         self.inner.set(key, value).await?;
@@ -460,10 +467,12 @@ struct InFlight {
 }
 
 /// A pass-through codec whose encode counts into `counts` (the most chunks encoded and not
-/// yet stored), or panics.
+/// yet stored), logs each encode (by the value the chunk holds: each shard of the order test
+/// holds one), or panics.
 #[derive(Debug)]
 enum TestEncode {
     Count(Arc<InFlight>),
+    Log(Arc<std::sync::Mutex<Vec<Seen>>>),
     Panic,
 }
 
@@ -471,12 +480,19 @@ impl zarr_codecs::BytesToBytesCodec for TestEncode {
     fn to_metadata(&self) -> zarr_core::ExtensionObject {
         zarr_core::ExtensionObject::new(match self {
             Self::Count(_) => "test.count_encodes",
+            Self::Log(_) => "test.log_encodes",
             Self::Panic => "test.panicking_encode",
         })
     }
     fn encode(&self, decoded: Bytes) -> zarr_codecs::Result<Bytes> {
-        let Self::Count(counts) = self else {
-            panic!("the test codec panics");
+        let counts = match self {
+            Self::Count(counts) => counts,
+            Self::Log(log) => {
+                let value = u16::from_le_bytes([decoded[0], decoded[1]]);
+                log.lock().unwrap().push(Seen::Encode(value - 1));
+                return Ok(decoded);
+            }
+            Self::Panic => panic!("the test codec panics"),
         };
         let encoded = counts.encoded.fetch_add(1, Ordering::SeqCst) + 1;
         // Stores finishing meanwhile can make this stale, never too high.
@@ -725,81 +741,13 @@ fn block_on_this_thread<F: std::future::Future>(future: F) -> F::Output {
     }
 }
 
-/// What [`LogEncodes`] and [`LogSets`] saw, in order.
+/// What [`TestEncode::Log`] and [`FailingWrites`] saw, in order.
 #[derive(Debug, Clone, PartialEq)]
 enum Seen {
     /// An inner chunk of the shard whose values are all `n + 1` was encoded.
     Encode(u16),
     /// A shard was stored, under this key.
     Set(String),
-}
-
-/// Logs every encode (by the value the inner chunk holds: each shard of the test holds one).
-#[derive(Debug)]
-struct LogEncodes(Arc<std::sync::Mutex<Vec<Seen>>>);
-
-impl zarr_codecs::BytesToBytesCodec for LogEncodes {
-    fn to_metadata(&self) -> zarr_core::ExtensionObject {
-        zarr_core::ExtensionObject::new("test.log_encodes")
-    }
-    fn encode(&self, decoded: Bytes) -> zarr_codecs::Result<Bytes> {
-        let value = u16::from_le_bytes([decoded[0], decoded[1]]);
-        self.0.lock().unwrap().push(Seen::Encode(value - 1));
-        Ok(decoded)
-    }
-    fn decode(
-        &self,
-        encoded: Bytes,
-        _expected: zarr_codecs::ExpectedSize,
-    ) -> zarr_codecs::Result<Bytes> {
-        Ok(encoded)
-    }
-}
-
-/// A memory store that logs every `set` of a chunk key.
-#[derive(Debug)]
-struct LogSets {
-    inner: MemoryStore,
-    log: Arc<std::sync::Mutex<Vec<Seen>>>,
-}
-
-#[async_trait]
-impl ReadableStore for LogSets {
-    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
-        self.inner.get(key).await
-    }
-
-    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
-        self.inner.size(key).await
-    }
-
-    async fn get_partial_values(
-        &self,
-        key_ranges: &[(StoreKey, ByteRange)],
-    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
-        self.inner.get_partial_values(key_ranges).await
-    }
-}
-
-#[async_trait]
-impl WritableStore for LogSets {
-    async fn set(&self, key: &StoreKey, value: Bytes) -> zarr_store::Result<()> {
-        if !key.as_str().ends_with("zarr.json") {
-            self.log
-                .lock()
-                .unwrap()
-                .push(Seen::Set(key.as_str().to_owned()));
-        }
-        self.inner.set(key, value).await
-    }
-
-    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
-        self.inner.erase(key).await
-    }
-
-    async fn erase_prefix(&self, prefix: &StorePrefix) -> zarr_store::Result<()> {
-        self.inner.erase_prefix(prefix).await
-    }
 }
 
 /// A write of many shards, whole or in part, encodes them one after another (each shard's
@@ -815,7 +763,7 @@ fn shards_are_stored_while_the_next_ones_encode() {
     let mut registry = zarr_array::default_registry();
     let encodes = Arc::clone(&log);
     registry.register("test.log_encodes", move |_, _, _| {
-        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(LogEncodes(
+        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(TestEncode::Log(
             Arc::clone(&encodes),
         ))))
     });
@@ -842,9 +790,9 @@ fn shards_are_stored_while_the_next_ones_encode() {
         .collect();
     for write_empty in [false, true] {
         log.lock().unwrap().clear();
-        let store = Arc::new(LogSets {
-            inner: MemoryStore::new(),
-            log: Arc::clone(&log),
+        let store = Arc::new(FailingWrites {
+            log: Some(Arc::clone(&log)),
+            ..FailingWrites::default()
         });
         let options = ArrayOptions::default()
             .with_registry(Arc::clone(&registry))
