@@ -356,7 +356,16 @@ fn shard_chunks<S: ?Sized>(
 ///
 /// With `lock` false the caller holds the lock of the one unit (chunk or shard) the region
 /// lies in (see [`lock_unit`]).
-async fn write_chunks<S, F>(array: &Array<S>, region: &Region, lock: bool, merge: F) -> Result<()>
+///
+/// `part`, when given, encodes inner chunks of a whole shard cut from the write's values: the
+/// pipeline then encodes such shards as jobs of inner chunks (see [`Plan::Parts`]).
+async fn write_chunks<S, F>(
+    array: &Array<S>,
+    region: &Region,
+    lock: bool,
+    merge: F,
+    part: Option<&PartFn<'_>>,
+) -> Result<()>
 where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
@@ -433,12 +442,13 @@ where
                     window,
                     wide: 2 * rayon::current_num_threads(),
                 };
+                let plans: Vec<Plan<'_>> = touched.iter().map(|t| plan(array, t, part)).collect();
                 encode_while_storing(
                     &handle,
                     *store,
                     &touched,
+                    &plans,
                     &merge,
-                    |t| width(array, t),
                     |action| finish(array, action),
                     pipeline,
                 )
@@ -510,28 +520,60 @@ fn chunk_bytes<S: ?Sized>(array: &Array<S>, chunk_shape: &[u64]) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// The inner chunks a merge of `t` encodes in parallel by itself (those of a shard the write
-/// touches), or 0 for a merge that encodes on one thread.
-fn width<S: ?Sized>(array: &Array<S>, t: &Touched) -> usize {
+/// Encodes the inner chunks at C-order positions `chunks` of the whole shard `t`, cut from
+/// the write's values.
+type PartFn<'a> =
+    dyn Fn(&Touched, &ShardingCodec, std::ops::Range<usize>) -> Result<EncodedChunks> + Sync + 'a;
+
+/// How the write pipeline encodes one touched chunk.
+enum Plan<'a> {
+    /// One job: the merge. `width` is the count of inner chunks it encodes in parallel by
+    /// itself (those of a shard the write touches), or 0.
+    One { width: usize },
+    /// A whole shard as jobs of [`ShardingCodec::inner_chunks_per_job`] inner chunks each,
+    /// queued on the pool with the other shards' jobs. The last job to finish hands the
+    /// shard on (to be assembled and stored). No job waits for another, so no thread takes
+    /// up a later shard while waiting inside an earlier one, and no thread idles between
+    /// shards.
+    Parts {
+        codec: Arc<ShardingCodec>,
+        part: &'a PartFn<'a>,
+        /// The number of jobs.
+        jobs: usize,
+    },
+}
+
+/// The plan for `t`: in parts when it is a whole shard and `part` is given, at least two jobs.
+fn plan<'a, S: ?Sized>(array: &Array<S>, t: &Touched, part: Option<&'a PartFn<'a>>) -> Plan<'a> {
     let Ok(Some(codec)) = array.sharding(&t.selection.chunk_shape) else {
-        return 0;
+        return Plan::One { width: 0 };
     };
-    let n = if t.whole {
-        codec.chunks_per_shard().iter().product::<u64>()
+    let inner = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let whole = t.whole && t.selection.within_chunk.shape() == t.selection.chunk_shape;
+    let n = if whole {
+        inner(codec.chunks_per_shard().iter().product::<u64>())
     } else {
         // The inner chunks the part of the shard written overlaps.
-        t.selection
-            .within_chunk
-            .ranges()
-            .iter()
-            .zip(codec.inner_chunk_shape())
-            .map(|(r, &c)| r.end.div_ceil(c.max(1)) - r.start / c.max(1))
-            .product::<u64>()
+        inner(
+            t.selection
+                .within_chunk
+                .ranges()
+                .iter()
+                .zip(codec.inner_chunk_shape())
+                .map(|(r, &c)| r.end.div_ceil(c.max(1)) - r.start / c.max(1))
+                .product::<u64>(),
+        )
     };
-    if n > 1 {
-        usize::try_from(n).unwrap_or(usize::MAX)
-    } else {
-        0
+    let per = codec.inner_chunks_per_job().max(1);
+    match part {
+        Some(part) if whole && n > per => Plan::Parts {
+            codec,
+            part,
+            jobs: n.div_ceil(per),
+        },
+        _ => Plan::One {
+            width: if n > 1 { n } else { 0 },
+        },
     }
 }
 
@@ -553,25 +595,26 @@ struct Pipeline {
 /// bounded however slow the store. After an error no further encode or store starts; returns the first error,
 /// after every started encode and store has finished.
 ///
-/// A merge that encodes many inner chunks in parallel itself (a shard: `width` is the count
-/// of its inner chunks the write touches) starts only while the shards encoding touch fewer
-/// than `wide` inner chunks, the first always. Started all at once, shards would finish together: a thread
-/// waiting inside one shard's parallel encode takes up the next shard, so every shard's
-/// encode ends only when the last one's does, and all the stores (and `finish`, which
-/// assembles each shard) would come after the encoding instead of beside it.
-fn encode_while_storing<S, F, W, Fin>(
+/// Each chunk goes as its plan says (`plans[i]` for `touched[i]`). A whole shard in
+/// [`Plan::Parts`] is queued as jobs of inner chunks behind the shards before it. A merge
+/// that encodes many inner chunks in parallel itself ([`Plan::One`] with a `width`, a shard
+/// written in part) starts only while such merges touch fewer than `wide` inner chunks, the
+/// first always. Started all at once, those would finish together: a thread waiting inside
+/// one shard's parallel encode takes up the next shard, so every shard's encode would end
+/// only when the last one's does, and all the stores (and `finish`, which assembles each
+/// shard) would come after the encoding instead of beside it.
+fn encode_while_storing<S, F, Fin>(
     handle: &tokio::runtime::Handle,
     store: &S,
     touched: &[Touched],
+    plans: &[Plan<'_>],
     merge: &F,
-    width: W,
     finish: Fin,
     bounds: Pipeline,
 ) -> Result<()>
 where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
-    W: Fn(&Touched) -> usize,
     Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)>,
 {
     use std::task::Poll;
@@ -584,7 +627,7 @@ where
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Encoded>();
     let finish = &finish;
     rayon::in_place_scope(|scope| {
-        let mut pending = touched.iter().peekable();
+        let mut pending = touched.iter().zip(plans).peekable();
         // Chunks spawned whose store has not finished.
         let mut in_flight = 0usize;
         // Inner chunks of the shards spawned whose encode has not returned.
@@ -596,19 +639,42 @@ where
             loop {
                 let mut progressed = false;
                 while first_error.is_none() && panic.is_none() && in_flight < window.max(1) {
-                    let Some(&t) = pending.peek() else { break };
-                    let w = width(t);
-                    if w > 0 && encoding_wide > 0 && encoding_wide.saturating_add(w) > wide {
+                    let Some(&(t, plan)) = pending.peek() else {
+                        break;
+                    };
+                    // Merges that encode in parallel themselves start while those running
+                    // touch at most `wide` inner chunks. Shards in parts start while their
+                    // jobs number at most 32 x `wide` (64 per thread), or two shards' worth:
+                    // the next shard's jobs are always queued behind the current one's, and
+                    // small shards keep enough work queued that the threads never wait for
+                    // this thread to queue more.
+                    let (w, most) = match plan {
+                        Plan::One { width } => (*width, wide),
+                        Plan::Parts { jobs, .. } => {
+                            (*jobs, wide.saturating_mul(32).max(jobs.saturating_mul(2)))
+                        }
+                    };
+                    if w > 0 && encoding_wide > 0 && encoding_wide.saturating_add(w) > most {
                         break;
                     }
                     pending.next();
-                    let sender = sender.clone();
-                    scope.spawn(move |_| {
-                        let encoded =
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| merge(t)));
-                        // The receiver is gone only after an error; the encode is then wasted.
-                        let _ = sender.send((w, encoded));
-                    });
+                    match plan {
+                        Plan::One { .. } => {
+                            let sender = sender.clone();
+                            scope.spawn(move |_| {
+                                let encoded =
+                                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                        merge(t)
+                                    }));
+                                // The receiver is gone only after an error; the encode is
+                                // then wasted.
+                                let _ = sender.send((w, encoded));
+                            });
+                        }
+                        Plan::Parts { codec, part, jobs } => {
+                            spawn_parts(scope, t, codec, *part, *jobs, &sender);
+                        }
+                    }
                     in_flight += 1;
                     encoding_wide += w;
                 }
@@ -666,6 +732,79 @@ where
         }
         first_error.map_or(Ok(()), Err)
     })
+}
+
+/// The result of one job of a shard in parts, or the panic it raised.
+type PartResult = std::thread::Result<Result<EncodedChunks>>;
+
+/// Queue the jobs of the whole shard `t` ([`Plan::Parts`]) on `scope`. Each job encodes its
+/// inner chunks with `part` and leaves its result in its slot; the last one to finish sends
+/// the shard (its parts joined in order) or the first failure, as one merge would.
+fn spawn_parts<'s, 'a: 's>(
+    scope: &rayon::Scope<'s>,
+    t: &'a Touched,
+    codec: &Arc<ShardingCodec>,
+    part: &'a PartFn<'a>,
+    jobs: usize,
+    sender: &tokio::sync::mpsc::UnboundedSender<(usize, std::thread::Result<Result<Action>>)>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Slots {
+        results: std::sync::Mutex<Vec<Option<PartResult>>>,
+        remaining: AtomicUsize,
+    }
+    let n = usize::try_from(codec.chunks_per_shard().iter().product::<u64>()).unwrap_or(0);
+    let per = n.div_ceil(jobs.max(1)).max(1);
+    let slots = Arc::new(Slots {
+        results: std::sync::Mutex::new((0..jobs).map(|_| None).collect()),
+        remaining: AtomicUsize::new(jobs),
+    });
+    for job in 0..jobs {
+        let (codec, slots, sender) = (Arc::clone(codec), Arc::clone(&slots), sender.clone());
+        scope.spawn(move |_| {
+            let chunks = (job * per).min(n)..((job + 1) * per).min(n);
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| part(t, &codec, chunks)));
+            fn lock(slots: &Slots) -> std::sync::MutexGuard<'_, Vec<Option<PartResult>>> {
+                slots
+                    .results
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+            }
+            lock(&slots)[job] = Some(result);
+            if slots.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
+                return;
+            }
+            let results = std::mem::take(&mut *lock(&slots));
+            let mut parts = Vec::with_capacity(jobs);
+            let mut outcome = None;
+            // Every slot is filled before its job counts down; a missing one would leave the
+            // shard short of inner chunks, which `assemble` refuses.
+            for result in results.into_iter().flatten() {
+                match result {
+                    Ok(Ok(chunks)) => parts.push(chunks),
+                    Ok(Err(e)) => {
+                        outcome = Some(Ok(Err(e)));
+                        break;
+                    }
+                    Err(payload) => {
+                        outcome = Some(Err(payload));
+                        break;
+                    }
+                }
+            }
+            let outcome = outcome.unwrap_or_else(|| {
+                Ok(Ok(Action::Assemble(
+                    t.key.clone(),
+                    codec,
+                    EncodedChunks::concat(parts),
+                )))
+            });
+            // The receiver is gone only after an error; the encode is then wasted.
+            let _ = sender.send((jobs, outcome));
+        });
+    }
 }
 
 fn codecs_error<S: ?Sized>(array: &Array<S>, source: zarr_codecs::Error) -> Error {
@@ -782,7 +921,17 @@ async fn write_fixed_with<S: WritableStore + ?Sized>(
             },
         )
     };
-    write_chunks(array, region, lock, merge)
+    let part = |t: &Touched, codec: &ShardingCodec, chunks: std::ops::Range<usize>| {
+        codec
+            .encode_chunk_range_from(
+                values,
+                &region_shape,
+                &t.selection.within_output.starts(),
+                chunks,
+            )
+            .map_err(|e| array.shard_error_at(&t.key, &t.selection.chunk, e))
+    };
+    write_chunks(array, region, lock, merge, Some(&part))
         .instrument(span)
         .await
 }
@@ -1034,7 +1183,7 @@ async fn write_variable_with<S: WritableStore + ?Sized>(
             },
         )
     };
-    write_chunks(array, region, lock, merge)
+    write_chunks(array, region, lock, merge, None)
         .instrument(span)
         .await
 }

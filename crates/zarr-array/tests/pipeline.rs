@@ -750,13 +750,13 @@ enum Seen {
     Set(String),
 }
 
-/// A write of many shards, whole or in part, encodes them one after another (each shard's
-/// inner chunks in parallel) and stores each as soon as it is encoded, while the next one
-/// encodes: the stores are spread over the write, not left to its end. Started all at once, the shards
-/// would all finish together (a thread waiting inside one shard's parallel encode takes up
-/// the next shard), and every store would come after the last encode. The shards read back
-/// as written; an all-fill shard is not stored, or is stored as an empty shard when empty
-/// chunks are written.
+/// A write of many shards, whole (encoded as jobs of inner chunks) or in part (one merge
+/// each), encodes a few at a time and stores each as soon as it is encoded, while the next
+/// ones encode: the stores are spread over the write, not left to its end. Started all at
+/// once as merges, the shards would all finish together (a thread waiting inside one
+/// shard's parallel encode takes up the next shard), and every store would come after the
+/// last encode. The shards read back as written; an all-fill shard is not stored, or is
+/// stored as an empty shard when empty chunks are written.
 #[test]
 fn shards_are_stored_while_the_next_ones_encode() {
     let log = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -768,9 +768,11 @@ fn shards_are_stored_while_the_next_ones_encode() {
         ))))
     });
     let registry = Arc::new(registry);
+    // Inner chunks of 64 KiB (one per job of a whole shard), 8 x 8 of them per shard.
+    let (inner, per_shard) = ([128u64, 256], 8u64);
     let sharding = zarr_core::ExtensionObject::from_json(
         &serde_json::json!({"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [4, 4],
+            "chunk_shape": inner,
             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
                        {"name": "test.log_encodes"}],
             "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
@@ -780,16 +782,29 @@ fn shards_are_stored_while_the_next_ones_encode() {
         "codecs[0]",
     )
     .unwrap();
-    // Eight shards of 16 x 16 in a row, each of 16 inner chunks; shard s holds s + 1, and
-    // shard 5 holds the fill value (0).
+    // Eight shards in a row; shard s holds s + 1, and shard 5 the fill value (0).
     let shards = 8u16;
-    let shape = [16u64, 16 * u64::from(shards)];
+    let shard = [inner[0] * per_shard, inner[1] * per_shard];
+    let shape = [shard[0], shard[1] * u64::from(shards)];
     let value_of = |s: u16| if s == 5 { 0 } else { s + 1 };
     let values: Vec<u16> = (0..shape[0] * shape[1])
-        .map(|i| value_of((i % shape[1] / 16) as u16))
+        .map(|i| value_of((i % shape[1] / shard[1]) as u16))
         .collect();
+    let inner_chunks = (per_shard * per_shard) as usize;
+    // How many shards may encode at once (see `encode_while_storing`): whole shards while
+    // their jobs number at most 64 per rayon thread or two shards' worth, shards written in
+    // part (one merge each) while they touch at most twice the rayon threads' inner chunks
+    // (the first always). On two threads: two, then one.
+    let wide = 2 * rayon::current_num_threads();
+    let at_once = |whole: bool| {
+        let most = if whole {
+            (32 * wide).max(2 * inner_chunks)
+        } else {
+            wide
+        };
+        (most / inner_chunks).max(1) as u16
+    };
     for write_empty in [false, true] {
-        log.lock().unwrap().clear();
         let store = Arc::new(FailingWrites {
             log: Some(Arc::clone(&log)),
             ..FailingWrites::default()
@@ -797,56 +812,63 @@ fn shards_are_stored_while_the_next_ones_encode() {
         let options = ArrayOptions::default()
             .with_registry(Arc::clone(&registry))
             .with_write_empty_chunks(write_empty);
-        // The whole array (whole shards), then rows 1.. of it (every shard in part, read and
-        // merged; all its inner chunks are touched).
+        // The whole array (whole shards, encoded as jobs of inner chunks), then rows 1.. of
+        // it (every shard in part, read and merged; all its inner chunks are touched).
         let mut logs = Vec::new();
         multi_thread().block_on(async {
-            let array = ArrayBuilder::new(shape.to_vec(), DataType::UInt16, vec![16, 16])
+            let array = ArrayBuilder::new(shape.to_vec(), DataType::UInt16, shard.to_vec())
                 .codecs(vec![sharding.clone()])
                 .options(options)
                 .create(Arc::clone(&store), "/s")
                 .await
                 .unwrap();
-            let rows = shape[1] as usize;
-            for (what, region) in [("whole", 0..16), ("partial", 1..16)] {
+            let row = shape[1] as usize;
+            for (whole, rows) in [(true, 0..shape[0]), (false, 1..shape[0])] {
                 log.lock().unwrap().clear();
-                let part = &values[region.start as usize * rows..];
-                array.write([region, 0..shape[1]], part).await.unwrap();
+                let part = &values[rows.start as usize * row..];
+                array.write([rows, 0..shape[1]], part).await.unwrap();
                 let back: Vec<u16> = array.read(array.full_region()).await.unwrap();
-                assert_eq!(back, values, "{what}");
+                assert!(back == values, "whole: {whole}: the values read back");
                 assert_eq!(
                     array.chunk_exists(&[0, 5]).await.unwrap(),
                     write_empty,
-                    "{what}: the all-fill shard is stored only when empty chunks are written"
+                    "whole: {whole}: the all-fill shard is stored only when empty chunks \
+                     are written"
                 );
-                logs.push((what, log.lock().unwrap().clone()));
+                logs.push((whole, log.lock().unwrap().clone()));
             }
         });
-        for (what, seen) in logs {
+        for (whole, seen) in logs {
             let position = |wanted: &Seen| seen.iter().position(|s| s == wanted);
             for s in (0..shards).filter(|&s| s != 5) {
                 let encodes = seen.iter().filter(|e| **e == Seen::Encode(s)).count();
                 assert_eq!(
-                    encodes, 16,
-                    "{what}: shard {s}: every inner chunk encoded once"
+                    encodes, inner_chunks,
+                    "whole: {whole}: shard {s}: every inner chunk encoded once"
                 );
             }
-            for s in 0..shards - 2 {
+            for s in 0..shards {
                 if s == 5 && !write_empty {
                     continue;
                 }
-                let stored = position(&Seen::Set(format!("s/c/0/{s}")))
-                    .unwrap_or_else(|| panic!("{what}: shard {s} stored: {seen:?}"));
-                // Shard s + 2 starts only after shard s + 1 has encoded, which comes after
-                // shard s was handed to the store (shard 5, all fill, encodes nothing).
-                let later = (s + 2..shards).filter(|&l| l != 5).min().unwrap();
-                let first = position(&Seen::Encode(later)).unwrap();
                 assert!(
-                    stored < first,
-                    "{what}: shard {s} was stored at {stored}, after shard {later} began \
-                     encoding at {first}: {seen:?}"
+                    position(&Seen::Set(format!("s/c/0/{s}"))).is_some(),
+                    "whole: {whole}: shard {s} stored"
                 );
             }
+            // With k shards encoding at once, the first shards done (at most k) free their
+            // places: at most 2k shards have started when the pipeline hands the first one to
+            // the store, and the next one starts only after (shard 5, all fill, encodes
+            // nothing). Started all at once, every shard would encode before any was stored.
+            let k = at_once(whole);
+            let first_set = seen.iter().position(|e| matches!(e, Seen::Set(_))).unwrap();
+            let later = (2 * k..shards).find(|&l| l != 5).unwrap();
+            let first = position(&Seen::Encode(later)).unwrap();
+            assert!(
+                first_set < first,
+                "whole: {whole}: the first shard was stored at {first_set}, after shard \
+                 {later} began encoding at {first}: {seen:?}"
+            );
         }
     }
 }

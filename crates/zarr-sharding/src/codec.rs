@@ -142,6 +142,14 @@ impl EncodedChunks {
     pub fn encoded_len(&self) -> u64 {
         self.parts.iter().flatten().map(|b| b.len() as u64).sum()
     }
+
+    /// The inner chunks of `parts`, one part after another (see
+    /// [`ShardingCodec::encode_chunk_range_from`]).
+    pub fn concat(parts: impl IntoIterator<Item = EncodedChunks>) -> Self {
+        Self {
+            parts: parts.into_iter().flat_map(|p| p.parts).collect(),
+        }
+    }
 }
 
 /// An inner chunk touched by a region of the shard.
@@ -538,7 +546,7 @@ impl ShardingCodec {
     /// # use std::sync::Arc;
     /// # use zarr_codecs::{ArrayBytes, BytesCodec, ChunkRepresentation, Codec};
     /// # use zarr_core::{DataType, FillValue};
-    /// # use zarr_sharding::{IndexLocation, ShardingCodec};
+    /// # use zarr_sharding::{EncodedChunks, IndexLocation, ShardingCodec};
     /// // A 4 x 4 shard of uint8 in four inner chunks of 2 x 2.
     /// let shard = ChunkRepresentation::try_new(vec![4, 4], DataType::UInt8, FillValue::new([0]))?;
     /// let codec = ShardingCodec::try_new(
@@ -553,7 +561,14 @@ impl ShardingCodec {
     /// assert_eq!(chunks.len(), 4);
     /// assert_eq!(chunks.encoded_len(), 16);
     /// let shard = codec.assemble(chunks)?.expect("not all fill");
-    /// assert_eq!(Some(shard), codec.encode_shard(ArrayBytes::fixed(values))?);
+    /// assert_eq!(Some(shard.clone()), codec.encode_shard(ArrayBytes::fixed(values.clone()))?);
+    ///
+    /// // The same inner chunks encoded as two jobs of two, then joined in order.
+    /// let parts = [0..2, 2..4]
+    ///     .into_iter()
+    ///     .map(|chunks| codec.encode_chunk_range_from(&values, &[4, 4], &[0, 0], chunks))
+    ///     .collect::<Result<Vec<_>, _>>()?;
+    /// assert_eq!(codec.assemble(EncodedChunks::concat(parts))?, Some(shard));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -565,6 +580,48 @@ impl ShardingCodec {
         src_shape: &[u64],
         origin: &[u64],
     ) -> Result<EncodedChunks> {
+        let encode_one = self.chunk_encoder_from(src, src_shape, origin)?;
+        self.encode_parts(encode_one)
+            .map(|parts| EncodedChunks { parts })
+    }
+
+    /// Encode the inner chunks at C-order positions `chunks` of the shard that
+    /// [`encode_chunks_from`](Self::encode_chunks_from) would encode, one after another on
+    /// the calling thread: for a caller that schedules a shard's inner chunks itself, in jobs
+    /// of [`inner_chunks_per_job`](Self::inner_chunks_per_job). [`EncodedChunks::concat`]
+    /// joins the parts, in order, for [`assemble`](Self::assemble).
+    ///
+    /// # Errors
+    /// As [`encode_chunks_from`](Self::encode_chunks_from); [`Error::DataMismatch`] if
+    /// `chunks` is not a range of the shard's inner chunks.
+    pub fn encode_chunk_range_from(
+        &self,
+        src: &[u8],
+        src_shape: &[u64],
+        origin: &[u64],
+        chunks: std::ops::Range<usize>,
+    ) -> Result<EncodedChunks> {
+        if chunks.start > chunks.end || chunks.end > self.num_chunks {
+            return Err(Error::DataMismatch {
+                region: format!("inner chunks {chunks:?}"),
+                reason: format!("the shard has {} inner chunks", self.num_chunks),
+            });
+        }
+        let encode_one = self.chunk_encoder_from(src, src_shape, origin)?;
+        chunks
+            .map(encode_one)
+            .collect::<Result<_>>()
+            .map(|parts| EncodedChunks { parts })
+    }
+
+    /// Checks `src` for a shard at `origin` and returns the encoder of one inner chunk of it
+    /// (by C-order position).
+    fn chunk_encoder_from<'a>(
+        &'a self,
+        src: &'a [u8],
+        src_shape: &'a [u64],
+        origin: &'a [u64],
+    ) -> Result<impl Fn(usize) -> Result<Option<Bytes>> + Sync + Send + 'a> {
         let shard_shape = self.shard.shape();
         let mismatch = |reason: String| Error::DataMismatch {
             region: format!("{origin:?} + {shard_shape:?} in {src_shape:?}"),
@@ -602,7 +659,7 @@ impl ShardingCodec {
             .map(|&c| c as usize)
             .product::<usize>()
             * elem;
-        let encode_one = |linear: usize| -> Result<Option<Bytes>> {
+        Ok(move |linear: usize| -> Result<Option<Bytes>> {
             let indices = chunk_indices(&self.chunks_per_shard, linear);
             let start: Vec<u64> = indices
                 .iter()
@@ -622,9 +679,7 @@ impl ShardingCodec {
                 elem,
             );
             self.encode_inner(ArrayBytes::fixed(chunk), &indices)
-        };
-        self.encode_parts(encode_one)
-            .map(|parts| EncodedChunks { parts })
+        })
     }
 
     /// Assemble a shard from its encoded inner chunks (see
@@ -668,17 +723,17 @@ impl ShardingCodec {
         } else {
             (0..self.num_chunks)
                 .into_par_iter()
-                .with_max_len(self.chunks_per_job())
+                .with_max_len(self.inner_chunks_per_job())
                 .map(encode_one)
                 .collect()
         }
     }
 
-    /// How many inner chunks one parallel job of [`encode_parts`](Self::encode_parts)
-    /// encodes: one for inner chunks of 64 KiB or more, more for smaller ones. Without a
-    /// bound, rayon leaves long runs of inner chunks unsplit, and the last run of a shard
-    /// then keeps one thread busy while the others have nothing left of that shard.
-    fn chunks_per_job(&self) -> usize {
+    /// How many inner chunks one parallel job encodes when this codec encodes a shard: one
+    /// for inner chunks of 64 KiB or more, more for smaller ones. Without a bound, rayon
+    /// leaves long runs of inner chunks unsplit, and the last run of a shard then keeps one
+    /// thread busy while the others have nothing left of that shard.
+    pub fn inner_chunks_per_job(&self) -> usize {
         let elements = self.chunk_shape.iter().product::<u64>();
         let bytes = elements.saturating_mul(self.shard.element_size().unwrap_or(8) as u64);
         usize::try_from((64 << 10) / bytes.max(1))

@@ -413,4 +413,33 @@ fn a_shard_source_that_does_not_fit() {
             .encode_shard_from(&src, &outer, &vec![1; shape.len()])
             .is_ok()
     );
+    // A range of inner chunks beyond the shard's, or reversed; and parts that do not make up
+    // the shard's inner chunks.
+    let count = codec.chunks_per_shard().iter().product::<u64>() as usize;
+    let origin = vec![1; shape.len()];
+    let range = |chunks: std::ops::Range<usize>| {
+        codec.encode_chunk_range_from(&src, &outer, &origin, chunks)
+    };
+    assert!(matches!(
+        range(0..count + 1),
+        Err(Error::DataMismatch { .. })
+    ));
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = range(2..1);
+    assert!(matches!(reversed, Err(Error::DataMismatch { .. })));
+    let short = range(0..count - 1).unwrap();
+    assert!(matches!(
+        codec.assemble(short),
+        Err(Error::DataMismatch { .. })
+    ));
+    let twice =
+        zarr_sharding::EncodedChunks::concat([range(0..count).unwrap(), range(0..1).unwrap()]);
+    assert!(matches!(
+        codec.assemble(twice),
+        Err(Error::DataMismatch { .. })
+    ));
+    assert_eq!(
+        codec.assemble(range(0..count).unwrap()).unwrap(),
+        codec.encode_shard_from(&src, &outer, &origin).unwrap()
+    );
 }

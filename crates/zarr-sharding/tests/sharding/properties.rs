@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use serde_json::json;
 use zarr_codecs::{ArrayBytes, ArrayViewMut, VlenBytes};
 use zarr_core::{DataType, FillValue, Region};
-use zarr_sharding::ShardingCodec;
+use zarr_sharding::{EncodedChunks, ShardingCodec};
 use zarr_store::{MemoryStore, StoreKey, WritableStore};
 
 use crate::{registry, repr, sharding};
@@ -167,6 +167,18 @@ proptest! {
             big[p] = *v;
         }
         prop_assert_eq!(&codec.encode_shard_from(&ne(&big), &outer, &origin).unwrap(), &encoded);
+        // And in jobs of any size, joined in order.
+        let count = codec.chunks_per_shard().iter().product::<u64>() as usize;
+        let per = 1 + (case.seed as usize) % count;
+        let parts = (0..count)
+            .step_by(per)
+            .map(|start| {
+                codec
+                    .encode_chunk_range_from(&ne(&big), &outer, &origin, start..(start + per).min(count))
+                    .unwrap()
+            })
+            .collect::<Vec<_>>();
+        prop_assert_eq!(&codec.assemble(EncodedChunks::concat(parts)).unwrap(), &encoded);
 
         // Merge a region of new values into it.
         let region = case.region();
