@@ -575,34 +575,51 @@ fn a_write_encodes_at_most_its_window_ahead_of_a_slow_store() {
 /// leaving the write waiting for a result that never comes.
 #[test]
 fn a_panicking_encode_panics_the_write_and_does_not_hang() {
-    let (done, finished) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut registry = zarr_array::default_registry();
-        registry.register("test.panicking_encode", |_, _, _| {
-            Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(
-                TestEncode::Panic,
-            )))
+    // Plain chunks (one merge each), and whole shards whose 64 KiB inner chunks are encoded
+    // as jobs of their own.
+    let inner = serde_json::json!({"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [128, 256],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                   {"name": "test.panicking_encode"}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_location": "end"
+    }});
+    let sharded = vec![zarr_core::ExtensionObject::from_json(&inner, "codecs[0]").unwrap()];
+    for (shape, chunks, codecs) in [
+        ([64u64, 64], [8u64, 8], bytes_then("test.panicking_encode")),
+        ([256, 1024], [256, 512], sharded),
+    ] {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut registry = zarr_array::default_registry();
+            registry.register("test.panicking_encode", |_, _, _| {
+                Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(
+                    TestEncode::Panic,
+                )))
+            });
+            let rt = multi_thread();
+            let array = rt
+                .block_on(
+                    ArrayBuilder::new(shape.to_vec(), DataType::UInt16, chunks.to_vec())
+                        .codecs(codecs)
+                        .options(ArrayOptions::default().with_registry(Arc::new(registry)))
+                        .create(Arc::new(MemoryStore::new()), "/p"),
+                )
+                .unwrap();
+            let values = vec![1u16; (shape[0] * shape[1]) as usize];
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                rt.block_on(array.write(array.full_region(), &values))
+            }));
+            let _ = done.send(outcome.is_err());
         });
-        let codecs = bytes_then("test.panicking_encode");
-        let rt = multi_thread();
-        let array = rt
-            .block_on(
-                ArrayBuilder::new(vec![64, 64], DataType::UInt16, vec![8, 8])
-                    .codecs(codecs)
-                    .options(ArrayOptions::default().with_registry(Arc::new(registry)))
-                    .create(Arc::new(MemoryStore::new()), "/p"),
-            )
-            .unwrap();
-        let values = vec![1u16; 64 * 64];
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rt.block_on(array.write(array.full_region(), &values))
-        }));
-        let _ = done.send(outcome.is_err());
-    });
-    let panicked = finished
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .expect("the write finished");
-    assert!(panicked, "the encode's panic reached the writer");
+        let panicked = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the write finished");
+        assert!(
+            panicked,
+            "{chunks:?}: the encode's panic reached the writer"
+        );
+    }
 }
 
 /// A deterministic stream of numbers for the string model test.
