@@ -188,15 +188,14 @@ fn fortran_axis(shape: &[u64]) -> usize {
 /// Element `i` (C order) of `slab`, named by its index in the file: `element [3, 1]`.
 fn element_name(i: usize, slab: &Region, selection: &Selection, file_rank: usize) -> String {
     let index = selection.element_in(slab, i as u64);
+    let position = selection.position_of(&index);
     // A file without the single-index dimensions has no index for them.
     let keep_all = file_rank == index.len();
-    let in_file: Vec<u64> = index
-        .iter()
-        .zip(selection.region.ranges())
-        .zip(&selection.steps)
+    let in_file: Vec<u64> = position
+        .into_iter()
         .zip(&selection.squeezed)
         .filter(|&(_, &squeezed)| keep_all || !squeezed)
-        .map(|(((v, range), step), _)| (v - range.start) / step)
+        .map(|(p, _)| p)
         .collect();
     element_text(&in_file)
 }

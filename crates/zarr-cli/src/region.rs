@@ -9,13 +9,41 @@ use zarr::metadata::ArrayMetadata;
 use crate::usage;
 
 /// A parsed region: the ranges, which dimensions were given as a single index (numpy
-/// drops those from the result's shape), and the step of each dimension (every `step`-th
-/// index of its range, from its start).
+/// drops those from the result's shape), the step of each dimension (every `step`-th index
+/// of its range, from its start), and the dimensions given as an index list (increasing;
+/// the range then runs from the first to the last).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Selection {
     pub(crate) region: Region,
     pub(crate) squeezed: Vec<bool>,
     pub(crate) steps: Vec<u64>,
+    pub(crate) lists: Vec<Option<Vec<u64>>>,
+}
+
+/// What a selection selects along one dimension of a slab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum AxisIn {
+    /// The indices `start + k * step` of the range.
+    Step(Range<u64>, u64),
+    /// These indices.
+    List(Vec<u64>),
+}
+
+impl AxisIn {
+    fn count(&self) -> u64 {
+        match self {
+            Self::Step(range, step) => (range.end - range.start).div_ceil(*step),
+            Self::List(indices) => indices.len() as u64,
+        }
+    }
+
+    /// The `k`-th index selected.
+    fn index(&self, k: u64) -> u64 {
+        match self {
+            Self::Step(range, step) => range.start + k * step,
+            Self::List(indices) => indices.get(k as usize).copied().unwrap_or_default(),
+        }
+    }
 }
 
 impl Selection {
@@ -26,63 +54,82 @@ impl Selection {
             region,
             squeezed: vec![false; rank],
             steps: vec![1; rank],
+            lists: vec![None; rank],
         }
     }
 
     /// The shape of the result: the number of selected indices per dimension, without the
     /// single-index dimensions.
     pub(crate) fn out_shape(&self) -> Vec<u64> {
-        self.region
-            .shape()
-            .into_iter()
-            .zip(&self.steps)
+        self.axes_in(&self.region)
+            .iter()
             .zip(&self.squeezed)
             .filter(|(_, squeezed)| !**squeezed)
-            .map(|((n, step), _)| n.div_ceil(*step))
+            .map(|(axis, _)| axis.count())
             .collect()
     }
 
-    /// Whether a dimension has a step other than 1.
+    /// Whether a dimension has a step other than 1 or an index list: the selection is then
+    /// read and written as an orthogonal selection ([`Selection::strided_in`]).
     pub(crate) fn is_strided(&self) -> bool {
-        self.steps.iter().any(|&s| s != 1)
+        self.steps.iter().any(|&s| s != 1) || self.lists.iter().any(Option::is_some)
     }
 
     /// The selection's indices inside `slab` (a part of the region), as an orthogonal
     /// selection of the array: in each dimension, the indices `start + k * step` of the
-    /// region that lie in the slab.
+    /// region, or those of its index list, that lie in the slab.
     pub(crate) fn strided_in(&self, slab: &Region) -> zarr::array::Selection {
-        zarr::array::Selection::new(
-            self.axes_in(slab)
-                .into_iter()
-                .map(|(range, step)| zarr::array::AxisSelection::step(range, step)),
-        )
+        zarr::array::Selection::new(self.axes_in(slab).into_iter().map(|axis| match axis {
+            AxisIn::Step(range, step) => zarr::array::AxisSelection::step(range, step),
+            AxisIn::List(indices) => zarr::array::AxisSelection::indices(indices),
+        }))
     }
 
     /// The number of indices the selection selects in `slab` (a part of the region) per
     /// dimension, single-index dimensions kept (with 1).
     pub(crate) fn counts_in(&self, slab: &Region) -> Vec<u64> {
-        self.axes_in(slab)
-            .iter()
-            .map(|(range, step)| (range.end - range.start).div_ceil(*step))
-            .collect()
+        self.axes_in(slab).iter().map(AxisIn::count).collect()
     }
 
-    /// Per dimension, the range from the selection's first index in `slab` to the slab's
-    /// end, and the step.
-    fn axes_in(&self, slab: &Region) -> Vec<(std::ops::Range<u64>, u64)> {
+    /// Per dimension, what the selection selects in `slab`: the range from its first index
+    /// in the slab to the slab's end with the step, or the indices of its list in the slab.
+    fn axes_in(&self, slab: &Region) -> Vec<AxisIn> {
         slab.ranges()
             .iter()
             .zip(self.region.ranges())
-            .zip(&self.steps)
-            .map(|((part, whole), &step)| {
-                let first = whole.start + (part.start - whole.start).div_ceil(step) * step;
-                (first.min(part.end)..part.end, step)
+            .zip(self.steps.iter().zip(&self.lists))
+            .map(|((part, whole), (&step, list))| match list {
+                Some(indices) => AxisIn::List(
+                    indices
+                        .iter()
+                        .copied()
+                        .filter(|i| part.contains(i))
+                        .collect(),
+                ),
+                None => {
+                    let first = whole.start + (part.start - whole.start).div_ceil(step) * step;
+                    AxisIn::Step(first.min(part.end)..part.end, step)
+                }
             })
             .collect()
     }
 }
 
 impl Selection {
+    /// Where the array element at `index` (one the selection selects) lies in the
+    /// selection's result, per dimension (0 for a single-index dimension).
+    pub(crate) fn position_of(&self, index: &[u64]) -> Vec<u64> {
+        index
+            .iter()
+            .zip(self.region.ranges())
+            .zip(self.steps.iter().zip(&self.lists))
+            .map(|((&v, range), (&step, list))| match list {
+                Some(indices) => indices.partition_point(|&i| i < v) as u64,
+                None => (v - range.start) / step,
+            })
+            .collect()
+    }
+
     /// The index in the array of element `i` (C order) of the selection's part in `slab`
     /// (see [`Selection::strided_in`]).
     pub(crate) fn element_in(&self, slab: &Region, i: u64) -> Vec<u64> {
@@ -90,21 +137,22 @@ impl Selection {
             return element_index(slab, i);
         }
         let axes = self.axes_in(slab);
-        let counts = self.counts_in(slab);
+        let counts: Vec<u64> = axes.iter().map(AxisIn::count).collect();
         let within =
             zarr::metadata::unravel_index(i, &counts).unwrap_or_else(|| vec![0; counts.len()]);
         within
             .iter()
             .zip(&axes)
-            .map(|(k, (range, step))| range.start + k * step)
+            .map(|(&k, axis)| axis.index(k))
             .collect()
     }
 }
 
 /// What a region is made of, for error messages.
 const REGION_SYNTAX: &str = "expected comma-separated selections, one per dimension, each \
-    `start:stop`, `start:`, `:stop`, `:` or a single index (negative counts from the end), \
-    and at most one `...` for the dimensions not given (e.g. `0:10,:,5` or `...,0`)";
+    `start:stop`, `start:`, `:stop`, `:`, `start:stop:step`, a single index or an increasing \
+    index list `[i,j,...]` (negative counts from the end), and at most one `...` for the \
+    dimensions not given (e.g. `0:10,:,5`, `[1,5,9],::2` or `...,0`)";
 
 /// Parse `text` (or the whole array when `None`) against `shape`.
 ///
@@ -116,7 +164,7 @@ pub(crate) fn parse_selection(text: Option<&str>, shape: &[u64]) -> Result<Selec
     let whole = text.unwrap_or_default();
     let entries: Vec<&str> = match text.map(str::trim) {
         None | Some("") => Vec::new(),
-        Some(text) => text.split(',').map(str::trim).collect(),
+        Some(text) => split_entries(whole, text)?,
     };
     for entry in &entries {
         check_entry(whole, entry)?;
@@ -147,18 +195,92 @@ pub(crate) fn parse_selection(text: Option<&str>, shape: &[u64]) -> Result<Selec
     let mut ranges = Vec::with_capacity(shape.len());
     let mut squeezed = Vec::with_capacity(shape.len());
     let mut steps = Vec::with_capacity(shape.len());
+    let mut lists = Vec::with_capacity(shape.len());
     for (dim, (&n, entry)) in shape.iter().zip(full).enumerate() {
+        if let Some(list) = entry.strip_prefix('[') {
+            let indices = parse_list(whole, entry, list, n, dim)?;
+            // Non-empty and increasing, so first..=last holds them all.
+            ranges.push(indices[0]..indices[indices.len() - 1] + 1);
+            squeezed.push(false);
+            steps.push(1);
+            lists.push(Some(indices));
+            continue;
+        }
         let (range, single, step) = parse_entry(whole, entry, n, dim)?;
         ranges.push(range);
         squeezed.push(single);
         steps.push(step);
+        lists.push(None);
     }
     let region = Region::try_new(ranges)?;
     Ok(Selection {
         region,
         squeezed,
         steps,
+        lists,
     })
+}
+
+/// Split a region at the commas that separate dimensions (not those inside `[...]`).
+fn split_entries<'a>(whole: &str, text: &'a str) -> Result<Vec<&'a str>> {
+    let mut entries = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' if depth == 0 => depth = 1,
+            '[' => usage!("region {whole:?}: index lists cannot be nested; {REGION_SYNTAX}"),
+            ']' if depth == 1 => depth = 0,
+            ']' => usage!("region {whole:?}: `]` without `[`; {REGION_SYNTAX}"),
+            ',' if depth == 0 => {
+                entries.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        usage!("region {whole:?}: `[` without `]`; {REGION_SYNTAX}");
+    }
+    entries.push(text[start..].trim());
+    Ok(entries)
+}
+
+/// The indices of the list `entry` (`list` is what follows its `[`) for dimension `dim` of
+/// size `n`: non-empty, each inside the dimension (negative counts from the end), increasing.
+fn parse_list(whole: &str, entry: &str, list: &str, n: u64, dim: usize) -> Result<Vec<u64>> {
+    let Some(inner) = list.strip_suffix(']') else {
+        usage!(
+            "region {whole:?}: {entry:?} (dimension {dim}) is not an index list; {REGION_SYNTAX}"
+        );
+    };
+    let n_i = i128::from(n);
+    let mut indices: Vec<u64> = Vec::new();
+    for item in inner.split(',').map(str::trim) {
+        if item.is_empty() {
+            usage!(
+                "region {whole:?}: the index list {entry:?} (dimension {dim}) has an empty entry"
+            );
+        }
+        let Ok(i) = item.parse::<i128>() else {
+            usage!(
+                "region {whole:?}: {item:?} in {entry:?} (dimension {dim}) is not an integer; \
+                 {REGION_SYNTAX}"
+            );
+        };
+        let resolved = if i < 0 { i + n_i } else { i };
+        if !(0..n_i).contains(&resolved) {
+            usage!("region {whole:?}: index {i} is out of bounds for dimension {dim} of size {n}");
+        }
+        let index = u64::try_from(resolved).unwrap_or_default();
+        if indices.last().is_some_and(|&last| index <= last) {
+            usage!(
+                "region {whole:?}: the index list {entry:?} (dimension {dim}) must be increasing \
+                 (each index once, in order)"
+            );
+        }
+        indices.push(index);
+    }
+    Ok(indices)
 }
 
 /// Refuse an entry that is not made of the region syntax's characters (a `;` typed for a
@@ -170,10 +292,12 @@ fn check_entry(whole: &str, entry: &str) -> Result<()> {
     if entry == "..." {
         return Ok(());
     }
-    if let Some(bad) = entry
-        .chars()
-        .find(|c| !(c.is_ascii_digit() || matches!(c, ':' | '-' | '+' | ' ')))
-    {
+    let list = entry.starts_with('[');
+    if let Some(bad) = entry.chars().find(|c| {
+        !(c.is_ascii_digit()
+            || matches!(c, ':' | '-' | '+' | ' ')
+            || (list && matches!(c, '[' | ']' | ',')))
+    }) {
         let hint = match bad {
             ';' | '|' | '/' | '\\' => " (dimensions are separated by commas)",
             '.' => " (`...` must stand alone between commas)",
@@ -424,6 +548,58 @@ mod tests {
     }
 
     #[test]
+    fn index_lists_select_their_indices() {
+        // numpy's orthogonal indexing with increasing lists; negative counts from the end.
+        let s = parse_selection(Some("[1, 4,-1],::2"), &[10, 5]).unwrap();
+        assert_eq!(s.region.ranges(), [1..10, 0..5]);
+        assert_eq!(s.out_shape(), [3, 3]);
+        assert!(s.is_strided());
+        assert_eq!(s.lists[0], Some(vec![1, 4, 9]));
+        // With `...`, and a list of one index (kept as a dimension, as numpy keeps it).
+        assert_eq!(sel("...,[2]", &[4, 5]), (vec![(0, 4), (2, 3)], vec![4, 1]));
+        // A slab of the region holds the list's indices that lie in it.
+        let slab = Region::try_new(vec![3..10, 0..5]).unwrap();
+        assert_eq!(
+            s.strided_in(&slab),
+            zarr::array::Selection::new([
+                zarr::array::AxisSelection::indices([4, 9]),
+                zarr::array::AxisSelection::step(0..5, 2),
+            ])
+        );
+        assert_eq!(s.counts_in(&slab), [2, 3]);
+        assert_eq!(s.element_in(&slab, 0), [4, 0]);
+        assert_eq!(s.element_in(&slab, 4), [9, 2]);
+        // Where an element lies in the result: list position, step count.
+        assert_eq!(s.position_of(&[9, 4]), [2, 2]);
+        assert_eq!(s.position_of(&[1, 0]), [0, 0]);
+    }
+
+    #[test]
+    fn bad_index_lists_are_usage_errors_that_say_why() {
+        let message = |text: &str| {
+            let err = parse_selection(Some(text), &[5, 5]).unwrap_err();
+            assert!(
+                err.downcast_ref::<crate::Usage>().is_some(),
+                "{text}: {err}"
+            );
+            err.to_string()
+        };
+        assert!(message("[3,1]").contains("must be increasing"));
+        assert!(message("[1,1]").contains("must be increasing"));
+        assert!(message("[1,5]").contains("index 5 is out of bounds for dimension 0 of size 5"));
+        assert!(message(":,[-6]").contains("index -6 is out of bounds for dimension 1"));
+        assert!(message("[]").contains("has an empty entry"));
+        assert!(message("[1,,2]").contains("has an empty entry"));
+        assert!(message("[1,[2]]").contains("cannot be nested"));
+        assert!(message("[1,2").contains("`[` without `]`"));
+        assert!(message("1,2]").contains("`]` without `[`"));
+        assert!(message("[1:3]").contains("\"1:3\" in \"[1:3]\" (dimension 0) is not an integer"));
+        assert!(message("[1]:3").contains("is not an index list"));
+        assert!(message("1[2]").contains("is not a selection"));
+        assert!(message("[1],[2],[3]").contains("selects 3 dimensions but the array has 2"));
+    }
+
+    #[test]
     fn ellipsis_fills_the_dimensions_not_given() {
         let shape = [4, 5, 6];
         assert_eq!(
@@ -473,7 +649,7 @@ mod tests {
             ),
             "{err}"
         );
-        assert!(!err.contains("step"), "{err}");
+        assert!(!err.contains("has a step"), "{err}");
         let err = message("1,x:2");
         assert!(
             err.contains("\"x:2\" is not a selection; expected"),

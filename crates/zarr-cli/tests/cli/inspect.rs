@@ -180,6 +180,17 @@ fn get_takes_steps() {
         ok(&["get", &store, "-r", "1::2,1::3"]),
         pick(&[1, 3, 5], &[1, 4, 7])
     );
+    // Index lists (increasing; negative counts from the end), beside steps.
+    assert_eq!(
+        ok(&["get", &store, "-r", "[0,2,-1],[1,4,7]"]),
+        pick(&[0, 2, 5], &[1, 4, 7])
+    );
+    assert_eq!(
+        ok(&["get", &store, "-r", "[4],::3"]),
+        pick(&[4], &[0, 3, 6])
+    );
+    let err = fails(&["get", &store, "-r", "[2,0],:"], 2);
+    assert!(err.contains("must be increasing"), "{err}");
     // Clipped as numpy clips: rows 0 and 4 of 6, and a single column.
     assert_eq!(
         ok(&["get", &store, "-r", "0:100:4,2", "-f", "json"]),

@@ -250,7 +250,7 @@ fn regions_take_an_ellipsis_and_typos_say_what_a_region_is() {
         ),
         "{err}"
     );
-    assert!(!err.contains("step"), "{err}");
+    assert!(!err.contains("has a step"), "{err}");
     let err = fails(&["get", &array, "-r", "...,0,..."], 2);
     assert!(err.contains("at most one"), "{err}");
     let err = fails(&["get", &array, "-r", "0,...,0,0,0"], 2);

@@ -359,6 +359,14 @@ fn put_and_get_take_the_same_steps() {
     // The file must have the selected shape.
     let err = fails(&["put", &array, "-i", path(&npy), "-r", "::2,::4"], 2);
     assert!(err.contains("has shape 3x3, the region 3x2"), "{err}");
+    // Index lists: rows 1, 3 and 5, columns 0, 5 and 7 (given as -1).
+    ok(&["put", &array, "-i", path(&npy), "-r", "[1,3,5],[0,5,-1]"]);
+    assert_eq!(
+        json_of(&array, "[1,3,5],[0,5,7]"),
+        json!([[1, 2, 3], [4, 5, 6], [7, 8, 9]])
+    );
+    assert_eq!(json_of(&array, "1,:"), json!([1, 0, 0, 0, 0, 2, 0, 3]));
+    assert_eq!(json_of(&array, "2,:"), json!([0, 4, 0, 0, 5, 0, 0, 6]));
 
     let strings = dir.path().join("s.zarr").display().to_string();
     ok(&[
@@ -368,4 +376,7 @@ fn put_and_get_take_the_same_steps() {
     ok(&["put", &strings, "-i", path(&npy), "-r", "1::3"]);
     assert_eq!(json_of(&strings, ":"), json!(["", "é", "", "", "🦀z"]));
     assert_eq!(json_of(&strings, "1::3"), json!(["é", "🦀z"]));
+    ok(&["put", &strings, "-i", path(&npy), "-r", "[0,2]"]);
+    assert_eq!(json_of(&strings, ":"), json!(["é", "é", "🦀z", "", "🦀z"]));
+    assert_eq!(json_of(&strings, "[0,4]"), json!(["é", "🦀z"]));
 }
