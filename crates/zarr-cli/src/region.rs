@@ -574,16 +574,18 @@ mod tests {
         assert_eq!(s.position_of(&[1, 0]), [0, 0]);
     }
 
+    /// The message of the usage error `text` is for a 5 x 5 array.
+    fn message(text: &str) -> String {
+        let err = parse_selection(Some(text), &[5, 5]).unwrap_err();
+        assert!(
+            err.downcast_ref::<crate::Usage>().is_some(),
+            "{text}: {err}"
+        );
+        err.to_string()
+    }
+
     #[test]
     fn bad_index_lists_are_usage_errors_that_say_why() {
-        let message = |text: &str| {
-            let err = parse_selection(Some(text), &[5, 5]).unwrap_err();
-            assert!(
-                err.downcast_ref::<crate::Usage>().is_some(),
-                "{text}: {err}"
-            );
-            err.to_string()
-        };
         assert!(message("[3,1]").contains("must be increasing"));
         assert!(message("[1,1]").contains("must be increasing"));
         assert!(message("[1,5]").contains("index 5 is out of bounds for dimension 0 of size 5"));
@@ -632,14 +634,6 @@ mod tests {
 
     #[test]
     fn errors_say_what_a_region_is_and_quote_the_bad_part() {
-        let message = |text: &str| {
-            let err = parse_selection(Some(text), &[5, 5]).unwrap_err();
-            assert!(
-                err.downcast_ref::<crate::Usage>().is_some(),
-                "{text}: {err}"
-            );
-            err.to_string()
-        };
         let err = message("0:3;0:3");
         assert!(
             err.starts_with(
