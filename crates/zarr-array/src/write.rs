@@ -709,13 +709,30 @@ where
                             continue;
                         }
                     };
-                    stores.push(async move {
+                    let mut stored = Box::pin(async move {
                         match finish(action)? {
                             (key, Some(bytes)) => store.set(&key, bytes).await?,
                             (key, None) => store.erase(&key).await?,
                         }
                         Ok::<_, Error>(())
                     });
+                    // With no other store running and no other chunk waiting, this thread
+                    // stores the chunk itself if the store can (it is inside
+                    // `block_in_place` or outside the runtime, so it may block), saving the
+                    // hand-off to the blocking pool and back. When chunks arrive faster
+                    // than one thread stores them, they queue up and go to the pool.
+                    if stores.is_empty() && receiver.is_empty() {
+                        let polled =
+                            zarr_store::inline::allow_blocking_here(|| stored.as_mut().poll(cx));
+                        if let Poll::Ready(done) = polled {
+                            in_flight -= 1;
+                            if let Err(e) = done {
+                                first_error.get_or_insert(e);
+                            }
+                            continue;
+                        }
+                    }
+                    stores.push(stored);
                 }
                 if in_flight == 0
                     && (pending.len() == 0 || first_error.is_some() || panic.is_some())

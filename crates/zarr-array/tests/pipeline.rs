@@ -474,6 +474,8 @@ enum TestEncode {
     Count(Arc<InFlight>),
     Log(Arc<std::sync::Mutex<Vec<Seen>>>),
     Panic,
+    /// Takes 4 ms per unit of the chunk's first value to encode.
+    Slow,
 }
 
 impl zarr_codecs::BytesToBytesCodec for TestEncode {
@@ -482,6 +484,7 @@ impl zarr_codecs::BytesToBytesCodec for TestEncode {
             Self::Count(_) => "test.count_encodes",
             Self::Log(_) => "test.log_encodes",
             Self::Panic => "test.panicking_encode",
+            Self::Slow => "test.slow_encode",
         })
     }
     fn encode(&self, decoded: Bytes) -> zarr_codecs::Result<Bytes> {
@@ -493,6 +496,11 @@ impl zarr_codecs::BytesToBytesCodec for TestEncode {
                 return Ok(decoded);
             }
             Self::Panic => panic!("the test codec panics"),
+            Self::Slow => {
+                let value = u16::from_le_bytes([decoded[0], decoded[1]]);
+                std::thread::sleep(std::time::Duration::from_millis(4 * u64::from(value)));
+                return Ok(decoded);
+            }
         };
         let encoded = counts.encoded.fetch_add(1, Ordering::SeqCst) + 1;
         // Stores finishing meanwhile can make this stale, never too high.
@@ -888,4 +896,66 @@ fn shards_are_stored_while_the_next_ones_encode() {
             );
         }
     }
+}
+
+/// A pipelined write stores a chunk on its own thread while nothing else waits (no store in
+/// flight, no other chunk encoded), sparing the hand-off to the blocking pool; chunks that
+/// arrive faster than one thread stores them go to the pool and are stored in parallel.
+#[test]
+fn a_write_stores_chunks_itself_only_while_the_stores_keep_up() {
+    let mut registry = zarr_array::default_registry();
+    registry.register("test.slow_encode", |_, _, _| {
+        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(TestEncode::Slow)))
+    });
+    let options = ArrayOptions::default().with_registry(Arc::new(registry));
+    let dir = tempfile::tempdir().unwrap();
+    // Slow encodes, finishing one by one (chunk i takes 4(i + 1) ms), and quick stores: the
+    // pipeline's thread stores the chunks.
+    let store = Arc::new(zarr_store::FilesystemStore::new(dir.path()).unwrap());
+    let chunks = 8u64;
+    let values: Vec<u16> = (0..chunks * 16).map(|i| (i / 16 + 1) as u16).collect();
+    multi_thread().block_on(async {
+        let array = ArrayBuilder::new(vec![chunks * 16], DataType::UInt16, vec![16])
+            .codecs(bytes_then("test.slow_encode"))
+            .options(options)
+            .create(Arc::clone(&store), "/slow_encodes")
+            .await
+            .unwrap();
+        store.reset_io_stats();
+        array.write(array.full_region(), &values).await.unwrap();
+        assert_eq!(
+            array.read::<u16>(array.full_region()).await.unwrap(),
+            values
+        );
+    });
+    let stats = store.io_stats();
+    assert!(
+        stats.inline_ops >= 1,
+        "no chunk was stored inline: {stats:?}"
+    );
+
+    // Quick encodes and slow stores (an `fsync` each): the chunks queue up and most go to the
+    // pool, several at once.
+    let durable = zarr_store::FilesystemOptions::default().with_durable(true);
+    let store =
+        Arc::new(zarr_store::FilesystemStore::with_options(dir.path().join("d"), durable).unwrap());
+    let values: Vec<u16> = (0..64 * 1024).map(|i| (i % 1000) as u16 + 1).collect();
+    let stats = multi_thread().block_on(async {
+        let array = ArrayBuilder::new(vec![64 * 1024], DataType::UInt16, vec![1024])
+            .create(Arc::clone(&store), "/slow_stores")
+            .await
+            .unwrap();
+        store.reset_io_stats();
+        array.write(array.full_region(), &values).await.unwrap();
+        let stats = store.io_stats();
+        assert_eq!(
+            array.read::<u16>(array.full_region()).await.unwrap(),
+            values
+        );
+        stats
+    });
+    assert!(
+        stats.peak_blocking_ops >= 2 && stats.inline_ops < 64,
+        "the stores did not run in parallel: {stats:?}"
+    );
 }

@@ -164,6 +164,10 @@ pub struct IoStats {
     pub nonblocking_reads: u64,
     /// Reads that went to a blocking thread (as `nonblocking_reads` counts them).
     pub blocking_reads: u64,
+    /// Operations that would have gone to a blocking thread but ran on the calling thread,
+    /// because it allowed blocking ([`inline::allow_blocking_here`](crate::inline)). Also
+    /// counted in `peak_blocking_ops`.
+    pub inline_ops: u64,
 }
 
 #[derive(Debug, Default)]
@@ -176,6 +180,7 @@ struct Counters {
     peak_blocking_ops: AtomicU64,
     nonblocking_reads: AtomicU64,
     blocking_reads: AtomicU64,
+    inline_ops: AtomicU64,
 }
 
 impl Counters {
@@ -536,6 +541,7 @@ impl FilesystemStore {
             peak_blocking_ops: c.peak_blocking_ops.load(Ordering::Relaxed),
             nonblocking_reads: c.nonblocking_reads.load(Ordering::Relaxed),
             blocking_reads: c.blocking_reads.load(Ordering::Relaxed),
+            inline_ops: c.inline_ops.load(Ordering::Relaxed),
         }
     }
 
@@ -550,6 +556,7 @@ impl FilesystemStore {
             &c.peak_blocking_ops,
             &c.nonblocking_reads,
             &c.blocking_reads,
+            &c.inline_ops,
         ] {
             counter.store(0, Ordering::Relaxed);
         }
@@ -588,8 +595,20 @@ impl FilesystemStore {
         };
         // The permit travels with the work: it is released when the file operation ends,
         // even if this future is dropped before. (The semaphore is never closed, so the
-        // permit is always granted.)
-        let permit = Arc::clone(&self.inner.permits).acquire_owned().await.ok();
+        // permit is always granted.) Where the caller lets this thread block
+        // (`inline::allow_blocking_here`) and a permit is free, the work runs here, without
+        // the hand-off to the blocking pool and its two wake-ups.
+        let inline = crate::inline::blocking_allowed_here();
+        let (permit, inline) = match inline
+            .then(|| Arc::clone(&self.inner.permits).try_acquire_owned().ok())
+            .flatten()
+        {
+            Some(permit) => (Some(permit), true),
+            None => (
+                Arc::clone(&self.inner.permits).acquire_owned().await.ok(),
+                false,
+            ),
+        };
         let run = move || {
             let _permit = permit;
             let c = &inner.counters;
@@ -599,6 +618,13 @@ impl FilesystemStore {
             c.blocking_ops.fetch_sub(1, Ordering::Relaxed);
             result
         };
+        if inline {
+            self.inner
+                .counters
+                .inline_ops
+                .fetch_add(1, Ordering::Relaxed);
+            return run();
+        }
         match (strategy, handle.runtime_flavor()) {
             (BlockingStrategy::BlockInPlace, tokio::runtime::RuntimeFlavor::MultiThread) => {
                 tokio::task::block_in_place(run)

@@ -170,6 +170,7 @@ mod error;
 pub mod fallback;
 #[cfg(unix)]
 mod filesystem;
+pub mod inline;
 mod key;
 mod memory;
 mod object;

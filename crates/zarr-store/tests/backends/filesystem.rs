@@ -603,3 +603,57 @@ async fn concurrent_reads_bounded(strategy: BlockingStrategy) {
         "{strategy:?}: at most 3 at once: {stats:?}"
     );
 }
+
+/// Inside `inline::allow_blocking_here`, a write (or erase) is done during its first poll, on
+/// the polling thread; outside it, or when no concurrency permit is free, it goes to the
+/// blocking pool as before and the first poll returns `Pending`.
+#[test]
+fn writes_run_on_a_thread_that_allows_blocking() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    use zarr_store::inline::allow_blocking_here;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::with_options(
+        dir.path(),
+        FilesystemOptions::default().with_max_concurrency(1),
+    )
+    .unwrap();
+    let _entered = runtime.enter();
+    let mut cx = Context::from_waker(Waker::noop());
+    let value = testing::pattern(1 << 20, 3);
+
+    let (inline, pool, first, second) = (key("a/inline"), key("a/pool"), key("a/1"), key("a/2"));
+    let mut set = std::pin::pin!(store.set(&inline, value.clone()));
+    let polled = allow_blocking_here(|| set.as_mut().poll(&mut cx));
+    assert!(matches!(polled, Poll::Ready(Ok(()))), "{polled:?}");
+    assert_eq!(std::fs::read(dir.path().join("a/inline")).unwrap(), value);
+    let mut erase = std::pin::pin!(store.erase(&inline));
+    let polled = allow_blocking_here(|| erase.as_mut().poll(&mut cx));
+    assert!(matches!(polled, Poll::Ready(Ok(()))), "{polled:?}");
+    assert!(!dir.path().join("a/inline").exists());
+    assert_eq!(store.io_stats().inline_ops, 2);
+
+    // Not allowed: the pool does it, after the first poll.
+    let mut set = std::pin::pin!(store.set(&pool, value.clone()));
+    assert!(set.as_mut().poll(&mut cx).is_pending());
+    runtime.block_on(set).unwrap();
+    assert_eq!(std::fs::read(dir.path().join("a/pool")).unwrap(), value);
+    assert_eq!(store.io_stats().inline_ops, 2);
+
+    // Allowed, but the one permit is taken by a write in flight: this one waits its turn.
+    let mut first = std::pin::pin!(store.set(&first, value.clone()));
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    let mut second = std::pin::pin!(store.set(&second, value.clone()));
+    let polled = allow_blocking_here(|| second.as_mut().poll(&mut cx));
+    assert!(polled.is_pending(), "{polled:?}");
+    runtime
+        .block_on(async { tokio::try_join!(first, second) })
+        .unwrap();
+    assert_eq!(std::fs::read(dir.path().join("a/2")).unwrap(), value);
+    assert_eq!(store.io_stats().inline_ops, 2);
+}
