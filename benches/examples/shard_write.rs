@@ -2,12 +2,13 @@
 //! sizes (see `docs/performance.md`, session 28).
 //!
 //! ```text
-//! cargo run --release -p zarr-benches --example shard_write -- SIDE SHARD INNER
+//! cargo run --release -p zarr-benches --example shard_write -- SIDE SHARD INNER [DIR]
 //! ```
 //!
 //! writes the `SIDE`^3 field of `zarr_benches::field` in shards of `SHARD`^3 with inner
 //! chunks of `INNER`^3 (bytes + zstd(1)) to a `FilesystemStore` in a temporary directory
-//! under `target/`, once untimed and then 7 times, and prints the median throughput.
+//! under `DIR` (default `target/`; `/dev/shm` takes the filesystem out of the measurement),
+//! once untimed and then 7 times, and prints the median throughput.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,17 +18,23 @@ use zarr_core::DataType;
 use zarr_store::FilesystemStore;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = std::env::args()
-        .skip(1)
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let parent = match args.len() {
+        3 => concat!(env!("CARGO_MANIFEST_DIR"), "/../target").to_owned(),
+        4 => args.pop().unwrap_or_default(),
+        _ => return Err("usage: shard_write SIDE SHARD INNER [DIR]".into()),
+    };
+    let args = args
+        .iter()
         .map(|a| a.parse::<u64>())
         .collect::<Result<Vec<_>, _>>()?;
     let [side, shard, inner] = args[..] else {
-        return Err("usage: shard_write SIDE SHARD INNER".into());
+        return Err("usage: shard_write SIDE SHARD INNER [DIR]".into());
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let dir = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/../target"))?;
+    let dir = tempfile::tempdir_in(parent)?;
     let store = Arc::new(FilesystemStore::new(dir.path())?);
     let values = zarr_benches::field(side);
     let array = rt.block_on(

@@ -709,19 +709,32 @@ where
                             continue;
                         }
                     };
+                    let (key, value) = match finish(action) {
+                        Ok(stored) => stored,
+                        Err(e) => {
+                            in_flight -= 1;
+                            first_error.get_or_insert(e);
+                            continue;
+                        }
+                    };
+                    // With no other store running and no other chunk waiting, this thread
+                    // stores a small value itself if the store can (it is inside
+                    // `block_in_place` or outside the runtime, so it may block), saving the
+                    // hand-off to the blocking pool and back. When chunks arrive faster
+                    // than one thread stores them, they queue up and go to the pool; so do
+                    // large values, whose store would hold this thread up for longer than
+                    // the hand-off costs.
+                    let inline = stores.is_empty()
+                        && receiver.is_empty()
+                        && value.as_ref().map_or(0, Bytes::len) <= INLINE_STORE_MAX;
                     let mut stored = Box::pin(async move {
-                        match finish(action)? {
-                            (key, Some(bytes)) => store.set(&key, bytes).await?,
-                            (key, None) => store.erase(&key).await?,
+                        match value {
+                            Some(bytes) => store.set(&key, bytes).await?,
+                            None => store.erase(&key).await?,
                         }
                         Ok::<_, Error>(())
                     });
-                    // With no other store running and no other chunk waiting, this thread
-                    // stores the chunk itself if the store can (it is inside
-                    // `block_in_place` or outside the runtime, so it may block), saving the
-                    // hand-off to the blocking pool and back. When chunks arrive faster
-                    // than one thread stores them, they queue up and go to the pool.
-                    if stores.is_empty() && receiver.is_empty() {
+                    if inline {
                         let polled =
                             zarr_store::inline::allow_blocking_here(|| stored.as_mut().poll(cx));
                         if let Poll::Ready(done) = polled {
@@ -750,6 +763,11 @@ where
         first_error.map_or(Ok(()), Err)
     })
 }
+
+/// The largest value the write pipeline's own thread stores (see `encode_while_storing`): 1
+/// MiB takes the page cache about 100 µs to copy, several times the hand-off to a blocking
+/// thread and back.
+const INLINE_STORE_MAX: usize = 1 << 20;
 
 /// The result of one job of a shard in parts, or the panic it raised.
 type PartResult = std::thread::Result<Result<EncodedChunks>>;

@@ -899,8 +899,9 @@ fn shards_are_stored_while_the_next_ones_encode() {
 }
 
 /// A pipelined write stores a chunk on its own thread while nothing else waits (no store in
-/// flight, no other chunk encoded), sparing the hand-off to the blocking pool; chunks that
-/// arrive faster than one thread stores them go to the pool and are stored in parallel.
+/// flight, no other chunk encoded) and the chunk is small, sparing the hand-off to the
+/// blocking pool; chunks that arrive faster than one thread stores them go to the pool and
+/// are stored in parallel.
 #[test]
 fn a_write_stores_chunks_itself_only_while_the_stores_keep_up() {
     let mut registry = zarr_array::default_registry();
@@ -932,6 +933,35 @@ fn a_write_stores_chunks_itself_only_while_the_stores_keep_up() {
     assert!(
         stats.inline_ops >= 1,
         "no chunk was stored inline: {stats:?}"
+    );
+
+    // The same, with values of more than 1 MiB: their stores go to the pool, so as not to
+    // hold the pipeline's thread up.
+    let mut registry = zarr_array::default_registry();
+    registry.register("test.slow_encode", |_, _, _| {
+        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(TestEncode::Slow)))
+    });
+    let options = ArrayOptions::default().with_registry(Arc::new(registry));
+    let big = 1 << 20;
+    let values: Vec<u16> = (0..3 * big).map(|i| (i / big + 1) as u16).collect();
+    multi_thread().block_on(async {
+        let array = ArrayBuilder::new(vec![3 * big], DataType::UInt16, vec![big])
+            .codecs(bytes_then("test.slow_encode"))
+            .options(options)
+            .create(Arc::clone(&store), "/large_values")
+            .await
+            .unwrap();
+        store.reset_io_stats();
+        array.write(array.full_region(), &values).await.unwrap();
+        assert_eq!(
+            array.read::<u16>(array.full_region()).await.unwrap(),
+            values
+        );
+    });
+    let stats = store.io_stats();
+    assert_eq!(
+        stats.inline_ops, 0,
+        "a large value was stored inline: {stats:?}"
     );
 
     // Quick encodes and slow stores (an `fsync` each): the chunks queue up and most go to the
