@@ -904,61 +904,41 @@ fn shards_are_stored_while_the_next_ones_encode() {
 /// are stored in parallel.
 #[test]
 fn a_write_stores_chunks_itself_only_while_the_stores_keep_up() {
-    let mut registry = zarr_array::default_registry();
-    registry.register("test.slow_encode", |_, _, _| {
-        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(TestEncode::Slow)))
-    });
-    let options = ArrayOptions::default().with_registry(Arc::new(registry));
     let dir = tempfile::tempdir().unwrap();
-    // Slow encodes, finishing one by one (chunk i takes 4(i + 1) ms), and quick stores: the
-    // pipeline's thread stores the chunks.
     let store = Arc::new(zarr_store::FilesystemStore::new(dir.path()).unwrap());
-    let chunks = 8u64;
-    let values: Vec<u16> = (0..chunks * 16).map(|i| (i / 16 + 1) as u16).collect();
-    multi_thread().block_on(async {
-        let array = ArrayBuilder::new(vec![chunks * 16], DataType::UInt16, vec![16])
-            .codecs(bytes_then("test.slow_encode"))
-            .options(options)
-            .create(Arc::clone(&store), "/slow_encodes")
-            .await
-            .unwrap();
-        store.reset_io_stats();
-        array.write(array.full_region(), &values).await.unwrap();
-        assert_eq!(
-            array.read::<u16>(array.full_region()).await.unwrap(),
-            values
-        );
-    });
-    let stats = store.io_stats();
+    // Write 8 chunks of `chunk` elements through a slow codec (chunk i takes 4(i + 1) ms to
+    // encode, so they finish one by one), read them back, and answer the store's counts for
+    // the write.
+    let slow_write = |path: &str, chunk: u64| {
+        let mut registry = zarr_array::default_registry();
+        registry.register("test.slow_encode", |_, _, _| {
+            Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(TestEncode::Slow)))
+        });
+        let options = ArrayOptions::default().with_registry(Arc::new(registry));
+        let values: Vec<u16> = (0..8 * chunk).map(|i| (i / chunk + 1) as u16).collect();
+        multi_thread().block_on(async {
+            let array = ArrayBuilder::new(vec![8 * chunk], DataType::UInt16, vec![chunk])
+                .codecs(bytes_then("test.slow_encode"))
+                .options(options)
+                .create(Arc::clone(&store), path)
+                .await
+                .unwrap();
+            store.reset_io_stats();
+            array.write(array.full_region(), &values).await.unwrap();
+            let stats = store.io_stats();
+            let back = array.read::<u16>(array.full_region()).await.unwrap();
+            assert_eq!(back, values);
+            stats
+        })
+    };
+    // Quick stores of small values: the pipeline's thread stores the chunks.
+    let stats = slow_write("/small_values", 16);
     assert!(
         stats.inline_ops >= 1,
         "no chunk was stored inline: {stats:?}"
     );
-
-    // The same, with values of more than 1 MiB: their stores go to the pool, so as not to
-    // hold the pipeline's thread up.
-    let mut registry = zarr_array::default_registry();
-    registry.register("test.slow_encode", |_, _, _| {
-        Ok(zarr_codecs::Codec::BytesToBytes(Arc::new(TestEncode::Slow)))
-    });
-    let options = ArrayOptions::default().with_registry(Arc::new(registry));
-    let big = 1 << 20;
-    let values: Vec<u16> = (0..3 * big).map(|i| (i / big + 1) as u16).collect();
-    multi_thread().block_on(async {
-        let array = ArrayBuilder::new(vec![3 * big], DataType::UInt16, vec![big])
-            .codecs(bytes_then("test.slow_encode"))
-            .options(options)
-            .create(Arc::clone(&store), "/large_values")
-            .await
-            .unwrap();
-        store.reset_io_stats();
-        array.write(array.full_region(), &values).await.unwrap();
-        assert_eq!(
-            array.read::<u16>(array.full_region()).await.unwrap(),
-            values
-        );
-    });
-    let stats = store.io_stats();
+    // Values of more than 1 MiB go to the pool, so as not to hold the pipeline's thread up.
+    let stats = slow_write("/large_values", 1 << 20);
     assert_eq!(
         stats.inline_ops, 0,
         "a large value was stored inline: {stats:?}"
