@@ -8,6 +8,8 @@
 //!   at it and at the interop peers' Python, for running those tests by hand.
 //! - `bench`: the side-by-side comparison with zarrs, tensorstore and zarr-python (issue #5);
 //!   `bench --smoke` is the reduced run that `ci` includes.
+//! - `fuzz [ROUNDS]`: run the test suite's property tests ROUNDS times (default 10), each
+//!   round with a fresh random seed, printing the seed of any round that fails.
 
 use std::process::Command;
 
@@ -25,6 +27,7 @@ fn main() -> Result<()> {
         "fixtures" => fixtures::run(&args[1..]),
         "s3-server" => s3_server(),
         "bench" => bench::run(&args[1..]),
+        "fuzz" => fuzz(&args[1..]),
         "help" | "--help" | "-h" => {
             print_help();
             Ok(())
@@ -45,6 +48,7 @@ fn print_help() {
          bench     the comparison with zarrs, tensorstore, zarr-python and the machine's\n            \
          limits (results in target/bench/; --smoke for the quick check)\n  \
          fixtures  regenerate the fixture corpus with pinned zarr-python and tensorstore\n  \
+         fuzz      run the property tests ROUNDS times (default 10) with fresh random seeds\n  \
          s3-server start the S3 test server (moto) and print the variables for the S3 and\n            \
          interop tests"
     );
@@ -84,6 +88,15 @@ const NO_INCREMENTAL: (&str, &str) = ("CARGO_INCREMENTAL", "0");
 /// the linker), the harness's smoke run included, plus 0.3 GB of Python venv.
 const CI_DISK_NEED_GIB: u64 = 10;
 
+/// The variable that seeds every property test's random cases (proptest reads it).
+const PROPTEST_SEED_VAR: &str = "PROPTEST_RNG_SEED";
+
+/// The seed CI gives the property tests, so that a run on a clean clone tests the same cases
+/// as the run before it and its verdict does not depend on luck. A plain `cargo test` draws
+/// fresh cases each time, and `cargo xtask fuzz` runs many rounds of fresh cases; a failure
+/// either finds is kept in the test's `.proptest-regressions` file, which CI replays first.
+const CI_PROPTEST_SEED: &str = "20261121";
+
 fn ci() -> Result<()> {
     warn_if_disk_is_short();
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
@@ -110,6 +123,10 @@ fn ci() -> Result<()> {
     env.extend(venv.env());
     let mut envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     envs.push(NO_INCREMENTAL);
+    // A seed set by the caller wins: it is how a failure `fuzz` found is replayed.
+    if std::env::var_os(PROPTEST_SEED_VAR).is_none() {
+        envs.push((PROPTEST_SEED_VAR, CI_PROPTEST_SEED));
+    }
     cargo(&["test", "--workspace", "--all-targets"], &envs)?;
     cargo(&["test", "--workspace", "--doc"], &envs)?;
     drop(s3);
@@ -123,6 +140,56 @@ fn ci() -> Result<()> {
     )?;
     eprintln!("==> ci: all steps passed");
     Ok(())
+}
+
+/// Run the workspace's tests (which hold every property test) `ROUNDS` times, each round with
+/// a fresh seed. The interop and S3 tests skip themselves here, as in any run without their
+/// environment; `ci` runs them.
+fn fuzz(args: &[String]) -> Result<()> {
+    let rounds: u32 = match args.first() {
+        None => 10,
+        Some(text) => text
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("ROUNDS must be a positive number, not `{text}`"))?,
+    };
+    let mut failed = Vec::new();
+    for round in 1..=rounds {
+        let seed = fresh_seed(round).to_string();
+        eprintln!("==> fuzz round {round} of {rounds}: {PROPTEST_SEED_VAR}={seed}");
+        let result = cargo(
+            &["test", "--workspace", "--all-targets", "--quiet"],
+            &[(PROPTEST_SEED_VAR, &seed), NO_INCREMENTAL],
+        );
+        if let Err(err) = result {
+            eprintln!("==> fuzz round {round} failed: {err:#}");
+            failed.push(seed);
+        }
+    }
+    if failed.is_empty() {
+        eprintln!("==> fuzz: {rounds} rounds passed");
+        return Ok(());
+    }
+    bail!(
+        "{} of {rounds} rounds failed; replay one with {PROPTEST_SEED_VAR}=<seed> cargo test \
+         (seeds: {}), and keep the case proptest prints in the test's .proptest-regressions file",
+        failed.len(),
+        failed.join(", ")
+    )
+}
+
+/// A seed that differs between rounds and between runs.
+fn fresh_seed(round: u32) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or_default();
+    // SplitMix64's finaliser spreads nearby clock readings over the whole range.
+    let mut z = nanos ^ (u64::from(round) << 32) ^ u64::from(std::process::id());
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Say up front when the disk under `target/` has less room than CI needs, so a run that

@@ -250,6 +250,39 @@ fn has_lossy_codec(chain: &CodecChain) -> bool {
         .any(|codec| LOSSY.contains(&codec.name.as_str()))
 }
 
+/// Whether `err` is a typed refusal by a codec that lies before a lossy codec in `chain`.
+///
+/// A lossy codec may change what an earlier codec wrote, so that codec can no longer
+/// decode it: bitround rounding up a value that `numcodecs.fixedscaleoffset` then scales
+/// beyond its data type (an invalid element), or rounding the padding count that
+/// `numcodecs.packbits` stores in its first byte (a corrupt chunk). Either must be a typed
+/// error naming that codec, never wrong data.
+fn refused_after_a_lossy_codec(chain: &CodecChain, err: &zarr_codecs::Error) -> bool {
+    let metadata = chain.to_metadata();
+    let Some(last_lossy) = metadata
+        .iter()
+        .rposition(|codec| LOSSY.contains(&codec.name.as_str()))
+    else {
+        return false;
+    };
+    let before: Vec<&str> = metadata[..last_lossy]
+        .iter()
+        .map(|codec| codec.name.as_str())
+        .collect();
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = current {
+        match e.downcast_ref::<zarr_codecs::Error>() {
+            Some(
+                zarr_codecs::Error::InvalidElement { codec, .. }
+                | zarr_codecs::Error::Corrupt { codec, .. },
+            ) if before.contains(&codec.as_str()) => return true,
+            _ => {}
+        }
+        current = e.source();
+    }
+    false
+}
+
 /// Whether `err`, or an error it wraps, is [`zarr_codecs::Error::InvalidElement`].
 fn names_an_invalid_element(err: &zarr_codecs::Error) -> bool {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
@@ -344,11 +377,10 @@ proptest! {
                 Ok(back) => {
                     prop_assert_eq!(back.as_fixed().map(|b| b.len() as u64), Some(size));
                 }
-                // A lossy codec may move an encoded value out of what an earlier codec can
-                // decode (bitround rounding up a value that `numcodecs.fixedscaleoffset` then
-                // scales back beyond its data type): a typed element error, never wrong data.
+                // A lossy codec may change what an earlier codec wrote beyond what that codec
+                // can decode: a typed error naming the earlier codec, never wrong data.
                 Err(err) => prop_assert!(
-                    has_lossy_codec(&chain) && names_an_invalid_element(&err),
+                    refused_after_a_lossy_codec(&chain, &err),
                     "{:?} does not decode what it encoded: {err:?}",
                     chain.to_metadata()
                 ),
@@ -389,4 +421,53 @@ fn a_lossy_codec_can_leave_a_chunk_undecodable_with_a_typed_error() {
     let err = chain.decode(encoded).unwrap_err();
     assert!(names_an_invalid_element(&err), "{err}");
     assert!(has_lossy_codec(&chain));
+    assert!(refused_after_a_lossy_codec(&chain, &err));
+}
+
+/// The second case the property test found: `numcodecs.packbits` keeps its padding count in
+/// the first byte it writes, and `bitround` after it rounds that count (7 for one boolean) to
+/// 8. Decoding is then a typed corrupt-chunk error from `numcodecs.packbits`.
+#[test]
+fn a_lossy_codec_after_packbits_leaves_a_typed_corrupt_chunk_error() {
+    let metadata = [
+        ExtensionObject::new("numcodecs.packbits"),
+        ExtensionObject::with_configuration(
+            "bitround",
+            json!({"keepbits": 2}).as_object().unwrap().clone(),
+        ),
+        ExtensionObject::with_configuration(
+            "bytes",
+            json!({"endian": "little"}).as_object().unwrap().clone(),
+        ),
+    ];
+    let decoded = ChunkRepresentation::try_new(
+        vec![],
+        DataType::Bool,
+        FillValue::default_for(&DataType::Bool),
+    )
+    .unwrap();
+    let chain = CodecChain::from_metadata(&metadata, decoded, &default_registry()).unwrap();
+    let encoded = chain.encode(ArrayBytes::fixed(vec![1])).unwrap();
+    let err = chain.decode(encoded).unwrap_err();
+    assert!(
+        matches!(&err, zarr_codecs::Error::Corrupt { codec, .. } if codec == "numcodecs.packbits"),
+        "{err:?}"
+    );
+    assert!(refused_after_a_lossy_codec(&chain, &err));
+    // Without the lossy codec, the same chunk decodes.
+    let plain = CodecChain::from_metadata(
+        &[metadata[0].clone(), metadata[2].clone()],
+        ChunkRepresentation::try_new(
+            vec![],
+            DataType::Bool,
+            FillValue::default_for(&DataType::Bool),
+        )
+        .unwrap(),
+        &default_registry(),
+    )
+    .unwrap();
+    let back = plain
+        .decode(plain.encode(ArrayBytes::fixed(vec![1])).unwrap())
+        .unwrap();
+    assert_eq!(back.as_fixed().unwrap().as_ref(), &[1]);
 }
