@@ -10,8 +10,8 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use zarr::array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Group, Node};
 use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{
-    ArrayMetadata, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue, GroupMetadata,
-    NodeMetadata, NodePath,
+    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue,
+    GroupMetadata, NodeMetadata, NodePath,
 };
 use zarr::store::{ReadableStoreExt as _, Store, StoreKey, StorePrefix};
 
@@ -458,16 +458,36 @@ fn destination_metadata(
         Some(Some(shards)) if !fits(shards) => None,
         other => other.clone(),
     };
+    // A rectilinear grid is kept as it is (its shards, when sharded) unless the copy changes
+    // the chunking.
+    let kept_grid = match &src.chunk_grid {
+        grid @ ChunkGrid::Rectilinear(_) if chunk_flag.is_none() && shard_flag.is_none() => {
+            if plan.format == ZarrFormat::V2 {
+                usage!(
+                    "Zarr v2 has no rectilinear chunk grids and the source has one; give \
+                     --chunks (and --shards none if it is sharded)"
+                );
+            }
+            Some(grid.clone())
+        }
+        _ => None,
+    };
+    // A stand-in for the kept grid's chunk shape while the layout is planned; the kept grid
+    // replaces it in the metadata.
+    let stand_in = vec![1; rank];
     let chunks = match (chunk_flag, &source.inner, &source.grid) {
         (Some(chunks), _, _) => chunks.clone(),
         (None, Some(inner), _) => inner.clone(),
         (None, None, Some(grid)) => grid.clone(),
-        (None, None, None) => {
-            usage!("the source has a rectilinear chunk grid; give --chunks for the copy")
-        }
+        (None, None, None) if kept_grid.is_some() => stand_in.clone(),
+        (None, None, None) => usage!(
+            "the source has a rectilinear chunk grid, which a copy keeps only without \
+             --chunks and --shards; give --chunks for the copy"
+        ),
     };
     let shards = match &shard_flag {
         Some(shards) => shards.clone(),
+        None if source.inner.is_some() && kept_grid.is_some() => None,
         None if source.inner.is_some() => source.grid.clone(),
         None => None,
     };
@@ -510,6 +530,12 @@ fn destination_metadata(
     let layout = match shards {
         Some(shards) => Layout {
             grid: Some(shards),
+            inner: Some(chunks),
+            codecs,
+        },
+        // A kept rectilinear grid of shards: the stand-in is the grid, `chunks` the inner.
+        None if kept_grid.is_some() && source.inner.is_some() => Layout {
+            grid: Some(stand_in),
             inner: Some(chunks),
             codecs,
         },
@@ -564,7 +590,11 @@ fn destination_metadata(
             .entry("_ARRAY_DIMENSIONS")
             .or_insert_with(|| names.into());
     }
-    let mut metadata = ArrayBuilder::new(src.shape.clone(), data_type, grid)
+    let mut builder = ArrayBuilder::new(src.shape.clone(), data_type, grid);
+    if let Some(kept) = kept_grid {
+        builder = builder.chunk_grid(kept);
+    }
+    let mut metadata = builder
         .codecs(codecs)
         .fill_value(fill_value)
         .chunk_key_encoding(chunk_key_encoding)

@@ -272,8 +272,8 @@ pub(crate) fn shape_text(shape: &[u64]) -> String {
         .join("x")
 }
 
-/// One line for an array's chunking: `chunks 10x10`, `shards 100x100 of chunks 10x10`, or
-/// `rectilinear chunks`.
+/// One line for an array's chunking: `chunks 10x10`, `shards 100x100 of chunks 10x10`,
+/// `rectilinear chunks` or `rectilinear shards of chunks 10x10`.
 pub(crate) fn chunking_text(metadata: &ArrayMetadata) -> String {
     match Layout::of(metadata) {
         Ok(Layout {
@@ -288,6 +288,11 @@ pub(crate) fn chunking_text(metadata: &ArrayMetadata) -> String {
         Ok(Layout {
             grid: Some(grid), ..
         }) => format!("chunks {}", shape_text(&grid)),
+        Ok(Layout {
+            grid: None,
+            inner: Some(inner),
+            ..
+        }) => format!("rectilinear shards of chunks {}", shape_text(&inner)),
         _ => "rectilinear chunks".to_owned(),
     }
 }

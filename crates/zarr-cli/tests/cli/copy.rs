@@ -105,6 +105,156 @@ fn copy_round_trips_through_shards_and_compressors() {
     ok(&["verify", &back]);
 }
 
+/// A `uint16` array of `shape` with the chunk grid `grid` and codecs `codecs` (JSON), every
+/// element written (its C-order index, times 7), as a hand-written `zarr.json` filled by
+/// `put`; returns the target.
+fn rectilinear_source(
+    dir: &Path,
+    name: &str,
+    shape: [u64; 2],
+    grid: Value,
+    codecs: Value,
+) -> String {
+    let array = dir.join(name);
+    std::fs::create_dir_all(&array).unwrap();
+    let metadata = serde_json::json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": shape,
+        "data_type": "uint16",
+        "chunk_grid": grid,
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": 3,
+        "codecs": codecs,
+        "attributes": {"origin": "test"},
+    });
+    std::fs::write(array.join("zarr.json"), metadata.to_string()).unwrap();
+    let n = shape[0] * shape[1];
+    let values: Vec<u8> = (0..n as u16)
+        .flat_map(|i| i.wrapping_mul(7).to_le_bytes())
+        .collect();
+    let npy = dir.join(format!("{name}.npy"));
+    write_npy(&npy, "<u2", &shape, &values);
+    let target = array.display().to_string();
+    ok(&["put", &target, "-i", npy.to_str().unwrap()]);
+    target
+}
+
+/// What a copy that must succeed says on standard error (its summary line).
+fn copy_note(args: &[&str]) -> String {
+    let out = zarr_env(args, &[]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "zarr {args:?}: {err}");
+    err
+}
+
+#[test]
+fn copy_keeps_a_rectilinear_grid_unless_asked_to_rechunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = serde_json::json!({"name": "rectilinear", "configuration": {
+        "kind": "inline", "chunk_shapes": [[5, 12, 20], 10]}});
+    let codecs = serde_json::json!([
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "zstd", "configuration": {"level": 1, "checksum": false}}
+    ]);
+    let src = rectilinear_source(dir.path(), "rect.zarr", [37, 23], grid.clone(), codecs);
+    let original = raw(&src);
+
+    // No chunking flags: the grid is the source's, the codecs may change.
+    let kept = dir.path().join("kept.zarr").display().to_string();
+    let note = copy_note(&["copy", &src, &kept, "--codec", "gzip:5"]);
+    assert!(note.contains("(rectilinear chunks)"), "{note}");
+    let meta = info(&kept);
+    assert_eq!(meta["metadata"]["chunk_grid"], grid);
+    assert_eq!(codec_names(&meta["metadata"]["codecs"]), ["bytes", "gzip"]);
+    assert_eq!(meta["metadata"]["attributes"]["origin"], "test");
+    assert_eq!(raw(&kept), original);
+    // Stored under the source's chunk keys: 3 x 3 chunks.
+    assert_eq!(meta["chunks"]["present"], 9, "{meta}");
+    ok(&["verify", &kept]);
+    // Run again, it resumes: the metadata it would write is what is there.
+    ok(&["copy", &src, &kept, "--codec", "gzip:5", "--resume"]);
+    assert_eq!(raw(&kept), original);
+
+    // --chunks re-chunks to a regular grid, as before.
+    let regular = dir.path().join("regular.zarr").display().to_string();
+    ok(&["copy", &src, &regular, "--chunks", "10,10"]);
+    let meta = info(&regular);
+    assert_eq!(meta["metadata"]["chunk_grid"]["name"], "regular");
+    assert_eq!(raw(&regular), original);
+
+    // --shards without --chunks cannot keep the grid and has no chunk shape to use.
+    let err = fails(
+        &[
+            "copy",
+            &src,
+            &dir.path().join("s.zarr").display().to_string(),
+            "--shards",
+            "20,20",
+        ],
+        2,
+    );
+    assert!(err.contains("give --chunks"), "{err}");
+    // Zarr v2 has no rectilinear grids: refused before anything is written.
+    let v2 = dir.path().join("v2.zarr");
+    let err = fails(
+        &[
+            "copy",
+            &src,
+            &v2.display().to_string(),
+            "--zarr-format",
+            "2",
+        ],
+        2,
+    );
+    assert!(err.contains("rectilinear"), "{err}");
+    assert!(!v2.exists());
+
+    // A sharded source with a rectilinear grid of shards keeps its shards and inner chunks.
+    let shard_grid = serde_json::json!({"name": "rectilinear", "configuration": {
+        "kind": "inline", "chunk_shapes": [[8, 24], 12]}});
+    let sharding = serde_json::json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [4, 6],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+        "index_location": "end"}}]);
+    let sharded = rectilinear_source(
+        dir.path(),
+        "rect-sharded.zarr",
+        [32, 24],
+        shard_grid.clone(),
+        sharding,
+    );
+    let original = raw(&sharded);
+    let copy = dir.path().join("sharded-copy.zarr").display().to_string();
+    let note = copy_note(&["copy", &sharded, &copy, "--codec", "zstd:3"]);
+    assert!(
+        note.contains("(rectilinear shards of chunks 4x6)"),
+        "{note}"
+    );
+    let meta = info(&copy);
+    assert_eq!(meta["metadata"]["chunk_grid"], shard_grid);
+    let codec = &meta["metadata"]["codecs"][0];
+    assert_eq!(codec["name"], "sharding_indexed");
+    assert_eq!(
+        codec["configuration"]["chunk_shape"],
+        serde_json::json!([4, 6])
+    );
+    assert_eq!(
+        codec_names(&codec["configuration"]["codecs"]),
+        ["bytes", "zstd"]
+    );
+    assert_eq!(raw(&copy), original);
+    // Unsharding it takes --shards none; the inner chunks become the grid.
+    let plain = dir.path().join("plain.zarr").display().to_string();
+    ok(&["copy", &sharded, &plain, "--shards", "none"]);
+    assert_eq!(
+        info(&plain)["metadata"]["chunk_grid"]["configuration"]["chunk_shape"],
+        serde_json::json!([4, 6])
+    );
+    assert_eq!(raw(&plain), original);
+}
+
 #[test]
 fn copy_converts_the_data_type() {
     let dir = tempfile::tempdir().unwrap();
