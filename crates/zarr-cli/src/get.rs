@@ -122,7 +122,15 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
                 );
             }
             let mut out = BufWriter::new(std::io::stdout().lock());
-            write(&array, &selection, format, npy.as_ref(), &mut out).await?;
+            write(
+                &array,
+                &selection,
+                format,
+                npy.as_ref(),
+                SLAB_BYTES,
+                &mut out,
+            )
+            .await?;
             out.flush()?;
         }
         Some(path) => {
@@ -130,7 +138,15 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
                 File::create(path).with_context(|| format!("creating {}", path.display()))?;
             let mut out = BufWriter::new(file);
             let result = async {
-                write(&array, &selection, format, npy.as_ref(), &mut out).await?;
+                write(
+                    &array,
+                    &selection,
+                    format,
+                    npy.as_ref(),
+                    SLAB_BYTES,
+                    &mut out,
+                )
+                .await?;
                 out.flush()
                     .with_context(|| format!("writing {}", path.display()))
             }
@@ -149,11 +165,13 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
     Ok(())
 }
 
+/// Write the selected elements in `format`, reading slabs of about `slab_bytes`.
 async fn write(
     array: &Array<dyn Store>,
     selection: &Selection,
     format: Format,
     npy: Option<&crate::npy::NpyType>,
+    slab_bytes: u64,
     out: &mut impl Write,
 ) -> Result<()> {
     let metadata = array.metadata();
@@ -162,20 +180,25 @@ async fn write(
     let element_bytes = data_type.fixed_size().map_or(VARIABLE_GUESS, |n| n as u64);
     match format {
         Format::Json => {
-            let bytes = read_slab(array, selection, &selection.region).await?;
-            let mut values = Vec::new();
-            for_each_element(&bytes, data_type, Style::Json, |text| {
-                values.push(text.to_owned());
-                Ok(())
-            })?;
-            let mut text = String::new();
-            nest(&mut text, &out_shape, &values);
-            text.push('\n');
-            out.write_all(text.as_bytes())?;
+            // Slab by slab, as text: memory stays at one slab however large the region.
+            let mut printer = JsonPrinter::new(&out_shape);
+            for slab in slabs(metadata, &selection.region, element_bytes, slab_bytes)? {
+                let bytes = read_slab(array, selection, &slab).await?;
+                let mut buf = String::new();
+                for_each_element(&bytes, data_type, Style::Json, |text| {
+                    printer.push(&mut buf, text);
+                    Ok(())
+                })?;
+                out.write_all(buf.as_bytes())?;
+            }
+            let mut buf = String::new();
+            printer.finish(&mut buf);
+            buf.push('\n');
+            out.write_all(buf.as_bytes())?;
         }
         Format::Text => {
             let mut printer = TextPrinter::new(&out_shape);
-            for slab in slabs(metadata, &selection.region, element_bytes, SLAB_BYTES)? {
+            for slab in slabs(metadata, &selection.region, element_bytes, slab_bytes)? {
                 let bytes = read_slab(array, selection, &slab).await?;
                 let mut buf = String::new();
                 for_each_element(&bytes, data_type, Style::Text, |text| {
@@ -186,13 +209,13 @@ async fn write(
             }
         }
         Format::Npy if data_type.fixed_size().is_none() => {
-            write_text_npy(array, selection, SLAB_BYTES, out).await?;
+            write_text_npy(array, selection, slab_bytes, out).await?;
         }
         Format::Npy | Format::Raw => {
             if let Some(npy) = npy {
                 out.write_all(&header(&npy.descr, &out_shape))?;
             }
-            for slab in slabs(metadata, &selection.region, element_bytes, SLAB_BYTES)? {
+            for slab in slabs(metadata, &selection.region, element_bytes, slab_bytes)? {
                 let mut bytes = if selection.is_strided() {
                     array
                         .read_selection_bytes(&selection.strided_in(&slab))
@@ -395,6 +418,60 @@ impl TextPrinter {
     }
 }
 
+/// Nested JSON arrays of a shape, written element by element (each already JSON, in C
+/// order), as [`nest`] writes them all at once: `[[0, 1, 2], [3, 4, 5]]`.
+struct JsonPrinter {
+    shape: Vec<u64>,
+    /// The index of the next element.
+    index: Vec<u64>,
+    /// Dimensions whose index wrapped to 0 on the way to the next element: brackets to close
+    /// and open again before it.
+    wrapped: usize,
+    pushed: bool,
+}
+
+impl JsonPrinter {
+    fn new(shape: &[u64]) -> Self {
+        Self {
+            shape: shape.to_vec(),
+            index: vec![0; shape.len()],
+            wrapped: 0,
+            pushed: false,
+        }
+    }
+
+    fn push(&mut self, out: &mut String, text: &str) {
+        let rank = self.shape.len();
+        if !self.pushed {
+            out.extend(std::iter::repeat_n('[', rank));
+        } else {
+            out.extend(std::iter::repeat_n(']', self.wrapped));
+            out.push_str(", ");
+            out.extend(std::iter::repeat_n('[', self.wrapped));
+        }
+        out.push_str(text);
+        self.pushed = true;
+        self.wrapped = 0;
+        for d in (0..rank).rev() {
+            self.index[d] += 1;
+            if self.index[d] < self.shape[d] || d == 0 {
+                break;
+            }
+            self.index[d] = 0;
+            self.wrapped += 1;
+        }
+    }
+
+    /// Close what is open; for a shape without elements, the empty arrays it has.
+    fn finish(&self, out: &mut String) {
+        if self.pushed {
+            out.extend(std::iter::repeat_n(']', self.shape.len()));
+        } else {
+            nest(out, &self.shape, &[]);
+        }
+    }
+}
+
 /// Nested JSON arrays of `shape` from the flat elements (already JSON).
 fn nest(out: &mut String, shape: &[u64], values: &[String]) {
     match shape {
@@ -475,6 +552,48 @@ mod tests {
         })
     }
 
+    /// `get --format json` of `region` of a 5x4x3 `int16` array (chunks 2x4x3), in slabs of
+    /// about `slab_bytes`.
+    fn json_export(region: &str, slab_bytes: u64) -> String {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let store: std::sync::Arc<dyn Store> =
+                std::sync::Arc::new(zarr::store::MemoryStore::new());
+            let array =
+                zarr::array::ArrayBuilder::new(vec![5, 4, 3], DataType::Int16, vec![2, 4, 3])
+                    .create(store, "/a")
+                    .await
+                    .unwrap();
+            let values: Vec<i16> = (0..60).map(|i| i * 3 - 50).collect();
+            array.write(array.full_region(), &values).await.unwrap();
+            let selection = parse_selection(Some(region), &array.metadata().shape).unwrap();
+            let mut out = Vec::new();
+            write(&array, &selection, Format::Json, None, slab_bytes, &mut out)
+                .await
+                .unwrap();
+            String::from_utf8(out).unwrap()
+        })
+    }
+
+    #[test]
+    fn json_exports_in_slabs_equal_one_read() {
+        for region in [":", "1:4,::2,1", "3", "2:2", "::2,1:3,::-1"] {
+            let Ok(_) = parse_selection(Some(region), &[5, 4, 3]) else {
+                continue;
+            };
+            let whole = json_export(region, 1 << 20);
+            // 24 bytes: one chunk row (2 x 4 x 3 x 2 bytes) per slab at most.
+            let slabbed = json_export(region, 24);
+            assert_eq!(slabbed, whole, "region {region}");
+            assert!(whole.ends_with('\n'));
+            serde_json::from_str::<serde_json::Value>(&whole).unwrap();
+        }
+        let all: serde_json::Value = serde_json::from_str(&json_export(":", 1)).unwrap();
+        assert_eq!(all[4][3][2], 59 * 3 - 50, "{all}");
+        assert_eq!(json_export("2:2", 1), "[]\n");
+        assert_eq!(json_export("1,2,0", 1), "4\n"); // element 18: 18 x 3 - 50
+    }
+
     /// The `descr` and data of an `.npy` file.
     fn parts(npy: &[u8]) -> (String, Vec<u64>, Vec<u8>) {
         let h = crate::npy::read_header(&mut &npy[..]).unwrap();
@@ -522,6 +641,37 @@ mod tests {
         let (descr, _, data) = parts(&export(DataType::Bytes, vec![3], &bytes, ":", 16));
         assert_eq!(descr, "|S3");
         assert_eq!(data, b"a\0b\0\0\0\xff\0\0");
+    }
+
+    #[test]
+    fn json_printed_element_by_element_nests_as_a_whole() {
+        for shape in [
+            &[][..],
+            &[0],
+            &[1],
+            &[4],
+            &[2, 3],
+            &[3, 1],
+            &[1, 1, 1],
+            &[2, 0],
+            &[0, 3],
+            &[2, 3, 4],
+            &[3, 1, 2, 2],
+        ] {
+            let n: u64 = shape.iter().product();
+            let values: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+            let mut whole = String::new();
+            nest(&mut whole, shape, &values);
+            let mut printer = JsonPrinter::new(shape);
+            let mut streamed = String::new();
+            for v in &values {
+                printer.push(&mut streamed, v);
+            }
+            printer.finish(&mut streamed);
+            assert_eq!(streamed, whole, "shape {shape:?}");
+            let parsed: serde_json::Value = serde_json::from_str(&streamed).unwrap();
+            assert!(parsed.is_array() || shape.is_empty(), "{streamed}");
+        }
     }
 
     #[test]
