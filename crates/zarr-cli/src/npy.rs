@@ -408,15 +408,22 @@ pub(crate) fn read_header(input: &mut impl Read) -> Result<Header> {
         .context("reading the .npy header")?;
     let dict = String::from_utf8(dict).context("the .npy header is not text")?;
     let descr = field(&dict, "descr")?;
-    let descr = descr
-        .strip_prefix('\'')
-        .and_then(|d| d.strip_suffix('\''))
-        .with_context(|| {
-            format!(
-                "the .npy descr {descr} is not a simple dtype (structured arrays are not supported)"
-            )
-        })?
-        .to_owned();
+    let descr = if descr.starts_with('[') {
+        // A structured dtype: checked here, matched to the array's fields by `put`.
+        Descr::parse(descr)?;
+        descr.to_owned()
+    } else {
+        descr
+            .strip_prefix('\'')
+            .and_then(|d| d.strip_suffix('\''))
+            .with_context(|| {
+                format!(
+                    "the .npy descr {descr} is neither a typestr nor a list of fields (numpy's \
+                     dict form of a structured dtype, with offsets, is not read)"
+                )
+            })?
+            .to_owned()
+    };
     let fortran_order = match field(&dict, "fortran_order")? {
         "True" => true,
         "False" => false,
@@ -451,7 +458,9 @@ fn field<'a>(dict: &'a str, key: &str) -> Result<&'a str> {
         .with_context(|| format!("the .npy header has no {key:?}"))?
         + pattern.len();
     let rest = dict[start..].trim_start();
-    let end = if rest.starts_with('(') {
+    let end = if rest.starts_with('[') {
+        bracketed_len(rest)
+    } else if rest.starts_with('(') {
         rest.find(')').map(|i| i + 1)
     } else if let Some(quoted) = rest.strip_prefix('\'') {
         quoted.find('\'').map(|i| i + 2)
@@ -462,9 +471,202 @@ fn field<'a>(dict: &'a str, key: &str) -> Result<&'a str> {
     Ok(rest[..end].trim())
 }
 
+/// The length of the bracketed list `text` starts with (quotes respected), if it ends.
+fn bracketed_len(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote = None;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '\'' | '"' => quote = Some(c),
+                '[' | '(' => depth += 1,
+                ']' | ')' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            },
+        }
+    }
+    None
+}
+
+/// A numpy dtype as an `.npy` header spells it: a typestr (`<i4`), or a structured dtype's
+/// list of `(name, dtype)` fields (`[('id', '<i4'), ('p', [('x', '<f4')])]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Descr {
+    Type(String),
+    Record(Vec<(String, Descr)>),
+}
+
+impl Descr {
+    /// Parse a structured dtype's list literal (Python syntax: either quote, backslash
+    /// escapes). Subarray fields (`('v', '<f4', (3,))`) are refused by name.
+    pub(crate) fn parse(text: &str) -> Result<Self> {
+        let mut parser = Parser { text, at: 0 };
+        let descr = parser.record()?;
+        parser.space();
+        if parser.at != text.len() {
+            bail!("the .npy descr {text} has more after its list of fields");
+        }
+        Ok(descr)
+    }
+}
+
+/// A cursor over a Python literal.
+struct Parser<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl Parser<'_> {
+    fn space(&mut self) {
+        let rest = &self.text[self.at..];
+        self.at += rest.len() - rest.trim_start().len();
+    }
+
+    fn peek(&mut self) -> Option<char> {
+        self.space();
+        self.text[self.at..].chars().next()
+    }
+
+    fn expect(&mut self, want: char) -> Result<()> {
+        match self.peek() {
+            Some(c) if c == want => {
+                self.at += c.len_utf8();
+                Ok(())
+            }
+            other => bail!(
+                "the .npy descr {} has {} where {want:?} belongs (at byte {})",
+                self.text,
+                other.map_or_else(|| "its end".to_owned(), |c| format!("{c:?}")),
+                self.at
+            ),
+        }
+    }
+
+    /// `'...'` or `"..."`, with `\\`, `\'` and `\"` escapes.
+    fn string(&mut self) -> Result<String> {
+        let Some(quote @ ('\'' | '"')) = self.peek() else {
+            bail!(
+                "the .npy descr {} has no string at byte {}",
+                self.text,
+                self.at
+            );
+        };
+        self.at += 1;
+        let mut out = String::new();
+        let mut chars = self.text[self.at..].char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, e @ ('\\' | '\'' | '"'))) => out.push(e),
+                    _ => bail!(
+                        "the .npy descr {} has an escape this tool does not read",
+                        self.text
+                    ),
+                },
+                c if c == quote => {
+                    self.at += i + 1;
+                    return Ok(out);
+                }
+                c => out.push(c),
+            }
+        }
+        bail!("the .npy descr {} has an unterminated string", self.text)
+    }
+
+    /// `[(name, dtype), ...]`.
+    fn record(&mut self) -> Result<Descr> {
+        self.expect('[')?;
+        let mut fields = Vec::new();
+        loop {
+            if self.peek() == Some(']') {
+                self.at += 1;
+                break;
+            }
+            self.expect('(')?;
+            let name = self.string()?;
+            self.expect(',')?;
+            let dtype = if self.peek() == Some('[') {
+                self.record()?
+            } else {
+                Descr::Type(self.string()?)
+            };
+            if self.peek() == Some(',') {
+                self.at += 1;
+                if self.peek() != Some(')') {
+                    bail!(
+                        "the .npy field {name:?} is a subarray (a shape after its dtype), which \
+                         no Zarr data type holds"
+                    );
+                }
+            }
+            self.expect(')')?;
+            fields.push((name, dtype));
+            match self.peek() {
+                Some(',') => self.at += 1,
+                Some(']') => {}
+                _ => self.expect(']')?,
+            }
+        }
+        if fields.is_empty() {
+            bail!("the .npy descr {} has no fields", self.text);
+        }
+        Ok(Descr::Record(fields))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn structured_descrs_parse_as_numpy_and_this_tool_write_them() {
+        let t = |s: &str| Descr::Type(s.to_owned());
+        // numpy's repr, double quotes for a name holding a single quote.
+        let numpy = r#"[('id', '<i4'), ("it's", [('x', '>f4'), ('y', '<f8')]), ('ok', '|b1')]"#;
+        let ours = r"[('id', '<i4'), ('it\'s', [('x', '>f4'), ('y', '<f8')]), ('ok', '|b1')]";
+        let want = Descr::Record(vec![
+            ("id".into(), t("<i4")),
+            (
+                "it's".into(),
+                Descr::Record(vec![("x".into(), t(">f4")), ("y".into(), t("<f8"))]),
+            ),
+            ("ok".into(), t("|b1")),
+        ]);
+        assert_eq!(Descr::parse(numpy).unwrap(), want);
+        assert_eq!(Descr::parse(ours).unwrap(), want);
+        for (bad, says) in [
+            ("[('v', '<f4', (3,))]", "subarray"),
+            ("[]", "no fields"),
+            ("[('a', '<i4')", "its end"),
+            ("[('a' '<i4')]", "','"),
+            ("[('a', '<i4')] x", "more after"),
+            ("[('a\\n', '<i4')]", "escape"),
+        ] {
+            let err = Descr::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        // Inside a header: the list is the descr, whatever commas it holds.
+        let mut file = header(numpy, &[2]);
+        file.extend_from_slice(&[0; 2 * 13]);
+        let h = read_header(&mut file.as_slice()).unwrap();
+        assert_eq!(h.descr, numpy);
+        assert_eq!(h.shape, [2]);
+    }
 
     #[test]
     fn headers_round_trip_and_align() {

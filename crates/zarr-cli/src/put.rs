@@ -16,7 +16,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use indicatif::ProgressBar;
 use zarr::array::{Array, ArrayBytes, Region};
-use zarr::metadata::{ArrayMetadata, DataType};
+use zarr::metadata::{ArrayMetadata, DataType, StructType};
 use zarr::store::Store;
 use zarr::vlen::{VlenBinary, VlenStrings};
 
@@ -25,7 +25,7 @@ use crate::format::{swap_bytes, swap_unit};
 use crate::get::SLAB_BYTES;
 use crate::layout::shape_text;
 use crate::npy::{
-    Header, TextDtype, fortran_to_c, npy_type, numeric_data_type, push_utf32, read_header,
+    Descr, Header, TextDtype, fortran_to_c, npy_type, numeric_data_type, push_utf32, read_header,
     trim_nuls,
 };
 use crate::progress::{bar, note};
@@ -81,13 +81,22 @@ enum Elements {
     Strings(TextDtype),
     /// `bytes` elements from `S n`.
     Binary { len: usize },
+    /// Struct elements from a structured dtype with the same fields, `size` bytes each; the
+    /// bytes of each `(offset, width)` unit of an element are reversed (its fields in the
+    /// other byte order).
+    Record {
+        size: usize,
+        swaps: Vec<(usize, usize)>,
+    },
 }
 
 impl Elements {
     /// The bytes of one element in the file.
     fn item_size(&self) -> usize {
         match *self {
-            Self::Fixed { size, .. } | Self::Convert { size, .. } => size,
+            Self::Fixed { size, .. } | Self::Convert { size, .. } | Self::Record { size, .. } => {
+                size
+            }
             Self::Strings(text) => text.item_size(),
             Self::Binary { len } => len,
         }
@@ -100,7 +109,7 @@ impl Elements {
         let item = self.item_size() as u64;
         let rearranged = if fortran_order { item } else { 0 };
         let values = match self {
-            Self::Fixed { .. } => 0,
+            Self::Fixed { .. } | Self::Record { .. } => 0,
             Self::Convert { to, .. } => to.fixed_size().unwrap_or(1) as u64,
             Self::Strings(_) | Self::Binary { .. } => item.saturating_add(8),
         };
@@ -140,6 +149,26 @@ fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements>
         ),
         _ => {}
     }
+    if let DataType::Struct(st) = data_type {
+        let file = if descr.starts_with('[') {
+            Descr::parse(descr)?
+        } else {
+            Descr::Type(descr.to_owned())
+        };
+        let mut swaps = Vec::new();
+        match_fields(&file, st, 0, "", &mut swaps).map_err(|why| {
+            anyhow::Error::new(crate::Usage(format!(
+                "{} holds {descr}, the array {} ({}): {why}",
+                input.display(),
+                data_type.name(),
+                npy_type(data_type).map_or_else(|e| e.to_string(), |t| t.descr)
+            )))
+        })?;
+        return Ok(Elements::Record {
+            size: data_type.fixed_size().unwrap_or(1),
+            swaps,
+        });
+    }
     let expected = npy_type(data_type)?;
     if expected.small_int.is_some() {
         usage!("put does not write {} arrays", data_type.name());
@@ -173,6 +202,85 @@ fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements>
                 ""
             }
         ),
+    }
+}
+
+/// Match a file's structured dtype to the fields of `st` (at byte `base` of the element):
+/// the same names in the same order, each of the same type in either byte order (nested
+/// structs as nested lists). Pushes the `(offset, width)` units to reverse for fields in the
+/// other byte order; says what differs otherwise.
+fn match_fields(
+    file: &Descr,
+    st: &StructType,
+    base: usize,
+    path: &str,
+    swaps: &mut Vec<(usize, usize)>,
+) -> Result<(), String> {
+    let Descr::Record(fields) = file else {
+        return Err(format!("{}not a structured dtype", at(path)));
+    };
+    let names = |list: Vec<&str>| list.join(", ");
+    if fields.len() != st.fields().len()
+        || fields
+            .iter()
+            .zip(st.fields())
+            .any(|((n, _), f)| *n != f.name)
+    {
+        return Err(format!(
+            "{}fields ({}) where the array has ({})",
+            at(path),
+            names(fields.iter().map(|(n, _)| n.as_str()).collect()),
+            names(st.fields().iter().map(|f| f.name.as_str()).collect())
+        ));
+    }
+    for (((name, dtype), field), offset) in fields.iter().zip(st.fields()).zip(st.offsets()) {
+        let here = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path}.{name}")
+        };
+        let start = base + offset;
+        match (&field.data_type, dtype) {
+            (DataType::Struct(inner), _) => match_fields(dtype, inner, start, &here, swaps)?,
+            (data_type, Descr::Type(typestr)) => {
+                let expected = npy_type(data_type).map_err(|e| format!("field {here}: {e:#}"))?;
+                if expected.small_int.is_some()
+                    || without_order(typestr) != without_order(&expected.descr)
+                {
+                    return Err(format!(
+                        "field {here} is {typestr}, the array's {} ({})",
+                        data_type.name(),
+                        expected.descr
+                    ));
+                }
+                let other_order = if cfg!(target_endian = "big") {
+                    typestr.starts_with('<')
+                } else {
+                    typestr.starts_with('>')
+                };
+                let width = swap_unit(data_type);
+                if other_order && width > 1 {
+                    let size = data_type.fixed_size().unwrap_or(1);
+                    swaps.extend((0..size / width).map(|i| (start + i * width, width)));
+                }
+            }
+            (data_type, Descr::Record(_)) => {
+                return Err(format!(
+                    "field {here} is a structured dtype, the array's {}",
+                    data_type.name()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `field a.b: ` for a nested struct's problem, nothing at the top.
+fn at(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("field {path}: ")
     }
 }
 
@@ -343,6 +451,16 @@ async fn write_slabs(
         let values = match &source.elements {
             &Elements::Fixed { swap, .. } => {
                 swap_bytes(&mut buf, swap);
+                ArrayBytes::fixed(buf)
+            }
+            Elements::Record { size, swaps } => {
+                if !swaps.is_empty() {
+                    for element in buf.chunks_exact_mut(*size) {
+                        for &(offset, width) in swaps {
+                            element[offset..offset + width].reverse();
+                        }
+                    }
+                }
                 ArrayBytes::fixed(buf)
             }
             Elements::Convert { .. } => ArrayBytes::fixed(source.convert(buf, name)?),

@@ -140,7 +140,8 @@ pub(crate) fn parse_npy(bytes: &[u8]) -> Npy {
     Npy { descr, shape, data }
 }
 
-/// An `.npy` file as numpy writes one (`descr` in any byte order), C order.
+/// An `.npy` file as numpy writes one (`descr` in any byte order, or a structured dtype's
+/// list of fields), C order.
 pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
     write_npy_ordered(path, descr, false, shape, data);
 }
@@ -165,7 +166,13 @@ pub(crate) fn write_npy_ordered(
                 .join(", ")
         ),
     };
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+    // A structured dtype's list of fields is a Python literal of its own, not quoted.
+    let descr = if descr.starts_with('[') {
+        descr.to_owned()
+    } else {
+        format!("'{descr}'")
+    };
+    let mut dict = format!("{{'descr': {descr}, 'fortran_order': {order}, 'shape': {shape}, }}");
     while (10 + dict.len() + 1) % 64 != 0 {
         dict.push(' ');
     }

@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use crate::common::{fixture, ok};
+use crate::common::{copy_dir, fixture, ok};
 
 const CHECK: &str = r#"
 import sys, numpy, zarr
@@ -43,7 +43,8 @@ assert t.shape == (1000,) and t[699] == t[699] and t[700] != t[700]
 print("ok")
 "#;
 
-/// numpy writes the files `put` reads: strings with `dtype="U"` and a Fortran-order array.
+/// numpy writes the files `put` reads: strings with `dtype="U"`, a Fortran-order array and
+/// structured records with a big-endian field.
 const WRITE: &str = r#"
 import sys, numpy
 d = sys.argv[1]
@@ -52,6 +53,8 @@ numpy.save(f"{d}/b.npy", numpy.array([b"\x00\x01", b"", b"abc"], dtype="S"))
 f = numpy.asfortranarray(numpy.arange(2 * 3 * 4, dtype=">f8").reshape(2, 3, 4) * 1.5 - 7)
 assert f.flags.f_contiguous and not f.flags.c_contiguous
 numpy.save(f"{d}/f.npy", f)
+r = numpy.array([(1.5, 7), (-2.25, 8), (1e6, 9)], dtype=[("x", ">f4"), ("y", "u1")])
+numpy.save(f"{d}/r.npy", r)
 print("ok")
 "#;
 
@@ -119,10 +122,17 @@ fn numpy_files_go_through_put_and_get_as_zarr_python_sees_them() {
     ok(&[
         "create", &numbers, "--shape", "2,3,4", "--dtype", "float64", "--chunks", "1,2,3",
     ]);
+    // A struct array as zarr-python writes one (fields `x` float32, `y` uint8).
+    let records = format!("{d}/r.zarr");
+    copy_dir(
+        std::path::Path::new(&fixture("zarr-python/structured")),
+        std::path::Path::new(&records),
+    );
     for (array, region, file) in [
         (&strings, "1:3,1:4", "s.npy"),
         (&bytes, ":", "b.npy"),
         (&numbers, ":", "f.npy"),
+        (&records, ":", "r.npy"),
     ] {
         let npy = format!("{d}/{file}");
         ok(&["put", array, "-i", &npy, "-r", region]);

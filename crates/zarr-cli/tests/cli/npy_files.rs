@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{fails, ok, parse_npy, write_npy, write_npy_ordered};
+use crate::common::{copy_dir, fails, fixture, ok, parse_npy, write_npy, write_npy_ordered};
 
 /// `strings` as the data of a `U{width}` file, little- or big-endian.
 fn utf32(strings: &[&str], width: usize, big_endian: bool) -> Vec<u8> {
@@ -379,4 +379,71 @@ fn put_and_get_take_the_same_steps() {
     ok(&["put", &strings, "-i", path(&npy), "-r", "[0,2]"]);
     assert_eq!(json_of(&strings, ":"), json!(["é", "é", "🦀z", "", "🦀z"]));
     assert_eq!(json_of(&strings, "[0,4]"), json!(["é", "🦀z"]));
+}
+
+/// `put` of structured `.npy` files into a struct array (zarr-python's `structured` fixture:
+/// fields `x` float32 and `y` uint8): fields in either byte order, what `get` exports read
+/// back unchanged, and files whose fields differ refused by name.
+#[test]
+fn put_structured_files_into_struct_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("records.zarr");
+    copy_dir(Path::new(&fixture("zarr-python/structured")), &array);
+    let array = path(&array).to_owned();
+    let raw = |target: &str| {
+        let file = dir.path().join("out.raw");
+        ok(&["get", target, "-f", "raw", "-o", path(&file)]);
+        std::fs::read(file).unwrap()
+    };
+    // `x` big-endian, as a file from a big-endian machine (or `astype('>f4')`) holds it.
+    let records = [(1.5f32, 7u8), (-2.25, 8), (1e6, 9)];
+    let big: Vec<u8> = records
+        .iter()
+        .flat_map(|(x, y)| x.to_be_bytes().into_iter().chain([*y]))
+        .collect();
+    let file = dir.path().join("big.npy");
+    write_npy(&file, "[('x', '>f4'), ('y', '|u1')]", &[3], &big);
+    ok(&["put", &array, "-i", path(&file)]);
+    let little: Vec<u8> = records
+        .iter()
+        .flat_map(|(x, y)| x.to_le_bytes().into_iter().chain([*y]))
+        .collect();
+    assert_eq!(raw(&array), little);
+    assert_eq!(
+        json_of(&array, "1"),
+        json!({"x": -2.25, "y": 8}),
+        "{}",
+        json_of(&array, ":")
+    );
+
+    // What `get` exports, `put` reads back: into a second copy holding other values.
+    let exported = dir.path().join("exported.npy");
+    ok(&["get", &array, "-f", "npy", "-o", path(&exported)]);
+    let other = dir.path().join("other.zarr");
+    copy_dir(Path::new(&fixture("zarr-python/structured")), &other);
+    let other = path(&other).to_owned();
+    assert_ne!(raw(&other), little);
+    ok(&["put", &other, "-i", path(&exported)]);
+    assert_eq!(raw(&other), little);
+
+    // Other fields, another field type, a plain dtype, a subarray: refused by name.
+    for (descr, says) in [
+        (
+            "[('x', '<f4'), ('z', '|u1')]",
+            "fields (x, z) where the array has (x, y)",
+        ),
+        ("[('x', '<f8'), ('y', '|u1')]", "field x is <f8"),
+        ("[('x', '<f4')]", "fields (x) where the array has (x, y)"),
+        ("<f4", "not a structured dtype"),
+    ] {
+        let file = dir.path().join("bad.npy");
+        write_npy(&file, descr, &[3], &big);
+        let err = fails(&["put", &other, "-i", path(&file)], 2);
+        assert!(err.contains(says), "{descr}: {err}");
+    }
+    let file = dir.path().join("subarray.npy");
+    write_npy(&file, "[('x', '<f4', (2,)), ('y', '|u1')]", &[3], &[0; 27]);
+    let err = fails(&["put", &other, "-i", path(&file)], 1);
+    assert!(err.contains("subarray"), "{err}");
+    assert_eq!(raw(&other), little);
 }
