@@ -113,7 +113,7 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
     } else {
         None
     };
-    match &args.output {
+    let (mut out, file): (BufWriter<Box<dyn Write>>, _) = match &args.output {
         None => {
             if binary && std::io::stdout().is_terminal() {
                 usage!(
@@ -121,47 +121,41 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
                     format.name()
                 );
             }
-            let mut out = BufWriter::new(std::io::stdout().lock());
-            write(
-                &array,
-                &selection,
-                format,
-                npy.as_ref(),
-                SLAB_BYTES,
-                &mut out,
-            )
-            .await?;
-            out.flush()?;
+            (BufWriter::new(Box::new(std::io::stdout().lock())), None)
         }
         Some(path) => {
             let file =
                 File::create(path).with_context(|| format!("creating {}", path.display()))?;
-            let mut out = BufWriter::new(file);
-            let result = async {
-                write(
-                    &array,
-                    &selection,
-                    format,
-                    npy.as_ref(),
-                    SLAB_BYTES,
-                    &mut out,
-                )
-                .await?;
-                out.flush()
-                    .with_context(|| format!("writing {}", path.display()))
-            }
-            .await;
-            if result.is_err() {
-                // Leave no partial export behind; but only a regular file is an export's
-                // (`-o /dev/null` is not to be removed, nor a named pipe or a link).
-                drop(out);
-                if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) {
-                    let _ = std::fs::remove_file(path);
-                }
-            }
-            result?;
+            (BufWriter::new(Box::new(file)), Some(path))
+        }
+    };
+    let result = async {
+        write(
+            &array,
+            &selection,
+            format,
+            npy.as_ref(),
+            SLAB_BYTES,
+            &mut out,
+        )
+        .await?;
+        out.flush().with_context(|| match file {
+            Some(path) => format!("writing {}", path.display()),
+            None => "writing to standard output".to_owned(),
+        })
+    }
+    .await;
+    if result.is_err()
+        && let Some(path) = file
+    {
+        // Leave no partial export behind; but only a regular file is an export's (`-o
+        // /dev/null` is not to be removed, nor a named pipe or a link).
+        drop(out);
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) {
+            let _ = std::fs::remove_file(path);
         }
     }
+    result?;
     Ok(())
 }
 
@@ -179,13 +173,17 @@ async fn write(
     let out_shape = selection.out_shape();
     let element_bytes = data_type.fixed_size().map_or(VARIABLE_GUESS, |n| n as u64);
     match format {
-        Format::Json => {
-            // Slab by slab, as text: memory stays at one slab however large the region.
-            let mut printer = JsonPrinter::new(&out_shape);
+        Format::Json | Format::Text => {
+            // Slab by slab: memory stays at one slab however large the region.
+            let (mut printer, style): (Box<dyn Printer>, _) = if format == Format::Json {
+                (Box::new(JsonPrinter::new(&out_shape)), Style::Json)
+            } else {
+                (Box::new(TextPrinter::new(&out_shape)), Style::Text)
+            };
             for slab in slabs(metadata, &selection.region, element_bytes, slab_bytes)? {
                 let bytes = read_slab(array, selection, &slab).await?;
                 let mut buf = String::new();
-                for_each_element(&bytes, data_type, Style::Json, |text| {
+                for_each_element(&bytes, data_type, style, |text| {
                     printer.push(&mut buf, text);
                     Ok(())
                 })?;
@@ -193,20 +191,7 @@ async fn write(
             }
             let mut buf = String::new();
             printer.finish(&mut buf);
-            buf.push('\n');
             out.write_all(buf.as_bytes())?;
-        }
-        Format::Text => {
-            let mut printer = TextPrinter::new(&out_shape);
-            for slab in slabs(metadata, &selection.region, element_bytes, slab_bytes)? {
-                let bytes = read_slab(array, selection, &slab).await?;
-                let mut buf = String::new();
-                for_each_element(&bytes, data_type, Style::Text, |text| {
-                    printer.push(&mut buf, text);
-                    Ok(())
-                })?;
-                out.write_all(buf.as_bytes())?;
-            }
         }
         Format::Npy if data_type.fixed_size().is_none() => {
             write_text_npy(array, selection, slab_bytes, out).await?;
@@ -378,6 +363,13 @@ pub(crate) fn for_each_element(
 
 /// Lays out a stream of elements as text: one per line for 0-d and 1-d results; otherwise
 /// rows of the last dimension, space-separated, with a blank line between 2-d planes.
+/// Text output written element by element (each already formatted), in C order.
+trait Printer {
+    fn push(&mut self, out: &mut String, text: &str);
+    /// What ends the output, after the last element.
+    fn finish(&self, out: &mut String);
+}
+
 struct TextPrinter {
     rank: usize,
     row_len: u64,
@@ -395,7 +387,9 @@ impl TextPrinter {
             index: 0,
         }
     }
+}
 
+impl Printer for TextPrinter {
     fn push(&mut self, out: &mut String, text: &str) {
         if self.rank < 2 {
             out.push_str(text);
@@ -416,6 +410,8 @@ impl TextPrinter {
         }
         self.index += 1;
     }
+
+    fn finish(&self, _out: &mut String) {}
 }
 
 /// Nested JSON arrays of a shape, written element by element (each already JSON, in C
@@ -439,7 +435,9 @@ impl JsonPrinter {
             pushed: false,
         }
     }
+}
 
+impl Printer for JsonPrinter {
     fn push(&mut self, out: &mut String, text: &str) {
         let rank = self.shape.len();
         if !self.pushed {
@@ -462,13 +460,15 @@ impl JsonPrinter {
         }
     }
 
-    /// Close what is open; for a shape without elements, the empty arrays it has.
+    /// Close what is open (for a shape without elements, write the empty arrays it has),
+    /// then end the line.
     fn finish(&self, out: &mut String) {
         if self.pushed {
             out.extend(std::iter::repeat_n(']', self.shape.len()));
         } else {
             nest(out, &self.shape, &[]);
         }
+        out.push('\n');
     }
 }
 
@@ -668,7 +668,7 @@ mod tests {
                 printer.push(&mut streamed, v);
             }
             printer.finish(&mut streamed);
-            assert_eq!(streamed, whole, "shape {shape:?}");
+            assert_eq!(streamed, format!("{whole}\n"), "shape {shape:?}");
             let parsed: serde_json::Value = serde_json::from_str(&streamed).unwrap();
             assert!(parsed.is_array() || shape.is_empty(), "{streamed}");
         }

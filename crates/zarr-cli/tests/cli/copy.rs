@@ -197,16 +197,8 @@ fn copy_keeps_a_rectilinear_grid_unless_asked_to_rechunk() {
     assert!(err.contains("give --chunks"), "{err}");
     // Zarr v2 has no rectilinear grids: refused before anything is written.
     let v2 = dir.path().join("v2.zarr");
-    let err = fails(
-        &[
-            "copy",
-            &src,
-            &v2.display().to_string(),
-            "--zarr-format",
-            "2",
-        ],
-        2,
-    );
+    let v2_text = v2.display().to_string();
+    let err = fails(&["copy", &src, &v2_text, "--zarr-format", "2"], 2);
     assert!(err.contains("rectilinear"), "{err}");
     assert!(!v2.exists());
 
