@@ -377,6 +377,13 @@ impl Header {
     }
 }
 
+/// The longest header read: numpy's own `max_header_size` for untrusted files is 10,000
+/// bytes; this leaves room for structured dtypes of many fields without letting a length
+/// field claim gigabytes.
+const MAX_HEADER: usize = 1 << 20;
+/// The deepest nesting of structured dtypes read.
+const MAX_NESTING: usize = 32;
+
 /// Read and parse the header of an `.npy` file.
 ///
 /// # Errors
@@ -402,6 +409,12 @@ pub(crate) fn read_header(input: &mut impl Read) -> Result<Header> {
         }
         v => bail!(".npy version {v} is not supported"),
     };
+    if len > MAX_HEADER {
+        bail!(
+            "the .npy header claims {len} bytes; numpy writes far less (this tool reads at \
+             most {MAX_HEADER})"
+        );
+    }
     let mut dict = vec![0u8; len];
     input
         .read_exact(&mut dict)
@@ -515,7 +528,11 @@ impl Descr {
     /// Parse a structured dtype's list literal (Python syntax: either quote, backslash
     /// escapes). Subarray fields (`('v', '<f4', (3,))`) are refused by name.
     pub(crate) fn parse(text: &str) -> Result<Self> {
-        let mut parser = Parser { text, at: 0 };
+        let mut parser = Parser {
+            text,
+            at: 0,
+            depth: 0,
+        };
         let descr = parser.record()?;
         parser.space();
         if parser.at != text.len() {
@@ -529,6 +546,8 @@ impl Descr {
 struct Parser<'a> {
     text: &'a str,
     at: usize,
+    /// Structured dtypes open around the cursor.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -590,6 +609,10 @@ impl Parser<'_> {
 
     /// `[(name, dtype), ...]`.
     fn record(&mut self) -> Result<Descr> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            bail!("the .npy descr nests structured dtypes more than {MAX_NESTING} deep");
+        }
         self.expect('[')?;
         let mut fields = Vec::new();
         loop {
@@ -625,6 +648,7 @@ impl Parser<'_> {
         if fields.is_empty() {
             bail!("the .npy descr {} has no fields", self.text);
         }
+        self.depth -= 1;
         Ok(Descr::Record(fields))
     }
 }
@@ -660,6 +684,15 @@ mod tests {
             let err = Descr::parse(bad).unwrap_err().to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
+        let deep = format!("{}'<i4'{}", "[('a', ".repeat(40), ")]".repeat(40));
+        let err = Descr::parse(&deep).unwrap_err().to_string();
+        assert!(err.contains("32 deep"), "{err}");
+        let fine = format!("{}'<i4'{}", "[('a', ".repeat(32), ")]".repeat(32));
+        assert!(Descr::parse(&fine).is_ok());
+        // A version 2 header claiming 4 GiB is refused before anything is allocated.
+        let huge = b"\x93NUMPY\x02\x00\xff\xff\xff\xff{'descr': '<i4'}";
+        let err = read_header(&mut &huge[..]).unwrap_err().to_string();
+        assert!(err.contains("claims 4294967295 bytes"), "{err}");
         // Inside a header: the list is the descr, whatever commas it holds.
         let mut file = header(numpy, &[2]);
         file.extend_from_slice(&[0; 2 * 13]);
