@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use zarr_codecs::{CodecChain, CodecRegistry};
-use zarr_core::ArrayMetadata;
+use zarr_core::{ArrayMetadata, ChunkGrid};
 use zarr_sharding::ShardingCodec;
 
 use crate::error::{Error, Result};
@@ -78,6 +78,9 @@ impl ArrayCodecs {
             )),
             _ => None,
         };
+        if let Some(sharding) = &sharding {
+            check_shard_edges(path, metadata, sharding, &first)?;
+        }
         Ok(Self {
             first_shared: Arc::new(first.clone()),
             first,
@@ -149,14 +152,40 @@ impl ArrayCodecs {
         Ok(chain)
     }
 
-    /// The sharding codec for shards of the grid's first chunk shape, if the array is
-    /// sharded.
-    pub(crate) fn first_sharding(&self) -> Option<&ShardingCodec> {
-        self.sharding.as_deref()
-    }
-
     /// The chain for the first chunk (its metadata is the array's).
     pub(crate) fn first(&self) -> &CodecChain {
         &self.first
     }
+}
+
+/// Check, at open time, that the inner chunk shape of the sharding codec divides every shard
+/// of a rectilinear grid (a regular grid's one shard shape was checked when `first`, the chain
+/// for the first shard, was built). The constraint is per dimension, so each distinct edge
+/// length of each dimension is checked once.
+fn check_shard_edges(
+    path: &str,
+    metadata: &ArrayMetadata,
+    sharding: &ShardingCodec,
+    first: &CodecChain,
+) -> Result<()> {
+    if !matches!(metadata.chunk_grid, ChunkGrid::Rectilinear(_)) {
+        return Ok(());
+    }
+    let inner = sharding.inner_chunk_shape();
+    let lengths = metadata.chunk_grid.edge_lengths(&metadata.shape)?;
+    for (d, lengths) in lengths.iter().enumerate() {
+        if let Some(&edge) = lengths.iter().find(|&&edge| edge % inner[d] != 0) {
+            // Build the chain for a shard of that edge: the error is the one a first shard
+            // of that shape gets, naming both shapes.
+            let mut shape = first.decoded_representation().shape().to_vec();
+            shape[d] = edge;
+            first
+                .with_chunk_shape(shape)
+                .map_err(|source| Error::Codecs {
+                    array: path.to_owned(),
+                    source: Box::new(source),
+                })?;
+        }
+    }
+    Ok(())
 }

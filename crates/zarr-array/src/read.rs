@@ -642,7 +642,7 @@ pub(crate) async fn read_variable<S: ReadableStore + ?Sized>(
     // shard is one request.
     let partial = match &ranged {
         Some(ranged) => Partial::Vlen(ranged),
-        None if array.codecs.first_sharding().is_some() => Partial::Shards,
+        None if array.codecs.sharding_codec().is_some() => Partial::Shards,
         None => Partial::Whole,
     };
     let parts = std::sync::Mutex::new(parts);

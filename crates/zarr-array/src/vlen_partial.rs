@@ -38,7 +38,7 @@ impl RangedVlen {
         if let Some(codec) = only_vlen_arrow(&array.metadata.codecs) {
             return Some(Self::Chunks(codec));
         }
-        let sharding = array.codecs.first_sharding()?;
+        let sharding = array.codecs.sharding_codec()?;
         only_vlen_arrow(&sharding.inner_chain().to_metadata()).map(Self::Shards)
     }
 }

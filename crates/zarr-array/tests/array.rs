@@ -755,6 +755,83 @@ async fn non_nodes_consolidated_metadata_and_unknown_transformers() {
     assert!(err.to_string().contains("no-such-transformer"), "{err}");
 }
 
+/// A sharded array on a rectilinear grid: every shard's edge lengths must be multiples of the
+/// inner chunk shape, and a shard that is not is refused when the array is created or opened,
+/// not when that shard is first read. Edges past the array's end are no shards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rectilinear_shards_that_the_inner_chunks_do_not_divide_are_refused_at_open() {
+    let store = memory();
+    let grid = |edges: [u64; 3]| {
+        ChunkGrid::rectilinear(vec![
+            DimensionChunks::Regular(4),
+            DimensionChunks::from_edges(edges),
+        ])
+        .unwrap()
+    };
+    let builder = |edges| {
+        ArrayBuilder::new(vec![8, 30], DataType::UInt8, vec![1, 1])
+            .chunk_grid(grid(edges))
+            .sharding(vec![2, 5])
+    };
+    // 12 is not a multiple of 5: refused before anything is written.
+    let err = builder([10, 12, 10])
+        .create(Arc::clone(&store), "/bad")
+        .await
+        .unwrap_err();
+    let text = zarr_core::ErrorChain(&err).to_string();
+    assert!(matches!(err, Error::Codecs { .. }), "{text}");
+    assert!(
+        text.contains("[2, 5]") && text.contains("[4, 12]"),
+        "{text}"
+    );
+    assert!(
+        store
+            .get(&StoreKey::new("bad/zarr.json"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // The same metadata written by another implementation is refused at open.
+    let mut metadata = builder([10, 20, 8]).build_metadata().unwrap();
+    metadata.chunk_grid = grid([10, 12, 10]);
+    store
+        .set(
+            &StoreKey::new("foreign/zarr.json"),
+            Bytes::from(metadata.to_json_pretty().unwrap()),
+        )
+        .await
+        .unwrap();
+    let err = Array::open(Arc::clone(&store), "/foreign")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Codecs { .. }), "{err}");
+
+    // A regular step that the inner chunks do not divide, in the other dimension.
+    let err = ArrayBuilder::new(vec![8, 30], DataType::UInt8, vec![1, 1])
+        .chunk_grid(
+            ChunkGrid::rectilinear(vec![
+                DimensionChunks::Regular(3),
+                DimensionChunks::from_edges([10, 20]),
+            ])
+            .unwrap(),
+        )
+        .sharding(vec![2, 5])
+        .create(Arc::clone(&store), "/bad_step")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Codecs { .. }), "{err}");
+
+    // The 8 starts at the array's end (10 + 20 = 30): it is no shard, and the array works.
+    let array = builder([10, 20, 8])
+        .create(Arc::clone(&store), "/good")
+        .await
+        .unwrap();
+    let values: Vec<u8> = (0..240).map(|i| i as u8).collect();
+    array.write([0..8, 0..30], &values).await.unwrap();
+    assert_eq!(array.read::<u8>([0..8, 0..30]).await.unwrap(), values);
+}
+
 /// Rectilinear grids, the v2 chunk key encoding, 0-d and zero-length arrays, big-endian,
 /// transpose.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -945,10 +945,13 @@ fn a_write_stores_chunks_itself_only_while_the_stores_keep_up() {
     );
 
     // Quick encodes and slow stores (an `fsync` each): the chunks queue up and most go to the
-    // pool, several at once.
+    // pool, several at once. The `fsync`s must reach a disk, so the directory is in the build's
+    // target directory, not in a `/tmp` that may be a tmpfs (where an `fsync` costs nothing).
+    let disk = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let durable = zarr_store::FilesystemOptions::default().with_durable(true);
-    let store =
-        Arc::new(zarr_store::FilesystemStore::with_options(dir.path().join("d"), durable).unwrap());
+    let store = Arc::new(
+        zarr_store::FilesystemStore::with_options(disk.path().join("d"), durable).unwrap(),
+    );
     let values: Vec<u16> = (0..64 * 1024).map(|i| (i % 1000) as u16 + 1).collect();
     let stats = multi_thread().block_on(async {
         let array = ArrayBuilder::new(vec![64 * 1024], DataType::UInt16, vec![1024])

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use zarr::array::{ArrayBuilder, Group};
 use zarr::metadata::v2::ZarrFormat;
-use zarr::metadata::{DataType, FillValue, NodePath};
+use zarr::metadata::{ChunkGrid, DataType, FillValue, NodePath};
 use zarr::store::{ReadableStore as _, Store, StoreKey};
 
 use crate::layout::{Layout, chosen_codecs, shape_text};
@@ -28,11 +28,15 @@ pub(crate) struct CreateArgs {
     /// complex64, complex128, bfloat16, string, bytes, ...
     #[arg(long, visible_alias = "data-type", value_name = "TYPE")]
     dtype: String,
-    /// The chunk shape (the inner chunk shape with --shards). Default: one chunk for the
-    /// whole array.
+    /// The chunk shape: `100,100` (the inner chunk shape with --shards). Or a rectilinear
+    /// grid, as JSON `chunk_shapes`: per dimension a regular length or a list of edge lengths,
+    /// where `[SIZE,COUNT]` repeats one: `[[10,20,[30,3]],100]`. Default: the whole array, or
+    /// halves of it along the longest dimensions while a chunk exceeds 1 MiB.
     #[arg(long)]
     chunks: Option<String>,
-    /// Store chunks in shards of this shape (each a multiple of the chunk shape).
+    /// Store chunks in shards of this shape, each a multiple of the chunk shape; or in a
+    /// rectilinear grid of shards, given as --chunks gives one, every edge a multiple of the
+    /// chunk shape.
     #[arg(long)]
     shards: Option<String>,
     /// A compression or checksum codec, in order: zstd[:LEVEL], gzip[:LEVEL],
@@ -71,6 +75,57 @@ fn format_number(format: ZarrFormat) -> u8 {
         ZarrFormat::V2 => 2,
         _ => 3,
     }
+}
+
+/// A `--chunks` or `--shards` value.
+enum Grid {
+    /// One chunk (or shard) shape.
+    Regular(Vec<u64>),
+    /// A rectilinear grid, covering the array.
+    Rectilinear(ChunkGrid),
+}
+
+/// Parse `--chunks` or `--shards` (`flag`) for an array of `shape`: a shape, `100,100`, or a
+/// rectilinear grid's `chunk_shapes` as JSON, `[[10,20,30],100]`.
+fn parse_grid(text: &str, flag: &str, shape: &[u64]) -> Result<Grid> {
+    let rank_error = |rank: usize| -> Result<Grid> {
+        usage!(
+            "{flag} {text} has {rank} dimensions, --shape {}",
+            shape.len()
+        )
+    };
+    if !text.trim_start().starts_with('[') {
+        let chunks = parse_shape(text, flag, 1)?;
+        if chunks.len() != shape.len() {
+            return rank_error(chunks.len());
+        }
+        return Ok(Grid::Regular(chunks));
+    }
+    let chunk_shapes: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(e) => usage!(
+            "{flag} {text}: not a JSON list of chunk lengths per dimension such as \
+             [[10,20,30],100] ({e})"
+        ),
+    };
+    let metadata = serde_json::json!({
+        "name": "rectilinear",
+        "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes},
+    });
+    let grid = match ChunkGrid::from_json(&metadata, "chunk_grid") {
+        Ok(grid) => grid,
+        Err(e) => usage!("{flag} {text}: {e}"),
+    };
+    if grid.rank() != shape.len() {
+        return rank_error(grid.rank());
+    }
+    if let Err(e) = grid.validate(shape) {
+        usage!(
+            "{flag} {text} does not cover --shape {}: {e}",
+            shape_text(shape)
+        );
+    }
+    Ok(Grid::Rectilinear(grid))
 }
 
 /// The bytes a default chunk holds at most (`--chunks` not given).
@@ -188,39 +243,47 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
     let shape = parse_shape(&args.shape, "--shape", 0)?;
     let data_type = parse_data_type(&args.dtype)?;
     let chunks = match &args.chunks {
-        Some(text) => parse_shape(text, "--chunks", 1)?,
+        Some(text) => parse_grid(text, "--chunks", &shape)?,
         None if args.shards.is_some() => usage!("--shards needs --chunks (the inner chunk shape)"),
-        None => default_chunks(&shape, data_type.fixed_size().unwrap_or(16) as u64),
+        None => Grid::Regular(default_chunks(
+            &shape,
+            data_type.fixed_size().unwrap_or(16) as u64,
+        )),
     };
-    if chunks.len() != shape.len() {
-        usage!(
-            "--chunks {} has {} dimensions, --shape {}",
-            shape_text(&chunks),
-            chunks.len(),
-            shape.len()
-        );
-    }
     let shards = match &args.shards {
-        Some(text) => {
-            let shards = parse_shape(text, "--shards", 1)?;
-            if shards.len() != shape.len() {
-                usage!(
-                    "--shards has {} dimensions, --shape {}",
-                    shards.len(),
-                    shape.len()
-                );
-            }
-            if let Some(d) = (0..shape.len()).find(|&d| shards[d] % chunks[d] != 0) {
-                usage!(
-                    "--shards {} is not a multiple of --chunks {} in dimension {d}",
-                    shape_text(&shards),
-                    shape_text(&chunks)
-                );
-            }
-            Some(shards)
-        }
+        Some(text) => Some(parse_grid(text, "--shards", &shape)?),
         None => None,
     };
+    // A rectilinear grid replaces the layout's stand-in regular grid in the metadata.
+    let stand_in = vec![1; shape.len()];
+    let (grid, inner, rectilinear) = match (shards, chunks) {
+        (None, Grid::Regular(chunks)) => (chunks, None, None),
+        (None, Grid::Rectilinear(grid)) => (stand_in, None, Some(grid)),
+        (Some(Grid::Regular(shards)), Grid::Regular(inner)) => (shards, Some(inner), None),
+        (Some(Grid::Rectilinear(grid)), Grid::Regular(inner)) => {
+            (stand_in, Some(inner), Some(grid))
+        }
+        (Some(_), Grid::Rectilinear(_)) => usage!(
+            "--chunks: the chunks inside shards are all of one shape; give the rectilinear \
+             grid to --shards and a shape to --chunks"
+        ),
+    };
+    if let Some(inner) = &inner {
+        // Every shard's edge lengths, per dimension.
+        let lengths = match &rectilinear {
+            Some(shards) => shards.edge_lengths(&shape)?,
+            None => grid.iter().map(|&n| vec![n]).collect(),
+        };
+        for (d, lengths) in lengths.iter().enumerate() {
+            if let Some(edge) = lengths.iter().find(|&&edge| edge % inner[d] != 0) {
+                usage!(
+                    "--shards: a shard edge of {edge} is not a multiple of --chunks {} in \
+                     dimension {d}",
+                    shape_text(inner)
+                );
+            }
+        }
+    }
     let codecs = chosen_codecs(
         &args.codecs,
         args.codecs_json.as_deref(),
@@ -228,17 +291,10 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         &data_type,
     )?
     .unwrap_or_default();
-    let layout = match shards {
-        Some(shards) => Layout {
-            grid: Some(shards),
-            inner: Some(chunks),
-            codecs,
-        },
-        None => Layout {
-            grid: Some(chunks),
-            inner: None,
-            codecs,
-        },
+    let layout = Layout {
+        grid: Some(grid),
+        inner,
+        codecs,
     };
     let (grid, codecs) = layout.to_metadata_parts()?;
     // Everything the command line can get wrong is checked before the target is resolved
@@ -294,6 +350,13 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
             );
         }
         if format == ZarrFormat::V2 {
+            if rectilinear.is_some() {
+                usage!(
+                    "{}: Zarr v2 has no rectilinear chunk grids (give a chunk shape, or write \
+                     Zarr v3)",
+                    if layout.inner.is_some() { "--shards" } else { "--chunks" }
+                );
+            }
             if layout.inner.is_some() {
                 usage!("--shards: Zarr v2 has no sharding (leave --shards out, or write Zarr v3)");
             }
@@ -309,6 +372,9 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
             .attributes(attributes)
             .overwrite(args.overwrite)
             .zarr_format(format);
+        if let Some(grid) = rectilinear.clone() {
+            builder = builder.chunk_grid(grid);
+        }
         if let Some(fill_value) = fill_value {
             builder = builder.fill_value(fill_value);
         }

@@ -651,6 +651,51 @@ impl ChunkGrid {
         Ok(())
     }
 
+    /// The distinct chunk lengths along each dimension, ascending: the full (unclipped)
+    /// lengths of the chunks that start inside an array of `shape`. A regular grid has one
+    /// per dimension; a zero-length dimension has none.
+    ///
+    /// A codec with a constraint per dimension (the sharding codec's inner chunk shape must
+    /// divide every shard) can check a rectilinear grid with these, without visiting every
+    /// chunk.
+    ///
+    /// ```
+    /// use zarr_core::{ChunkGrid, DimensionChunks};
+    ///
+    /// let grid = ChunkGrid::rectilinear(vec![
+    ///     DimensionChunks::from_edges([10, 20, 10, 5]),
+    ///     DimensionChunks::Regular(4),
+    /// ])?;
+    /// // The 5 starts at 40, the array's end: it is no chunk of this array.
+    /// assert_eq!(grid.edge_lengths(&[40, 9])?, [vec![10, 20], vec![4]]);
+    /// # Ok::<(), zarr_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`ChunkGrid::validate`].
+    pub fn edge_lengths(&self, shape: &[u64]) -> Result<Vec<Vec<u64>>> {
+        self.validate(shape)?;
+        Ok(self
+            .axes()
+            .zip(shape)
+            .map(|(axis, &n)| {
+                let mut lengths: Vec<u64> = match axis {
+                    _ if n == 0 => Vec::new(),
+                    Axis::Regular(c) => vec![c],
+                    Axis::Explicit(edges) => edges
+                        .runs
+                        .iter()
+                        .take_while(|run| run.start < n)
+                        .map(|run| run.size)
+                        .collect(),
+                };
+                lengths.sort_unstable();
+                lengths.dedup();
+                lengths
+            })
+            .collect())
+    }
+
     /// The number of chunks along each dimension: `ceil(shape[i] / chunk[i])` for a regular
     /// step, and the number of chunks needed to cover `shape[i]` for explicit edge lengths
     /// (chunks starting at or after the array's end are not counted). A zero-length dimension

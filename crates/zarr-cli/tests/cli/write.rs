@@ -869,3 +869,87 @@ fn put_appends_along_an_axis() {
     let info: Value = serde_json::from_str(&ok(&["info", "--json", &array])).unwrap();
     assert_eq!(info["metadata"]["shape"], json!([5, 4]));
 }
+
+#[test]
+fn create_makes_rectilinear_grids_of_chunks_and_of_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("r.zarr");
+    let values: Vec<i16> = (0..30 * 8).map(|i| i * 3 - 100).collect();
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let npy = dir.path().join("all.npy");
+    write_npy(&npy, "<i2", &[30, 8], &data);
+    let cases = [
+        // Edges 5, 10, 10, 8 (past the end is allowed) by 4.
+        (
+            "chunks",
+            vec!["--chunks", "[[5,[10,2],8],4]"],
+            "(rectilinear chunks)",
+        ),
+        (
+            "shards",
+            vec!["--chunks", "5,4", "--shards", "[[10,20],8]"],
+            "(rectilinear shards of chunks 5x4)",
+        ),
+    ];
+    for (name, flags, chunking) in cases {
+        let array = format!("{}/{name}", store.display());
+        let mut args = vec!["create", &array, "--shape", "30,8", "--dtype", "int16"];
+        args.extend(&flags);
+        let out = zarr_env(&args, &[]);
+        let note = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success() && note.contains(chunking), "{note}");
+        ok(&["put", &array, "-i", npy.to_str().unwrap()]);
+        let back = dir.path().join(format!("{name}.npy"));
+        ok(&["get", &array, "-f", "npy", "-o", back.to_str().unwrap()]);
+        assert_eq!(
+            parse_npy(&std::fs::read(&back).unwrap()).data,
+            data,
+            "{name}"
+        );
+        let info: Value = serde_json::from_str(&ok(&["info", "--json", &array])).unwrap();
+        assert_eq!(
+            info["metadata"]["chunk_grid"]["name"], "rectilinear",
+            "{name}"
+        );
+    }
+    let info: Value = serde_json::from_str(&ok(&[
+        "info",
+        "--json",
+        &format!("{}/chunks", store.display()),
+    ]))
+    .unwrap();
+    assert_eq!(
+        info["metadata"]["chunk_grid"]["configuration"]["chunk_shapes"],
+        json!([[5, [10, 2], 8], 4])
+    );
+    assert_eq!(info["chunks"]["present"], 8);
+
+    // What cannot be made is a usage error naming the flag, and creates nothing.
+    let bad = format!("{}/bad.zarr/a", dir.path().display());
+    let refused = |flags: &[&str], message: &str| {
+        let mut args = vec!["create", &bad, "--shape", "30,8", "--dtype", "int16"];
+        args.extend(flags);
+        let err = fails(&args, 2);
+        assert!(err.contains(message), "{flags:?}: {err}");
+    };
+    refused(
+        &["--chunks", "5,4", "--shards", "[[10,12,10],8]"],
+        "--shards: a shard edge of 12 is not a multiple of --chunks 5x4 in dimension 0",
+    );
+    refused(&["--chunks", "[[5,20],4]"], "does not cover --shape 30x8");
+    refused(&["--chunks", "[[5,25]]"], "has 1 dimensions, --shape 2");
+    refused(&["--chunks", "[[0,30],4]"], "greater than zero");
+    refused(
+        &["--chunks", "[[5,25],4"],
+        "not a JSON list of chunk lengths",
+    );
+    refused(
+        &["--chunks", "[[5,25],4]", "--shards", "10,8"],
+        "give the rectilinear grid to --shards",
+    );
+    refused(
+        &["--chunks", "[[5,25],4]", "--zarr-format", "2"],
+        "--chunks: Zarr v2 has no rectilinear chunk grids",
+    );
+    assert!(!dir.path().join("bad.zarr").exists());
+}
