@@ -9,7 +9,7 @@ use zarr_core::{ChunkGrid, DataType, DimensionChunks};
 use zarr_store::{MemoryStore, RecordingStore};
 
 /// How the test array is chunked.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layout {
     Regular,
     Rectilinear,
@@ -17,6 +17,9 @@ enum Layout {
     Sharded,
     /// The sharding storage transformer, two chunks per shard along each dimension.
     Transformer,
+    /// The rectilinear grid through the transformer, two chunks per shard along each
+    /// dimension.
+    RectilinearTransformer,
 }
 
 #[derive(Debug, Clone)]
@@ -38,6 +41,7 @@ fn case() -> impl Strategy<Value = Case> {
                     Just(Layout::Rectilinear),
                     Just(Layout::Sharded),
                     Just(Layout::Transformer),
+                    Just(Layout::RectilinearTransformer),
                 ],
                 any::<bool>(),
             )
@@ -64,7 +68,7 @@ fn builder_of(case: &Case, data_type: DataType, fill: zarr_core::FillValue) -> A
         .zstd(1);
     match case.layout {
         Layout::Regular => b,
-        Layout::Rectilinear => {
+        Layout::Rectilinear | Layout::RectilinearTransformer => {
             // Edges 1, c, 2c, 1, c, 2c, ... until the dimension is covered.
             let dims = case
                 .shape
@@ -83,7 +87,13 @@ fn builder_of(case: &Case, data_type: DataType, fill: zarr_core::FillValue) -> A
                     DimensionChunks::from_edges(edges)
                 })
                 .collect();
-            b.chunk_grid(ChunkGrid::rectilinear(dims).unwrap())
+            let b = b.chunk_grid(ChunkGrid::rectilinear(dims).unwrap());
+            if case.layout == Layout::RectilinearTransformer {
+                // Chunks of several shapes in one shard.
+                b.sharding_transformer(vec![2; case.shape.len()])
+            } else {
+                b
+            }
         }
         Layout::Sharded => ArrayBuilder::new(
             case.shape.clone(),
