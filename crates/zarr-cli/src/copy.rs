@@ -17,9 +17,9 @@ use zarr::store::{ReadableStoreExt as _, Store, StoreKey, StorePrefix};
 
 use crate::cast;
 use crate::create::parse_data_type;
-use crate::layout::{Layout, chosen_codecs, chunking_text, shape_text};
+use crate::layout::{Grid, Layout, check_inner_divides, chosen_codecs, chunking_text, shape_text};
 use crate::progress::{bar, note};
-use crate::region::{element_index, element_text, parse_shape, slabs};
+use crate::region::{element_index, element_text, slabs};
 use crate::target::{Access, Occupant, Target, resolve};
 use crate::{Global, TargetArgs, usage};
 
@@ -36,10 +36,12 @@ pub(crate) struct CopyArgs {
     /// The destination node's path inside DST (DST is then the store root).
     #[arg(long, value_name = "NODE")]
     dst_path: Option<String>,
-    /// The destination chunk shape (the inner chunk shape when sharded).
+    /// The destination chunk shape (the inner chunk shape when sharded), or a rectilinear
+    /// grid as JSON `chunk_shapes` (see `zarr create --chunks`; unsharded then).
     #[arg(long)]
     chunks: Option<String>,
-    /// The destination shard shape, or `none` for no sharding.
+    /// The destination shard shape, a rectilinear grid of shards as JSON `chunk_shapes`, or
+    /// `none` for no sharding.
     #[arg(long)]
     shards: Option<String>,
     /// Replace the codecs: zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], crc32c or none,
@@ -77,9 +79,10 @@ pub(crate) struct CopyArgs {
 
 /// The per-array choices, parsed once.
 struct Plan {
-    chunks: Option<Vec<u64>>,
-    /// `None`: as the source; `Some(None)`: no sharding; `Some(Some(shape))`: these shards.
-    shards: Option<Option<Vec<u64>>>,
+    /// `--chunks` and the text given for it.
+    chunks: Option<(Grid, String)>,
+    /// `None`: as the source; `Some(None)`: no sharding; `Some(Some(grid))`: these shards.
+    shards: Option<Option<(Grid, String)>>,
     codecs: Vec<String>,
     /// `--codecs JSON`, which replaces `codecs` when given.
     codecs_json: Option<String>,
@@ -95,15 +98,14 @@ struct Plan {
 
 pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
     let plan = Plan {
-        chunks: args
-            .chunks
-            .as_deref()
-            .map(|c| parse_shape(c, "--chunks", 1))
-            .transpose()?,
+        chunks: match args.chunks.as_deref() {
+            Some(text) => Some((Grid::parse(text, "--chunks")?, text.to_owned())),
+            None => None,
+        },
         shards: match args.shards.as_deref() {
             None => None,
             Some("none") => Some(None),
-            Some(s) => Some(Some(parse_shape(s, "--shards", 1)?)),
+            Some(text) => Some(Some((Grid::parse(text, "--shards")?, text.to_owned()))),
         },
         codecs: args.codecs.clone(),
         codecs_json: args.codecs_json.clone(),
@@ -451,72 +453,87 @@ fn destination_metadata(
         .clone()
         .unwrap_or_else(|| src.data_type.clone());
     let rank = src.shape.len();
+    let v2 = plan.format == ZarrFormat::V2;
     // In a group copy, a layout of another rank is for other arrays.
-    let fits = |shape: &Vec<u64>| !plan.group || shape.len() == rank;
-    let chunk_flag = plan.chunks.as_ref().filter(|c| fits(c));
-    let shard_flag = match &plan.shards {
-        Some(Some(shards)) if !fits(shards) => None,
-        other => other.clone(),
+    let fits = |(grid, _): &&(Grid, String)| !plan.group || grid.rank() == rank;
+    let checked =
+        |(grid, text): &(Grid, String), flag: &str| grid.clone().for_shape(&src.shape, text, flag);
+    let chunk_flag = match plan.chunks.as_ref().filter(fits) {
+        Some(flag) => Some(checked(flag, "--chunks")?),
+        None => None,
     };
-    // A rectilinear grid is kept as it is (its shards, when sharded) unless the copy changes
-    // the chunking.
-    let kept_grid = match &src.chunk_grid {
-        grid @ ChunkGrid::Rectilinear(_) if chunk_flag.is_none() && shard_flag.is_none() => {
-            if plan.format == ZarrFormat::V2 {
-                usage!(
-                    "Zarr v2 has no rectilinear chunk grids and the source has one; give \
-                     --chunks (and --shards none if it is sharded)"
-                );
-            }
-            Some(grid.clone())
+    let shard_flag = match &plan.shards {
+        Some(Some(flag)) if fits(&flag) => Some(Some(checked(flag, "--shards")?)),
+        Some(Some(_)) => None,
+        Some(None) => Some(None),
+        None => None,
+    };
+    // The copy's rectilinear grid, if it has one, and whether it is a grid of shards: given
+    // by `--chunks` (unsharded) or `--shards`, or the source's, kept as it is (its shards,
+    // when sharded) unless the copy changes the chunking.
+    let rectilinear = match (&chunk_flag, &shard_flag, &src.chunk_grid) {
+        (Some(Grid::Rectilinear(_)), Some(Some(_)), _) => usage!(
+            "--chunks: the chunks inside shards are all of one shape; give the rectilinear \
+             grid to --shards and a shape to --chunks"
+        ),
+        (Some(Grid::Rectilinear(_)), None, _) if source.inner.is_some() => usage!(
+            "--chunks: the source is sharded, and the chunks inside shards are all of one \
+             shape; give --shards none for a rectilinear grid of chunks"
+        ),
+        (Some(Grid::Rectilinear(grid)), _, _) => Some((grid.clone(), false)),
+        (_, Some(Some(Grid::Rectilinear(grid))), _) => Some((grid.clone(), true)),
+        (None, None, grid @ ChunkGrid::Rectilinear(_)) => {
+            Some((grid.clone(), source.inner.is_some()))
         }
         _ => None,
     };
-    // A stand-in for the kept grid's chunk shape while the layout is planned; the kept grid
-    // replaces it in the metadata.
+    if v2 && rectilinear.is_some() {
+        usage!(
+            "Zarr v2 has no rectilinear chunk grids{}",
+            if chunk_flag.is_none() && shard_flag.is_none() {
+                "; the source has one: give --chunks (and --shards none if it is sharded)"
+            } else {
+                ""
+            }
+        );
+    }
+    let rectilinear_shards = matches!(rectilinear, Some((_, true)));
+    // A stand-in for the rectilinear grid's chunk (or shard) shape while the layout is
+    // planned; the grid replaces it in the metadata.
     let stand_in = vec![1; rank];
-    let chunks = match (chunk_flag, &source.inner, &source.grid) {
+    let regular_chunks = match &chunk_flag {
+        Some(Grid::Regular(chunks)) => Some(chunks),
+        _ => None,
+    };
+    let chunks = match (regular_chunks, &source.inner, &source.grid) {
+        _ if rectilinear.is_some() && !rectilinear_shards => stand_in.clone(),
         (Some(chunks), _, _) => chunks.clone(),
         (None, Some(inner), _) => inner.clone(),
         (None, None, Some(grid)) => grid.clone(),
-        (None, None, None) if kept_grid.is_some() => stand_in.clone(),
         (None, None, None) => usage!(
             "the source has a rectilinear chunk grid, which a copy keeps only without \
              --chunks and --shards; give --chunks for the copy"
         ),
     };
     let shards = match &shard_flag {
-        Some(shards) => shards.clone(),
-        None if source.inner.is_some() && kept_grid.is_some() => None,
+        _ if rectilinear_shards => Some(stand_in.clone()),
+        Some(Some(Grid::Regular(shards))) => Some(shards.clone()),
+        // No sharding (a rectilinear grid of shards was taken above).
+        Some(_) => None,
         None if source.inner.is_some() => source.grid.clone(),
         None => None,
     };
-    if chunks.len() != rank {
-        usage!(
-            "--chunks {} has {} dimensions, the array {rank}",
-            shape_text(&chunks),
-            chunks.len()
-        );
-    }
     if let Some(shards) = &shards {
-        if shards.len() != rank {
-            usage!(
-                "the shard shape has {} dimensions, the array {rank}",
-                shards.len()
-            );
-        }
-        if let Some(d) = (0..rank).find(|&d| shards[d] % chunks[d] != 0) {
-            usage!(
-                "shards {} are not a multiple of chunks {} in dimension {d}{}",
-                shape_text(shards),
-                shape_text(&chunks),
-                if shard_flag.is_none() {
-                    " (the shards are the source's; give --shards)"
-                } else {
-                    ""
-                }
-            );
-        }
+        let what = if shard_flag.is_none() {
+            "the source's shards (give --shards)"
+        } else {
+            "--shards"
+        };
+        let shards = match &rectilinear {
+            Some((grid, true)) => Grid::Rectilinear(grid.clone()),
+            _ => Grid::Regular(shards.clone()),
+        };
+        check_inner_divides(&chunks, &shards, &src.shape, what)?;
     }
     let codecs = match chosen_codecs(&plan.codecs, plan.codecs_json.as_deref(), None, &data_type)? {
         Some(codecs) => codecs,
@@ -533,19 +550,12 @@ fn destination_metadata(
             inner: Some(chunks),
             codecs,
         },
-        // A kept rectilinear grid of shards: the stand-in is the grid, `chunks` the inner.
-        None if kept_grid.is_some() && source.inner.is_some() => Layout {
-            grid: Some(stand_in),
-            inner: Some(chunks),
-            codecs,
-        },
         None => Layout {
             grid: Some(chunks),
             inner: None,
             codecs,
         },
     };
-    let v2 = plan.format == ZarrFormat::V2;
     if v2 && layout.inner.is_some() {
         usage!(
             "Zarr v2 has no sharding{}; give --shards none",
@@ -591,8 +601,8 @@ fn destination_metadata(
             .or_insert_with(|| names.into());
     }
     let mut builder = ArrayBuilder::new(src.shape.clone(), data_type, grid);
-    if let Some(kept) = kept_grid {
-        builder = builder.chunk_grid(kept);
+    if let Some((grid, _)) = rectilinear {
+        builder = builder.chunk_grid(grid);
     }
     let mut metadata = builder
         .codecs(codecs)

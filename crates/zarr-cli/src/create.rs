@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use zarr::array::{ArrayBuilder, Group};
 use zarr::metadata::v2::ZarrFormat;
-use zarr::metadata::{ChunkGrid, DataType, FillValue, NodePath};
+use zarr::metadata::{DataType, FillValue, NodePath};
 use zarr::store::{ReadableStore as _, Store, StoreKey};
 
-use crate::layout::{Layout, chosen_codecs, shape_text};
+use crate::layout::{Grid, Layout, check_inner_divides, chosen_codecs, shape_text};
 use crate::progress::note;
 use crate::region::parse_shape;
 use crate::target::{Access, Occupant, resolve};
@@ -75,57 +75,6 @@ fn format_number(format: ZarrFormat) -> u8 {
         ZarrFormat::V2 => 2,
         _ => 3,
     }
-}
-
-/// A `--chunks` or `--shards` value.
-enum Grid {
-    /// One chunk (or shard) shape.
-    Regular(Vec<u64>),
-    /// A rectilinear grid, covering the array.
-    Rectilinear(ChunkGrid),
-}
-
-/// Parse `--chunks` or `--shards` (`flag`) for an array of `shape`: a shape, `100,100`, or a
-/// rectilinear grid's `chunk_shapes` as JSON, `[[10,20,30],100]`.
-fn parse_grid(text: &str, flag: &str, shape: &[u64]) -> Result<Grid> {
-    let rank_error = |rank: usize| -> Result<Grid> {
-        usage!(
-            "{flag} {text} has {rank} dimensions, --shape {}",
-            shape.len()
-        )
-    };
-    if !text.trim_start().starts_with('[') {
-        let chunks = parse_shape(text, flag, 1)?;
-        if chunks.len() != shape.len() {
-            return rank_error(chunks.len());
-        }
-        return Ok(Grid::Regular(chunks));
-    }
-    let chunk_shapes: Value = match serde_json::from_str(text) {
-        Ok(value) => value,
-        Err(e) => usage!(
-            "{flag} {text}: not a JSON list of chunk lengths per dimension such as \
-             [[10,20,30],100] ({e})"
-        ),
-    };
-    let metadata = serde_json::json!({
-        "name": "rectilinear",
-        "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes},
-    });
-    let grid = match ChunkGrid::from_json(&metadata, "chunk_grid") {
-        Ok(grid) => grid,
-        Err(e) => usage!("{flag} {text}: {e}"),
-    };
-    if grid.rank() != shape.len() {
-        return rank_error(grid.rank());
-    }
-    if let Err(e) = grid.validate(shape) {
-        usage!(
-            "{flag} {text} does not cover --shape {}: {e}",
-            shape_text(shape)
-        );
-    }
-    Ok(Grid::Rectilinear(grid))
 }
 
 /// The bytes a default chunk holds at most (`--chunks` not given).
@@ -243,7 +192,7 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
     let shape = parse_shape(&args.shape, "--shape", 0)?;
     let data_type = parse_data_type(&args.dtype)?;
     let chunks = match &args.chunks {
-        Some(text) => parse_grid(text, "--chunks", &shape)?,
+        Some(text) => Grid::parse(text, "--chunks")?.for_shape(&shape, text, "--chunks")?,
         None if args.shards.is_some() => usage!("--shards needs --chunks (the inner chunk shape)"),
         None => Grid::Regular(default_chunks(
             &shape,
@@ -251,7 +200,13 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         )),
     };
     let shards = match &args.shards {
-        Some(text) => Some(parse_grid(text, "--shards", &shape)?),
+        Some(text) => {
+            let shards = Grid::parse(text, "--shards")?.for_shape(&shape, text, "--shards")?;
+            if let Grid::Regular(inner) = &chunks {
+                check_inner_divides(inner, &shards, &shape, "--shards")?;
+            }
+            Some(shards)
+        }
         None => None,
     };
     // A rectilinear grid replaces the layout's stand-in regular grid in the metadata.
@@ -268,22 +223,6 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
              grid to --shards and a shape to --chunks"
         ),
     };
-    if let Some(inner) = &inner {
-        // Every shard's edge lengths, per dimension.
-        let lengths = match &rectilinear {
-            Some(shards) => shards.edge_lengths(&shape)?,
-            None => grid.iter().map(|&n| vec![n]).collect(),
-        };
-        for (d, lengths) in lengths.iter().enumerate() {
-            if let Some(edge) = lengths.iter().find(|&&edge| edge % inner[d] != 0) {
-                usage!(
-                    "--shards: a shard edge of {edge} is not a multiple of --chunks {} in \
-                     dimension {d}",
-                    shape_text(inner)
-                );
-            }
-        }
-    }
     let codecs = chosen_codecs(
         &args.codecs,
         args.codecs_json.as_deref(),

@@ -5,10 +5,98 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use zarr::metadata::{ArrayMetadata, ChunkGrid, DataType, ExtensionObject};
 
+use crate::region::parse_shape;
 use crate::usage;
 
 /// The name of the sharding codec.
 pub(crate) const SHARDING: &str = "sharding_indexed";
+
+/// A `--chunks` or `--shards` value.
+#[derive(Debug, Clone)]
+pub(crate) enum Grid {
+    /// One chunk (or shard) shape.
+    Regular(Vec<u64>),
+    /// A rectilinear grid.
+    Rectilinear(ChunkGrid),
+}
+
+impl Grid {
+    /// Parse `--chunks` or `--shards` (`flag`): a shape, `100,100`, or a rectilinear grid's
+    /// `chunk_shapes` as JSON, `[[10,20,30],100]`.
+    pub(crate) fn parse(text: &str, flag: &str) -> Result<Self> {
+        if !text.trim_start().starts_with('[') {
+            return Ok(Self::Regular(parse_shape(text, flag, 1)?));
+        }
+        let chunk_shapes: Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(e) => usage!(
+                "{flag} {text}: not a JSON list of chunk lengths per dimension such as \
+                 [[10,20,30],100] ({e})"
+            ),
+        };
+        let metadata = json!({
+            "name": "rectilinear",
+            "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes},
+        });
+        match ChunkGrid::from_json(&metadata, "chunk_grid") {
+            Ok(grid) => Ok(Self::Rectilinear(grid)),
+            Err(e) => usage!("{flag} {text}: {e}"),
+        }
+    }
+
+    /// The number of dimensions.
+    pub(crate) fn rank(&self) -> usize {
+        match self {
+            Self::Regular(shape) => shape.len(),
+            Self::Rectilinear(grid) => grid.rank(),
+        }
+    }
+
+    /// This grid, checked against an array of `shape`: the ranks agree and a rectilinear grid
+    /// covers it (`text`, `flag`: what the user gave, for the message).
+    pub(crate) fn for_shape(self, shape: &[u64], text: &str, flag: &str) -> Result<Self> {
+        if self.rank() != shape.len() {
+            usage!(
+                "{flag} {text} has {} dimensions, the array {}",
+                self.rank(),
+                shape.len()
+            );
+        }
+        if let Self::Rectilinear(grid) = &self
+            && let Err(e) = grid.validate(shape)
+        {
+            usage!(
+                "{flag} {text} does not cover the array's shape {}: {e}",
+                shape_text(shape)
+            );
+        }
+        Ok(self)
+    }
+}
+
+/// Check that `inner`, the shape of the chunks inside shards, divides every shard edge of
+/// `shards` (a rectilinear grid of shards covering `shape`, or one shard shape).
+pub(crate) fn check_inner_divides(
+    inner: &[u64],
+    shards: &Grid,
+    shape: &[u64],
+    what: &str,
+) -> Result<()> {
+    let lengths = match shards {
+        Grid::Regular(shards) => shards.iter().map(|&n| vec![n]).collect(),
+        Grid::Rectilinear(grid) => grid.edge_lengths(shape)?,
+    };
+    for (d, lengths) in lengths.iter().enumerate() {
+        if let Some(edge) = lengths.iter().find(|&&edge| edge % inner[d] != 0) {
+            usage!(
+                "{what}: a shard edge of {edge} is not a multiple of the chunk shape {} in \
+                 dimension {d}",
+                shape_text(inner)
+            );
+        }
+    }
+    Ok(())
+}
 
 /// How an array's elements are laid out in stored objects.
 #[derive(Debug, Clone, PartialEq)]

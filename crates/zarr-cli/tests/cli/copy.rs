@@ -183,6 +183,56 @@ fn copy_keeps_a_rectilinear_grid_unless_asked_to_rechunk() {
     assert_eq!(meta["metadata"]["chunk_grid"]["name"], "regular");
     assert_eq!(raw(&regular), original);
 
+    // --chunks as JSON re-chunks to another rectilinear grid, --shards as JSON to a
+    // rectilinear grid of shards (of one inner chunk shape).
+    let other = dir.path().join("other.zarr").display().to_string();
+    let note = copy_note(&["copy", &src, &other, "--chunks", "[[10,[9,3]],23]"]);
+    assert!(note.contains("(rectilinear chunks)"), "{note}");
+    let meta = info(&other);
+    assert_eq!(
+        meta["metadata"]["chunk_grid"]["configuration"]["chunk_shapes"],
+        serde_json::json!([[10, [9, 3]], 23])
+    );
+    assert_eq!(meta["chunks"]["present"], 4, "{meta}");
+    assert_eq!(raw(&other), original);
+    let tiled = dir.path().join("tiled.zarr").display().to_string();
+    let note = copy_note(&[
+        "copy",
+        &src,
+        &tiled,
+        "--chunks",
+        "5,6",
+        "--shards",
+        "[[10,30],[12,12]]",
+    ]);
+    assert!(
+        note.contains("(rectilinear shards of chunks 5x6)"),
+        "{note}"
+    );
+    assert_eq!(raw(&tiled), original);
+    ok(&["verify", &tiled]);
+    let refused = |flags: &[&str], message: &str| {
+        let dst = dir.path().join("refused.zarr");
+        let dst_text = dst.display().to_string();
+        let mut args = vec!["copy", &src, &dst_text];
+        args.extend(flags);
+        let err = fails(&args, 2);
+        assert!(err.contains(message), "{flags:?}: {err}");
+        assert!(!dst.exists());
+    };
+    refused(
+        &["--chunks", "5,6", "--shards", "[[10,27],[12,12]]"],
+        "--shards: a shard edge of 27 is not a multiple of the chunk shape 5x6",
+    );
+    refused(
+        &["--chunks", "[[10,27],23]", "--shards", "20,23"],
+        "give the rectilinear grid to --shards",
+    );
+    refused(
+        &["--chunks", "[[10,20],23]"],
+        "does not cover the array's shape 37x23",
+    );
+
     // --shards without --chunks cannot keep the grid and has no chunk shape to use.
     let err = fails(
         &[
@@ -237,6 +287,29 @@ fn copy_keeps_a_rectilinear_grid_unless_asked_to_rechunk() {
         ["bytes", "zstd"]
     );
     assert_eq!(raw(&copy), original);
+    // A rectilinear grid of chunks from a sharded source takes --shards none.
+    let err = fails(
+        &[
+            "copy",
+            &sharded,
+            &dir.path().join("r.zarr").display().to_string(),
+            "--chunks",
+            "[[16,16],24]",
+        ],
+        2,
+    );
+    assert!(err.contains("give --shards none"), "{err}");
+    let unsharded = dir.path().join("unsharded.zarr").display().to_string();
+    ok(&[
+        "copy",
+        &sharded,
+        &unsharded,
+        "--chunks",
+        "[[16,16],24]",
+        "--shards",
+        "none",
+    ]);
+    assert_eq!(raw(&unsharded), original);
     // Unsharding it takes --shards none; the inner chunks become the grid.
     let plain = dir.path().join("plain.zarr").display().to_string();
     ok(&["copy", &sharded, &plain, "--shards", "none"]);

@@ -934,10 +934,13 @@ fn create_makes_rectilinear_grids_of_chunks_and_of_shards() {
     };
     refused(
         &["--chunks", "5,4", "--shards", "[[10,12,10],8]"],
-        "--shards: a shard edge of 12 is not a multiple of --chunks 5x4 in dimension 0",
+        "--shards: a shard edge of 12 is not a multiple of the chunk shape 5x4 in dimension 0",
     );
-    refused(&["--chunks", "[[5,20],4]"], "does not cover --shape 30x8");
-    refused(&["--chunks", "[[5,25]]"], "has 1 dimensions, --shape 2");
+    refused(
+        &["--chunks", "[[5,20],4]"],
+        "does not cover the array's shape 30x8",
+    );
+    refused(&["--chunks", "[[5,25]]"], "has 1 dimensions, the array 2");
     refused(&["--chunks", "[[0,30],4]"], "greater than zero");
     refused(
         &["--chunks", "[[5,25],4"],
