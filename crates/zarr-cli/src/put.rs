@@ -1,4 +1,5 @@
-//! `zarr put`: write the values of an `.npy` file into an array.
+//! `zarr put`: write the values of an `.npy` file (or of an array in an `.npz` archive) into an
+//! array.
 //!
 //! The file is read once, front to back, in slabs of about [`SLAB_BYTES`] that end on chunk
 //! boundaries, and each slab is written before the next is read. A C-order file is cut along
@@ -17,7 +18,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 use zarr::array::{Array, ArrayBytes, Region};
 use zarr::metadata::{ArrayMetadata, DataType, StructType};
-use zarr::store::Store;
+use zarr::store::{ListableStore as _, ReadableStore as _, Store, StoreKey, ZipStore};
 use zarr::vlen::{VlenBinary, VlenStrings};
 
 use crate::cast;
@@ -43,8 +44,16 @@ pub(crate) struct PutArgs {
     /// exactly (int64 into an int32 array; checked before anything is written). `string`
     /// arrays take `<U n` (or `|S n` holding UTF-8), `bytes` arrays `|S n`; trailing NULs
     /// are padding and dropped, as numpy does.
+    ///
+    /// Or an `.npz` archive (`numpy.savez`, stored or compressed): give the array's name
+    /// with --member unless the archive holds one array. Its data is read into memory
+    /// whole, as numpy reads it.
     #[arg(short, long, value_name = "FILE")]
     input: PathBuf,
+    /// The array of an `.npz` --input to write: its name in the archive (`x` for `x.npy`,
+    /// as `numpy.load(FILE)["x"]`).
+    #[arg(long, value_name = "NAME")]
+    member: Option<String>,
     /// Where to write, numpy-like as for `get` (`100:200,0:50`, `...,3`); default the whole
     /// array. Its shape must
     /// be the file's shape (single-index dimensions may be left out of the file's shape).
@@ -120,13 +129,13 @@ impl Elements {
 }
 
 /// Match the file's dtype `descr` to the array's data type.
-fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements> {
+fn elements(descr: &str, data_type: &DataType, input: &str) -> Result<Elements> {
     if without_order(descr).starts_with('O') {
         usage!(
             "{} holds Python objects (dtype {descr}), which .npy stores pickled and this tool \
              does not read; save a fixed-width copy instead: numpy.save(path, arr.astype(\"U\")) \
              for text, arr.astype(\"S\") for bytes",
-            input.display()
+            input
         );
     }
     match (data_type, TextDtype::parse(descr)) {
@@ -135,11 +144,11 @@ fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements>
         (DataType::Bytes, Some(TextDtype::Utf32 { .. })) => usage!(
             "{} holds text ({descr}) and the array bytes; encode it first: \
              numpy.char.encode(arr, \"utf-8\")",
-            input.display()
+            input
         ),
         (DataType::String | DataType::Bytes, None) => usage!(
             "{} holds {descr}, the array {} ({})",
-            input.display(),
+            input,
             data_type.name(),
             if *data_type == DataType::String {
                 "<U n, or |S n holding UTF-8"
@@ -159,7 +168,7 @@ fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements>
         match_fields(&file, st, 0, "", &mut swaps).map_err(|why| {
             anyhow::Error::new(crate::Usage(format!(
                 "{} holds {descr}, the array {} ({}): {why}",
-                input.display(),
+                input,
                 data_type.name(),
                 npy_type(data_type).map_or_else(|e| e.to_string(), |t| t.descr)
             )))
@@ -193,7 +202,7 @@ fn elements(descr: &str, data_type: &DataType, input: &Path) -> Result<Elements>
         }),
         _ => usage!(
             "{} holds {descr}, the array {} ({}){}",
-            input.display(),
+            input,
             data_type.name(),
             expected.descr,
             if cast::is_castable(data_type) {
@@ -543,14 +552,111 @@ fn appended(
     Ok((grown, Selection::whole(region)))
 }
 
+/// Where `put` reads its values: an `.npy` file, streamed, or an array of an `.npz` archive,
+/// in memory.
+struct Input {
+    /// The file as the user named it, with the member of an archive: `data.npz[x]`.
+    name: String,
+    path: PathBuf,
+    /// The member's data, for an archive.
+    member: Option<bytes::Bytes>,
+    /// The length of the data, when known (not for a pipe).
+    len: Option<u64>,
+}
+
+impl Input {
+    /// Open `path`: an `.npz` archive (a zip file) if it starts as one, then with `member`
+    /// (or its one array) read whole; an `.npy` file otherwise.
+    async fn open(path: &Path, member: Option<&str>) -> Result<Self> {
+        let display = path.display().to_string();
+        let mut magic = [0u8; 4];
+        let mut file = File::open(path).with_context(|| format!("opening {display}"))?;
+        let info = file
+            .metadata()
+            .with_context(|| format!("reading {display}"))?;
+        let is_zip = info.is_file()
+            && file.read_exact(&mut magic).is_ok()
+            && (magic == *b"PK\x03\x04" || magic == *b"PK\x05\x06");
+        if !is_zip {
+            if let Some(member) = member {
+                usage!("--member {member}: {display} is not an .npz archive");
+            }
+            return Ok(Self {
+                name: display,
+                path: path.to_owned(),
+                member: None,
+                len: info.is_file().then_some(info.len()),
+            });
+        }
+        let archive = ZipStore::open(path).with_context(|| format!("opening {display}"))?;
+        let arrays: Vec<String> = archive
+            .list()
+            .await
+            .with_context(|| format!("reading {display}"))?
+            .iter()
+            .filter_map(|key| key.as_str().strip_suffix(".npy").map(str::to_owned))
+            .collect();
+        let listed = || {
+            if arrays.is_empty() {
+                "none".to_owned()
+            } else {
+                arrays.join(", ")
+            }
+        };
+        let chosen = match member {
+            Some(name) => {
+                let name = name.strip_suffix(".npy").unwrap_or(name);
+                if !arrays.iter().any(|a| a == name) {
+                    usage!(
+                        "--member {name}: {display} has no such array (its arrays: {})",
+                        listed()
+                    );
+                }
+                name.to_owned()
+            }
+            None => match arrays.as_slice() {
+                [only] => only.clone(),
+                _ => usage!(
+                    "{display} is an .npz archive of {} arrays; name one with --member \
+                     (its arrays: {})",
+                    arrays.len(),
+                    listed()
+                ),
+            },
+        };
+        let name = format!("{display}[{chosen}]");
+        let data = archive
+            .get(&StoreKey::new(&format!("{chosen}.npy")))
+            .await
+            .with_context(|| format!("reading {name}"))?
+            .ok_or_else(|| anyhow!("reading {name}: the archive changed while it was read"))?;
+        Ok(Self {
+            name,
+            path: path.to_owned(),
+            len: Some(data.len() as u64),
+            member: Some(data),
+        })
+    }
+
+    /// A reader of the data from its start (each call starts again).
+    fn reader(&self) -> Result<Box<dyn Read + Send>> {
+        Ok(match &self.member {
+            Some(data) => Box::new(std::io::Cursor::new(data.clone())),
+            None => Box::new(BufReader::new(
+                File::open(&self.path).with_context(|| format!("opening {}", self.name))?,
+            )),
+        })
+    }
+}
+
 pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     let target = resolve(&args.target, Access::Update)?;
     let mut array = target.array().await?;
-    let name = args.input.display().to_string();
-    let file = File::open(&args.input).with_context(|| format!("opening {name}"))?;
-    let mut reader = BufReader::new(file);
+    let input = Input::open(&args.input, args.member.as_deref()).await?;
+    let name = input.name.clone();
+    let mut reader = input.reader()?;
     let header = read_header(&mut reader).with_context(|| format!("reading {name}"))?;
-    let elements = elements(&header.descr, &array.metadata().data_type, &args.input)?;
+    let elements = elements(&header.descr, &array.metadata().data_type, &name)?;
     // The handle written through: the array, or for `--append` the array with its grown
     // shape, stored only once every value is written.
     let (writer, selection) = match args.append {
@@ -575,11 +681,9 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     let needed = total
         .checked_mul(elements.item_size() as u64)
         .and_then(|data| data.checked_add(header.data_offset));
-    let file_info = reader
-        .get_ref()
-        .metadata()
-        .with_context(|| format!("reading {name}"))?;
-    if file_info.is_file() && needed.is_none_or(|needed| file_info.len() < needed) {
+    if let Some(len) = input.len
+        && needed.is_none_or(|needed| len < needed)
+    {
         anyhow::bail!(
             "{name} is shorter than its header says: {} elements of {} take {} bytes after \
              its {}-byte header, and the file has {} bytes in all; nothing was written",
@@ -590,7 +694,7 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
                 |n| (n - header.data_offset).to_string()
             ),
             header.data_offset,
-            file_info.len()
+            len
         );
     }
     let mut source = Source {
@@ -602,8 +706,7 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     let slabs = source.slabs(metadata, &selection, SLAB_BYTES)?;
     if let Elements::Convert { .. } = source.elements {
         // Every value must fit before anything is written: read the file twice.
-        let file = File::open(&args.input).with_context(|| format!("opening {}", source.name))?;
-        let mut reader = BufReader::new(file);
+        let mut reader = input.reader()?;
         read_header(&mut reader).with_context(|| format!("reading {}", source.name))?;
         let mut check = Source {
             reader,
@@ -662,7 +765,7 @@ mod tests {
     use super::*;
 
     fn kind(descr: &str, data_type: DataType) -> Result<Elements> {
-        elements(descr, &data_type, Path::new("x.npy"))
+        elements(descr, &data_type, "x.npy")
     }
 
     #[test]
@@ -815,7 +918,7 @@ mod tests {
                     shape,
                     data_offset: 0,
                 },
-                elements: elements(descr, &data_type, Path::new("x.npy")).unwrap(),
+                elements: elements(descr, &data_type, "x.npy").unwrap(),
             };
             let selection = parse_selection(Some(region), &array.metadata().shape).unwrap();
             let slabs = source

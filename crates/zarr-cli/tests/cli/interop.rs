@@ -1,6 +1,6 @@
 //! `get --format npy` loaded by numpy and compared with zarr-python's reading of the same
 //! region (strings and bytes included), files numpy wrote (`dtype="U"`, Fortran order) put
-//! into arrays and read back by zarr-python, and the demo dataset opened by zarr-python. Runs with the interpreter named by
+//! into arrays (also from a compressed `.npz`) and read back by zarr-python, and the demo dataset opened by zarr-python. Runs with the interpreter named by
 //! `ZARR_TEST_PYTHON` (`cargo xtask ci` sets it to a venv with zarr-python 3.1.6 and numpy);
 //! without it each test says so and passes without running, as the library's interop tests
 //! do.
@@ -55,6 +55,8 @@ assert f.flags.f_contiguous and not f.flags.c_contiguous
 numpy.save(f"{d}/f.npy", f)
 r = numpy.array([(1.5, 7), (-2.25, 8), (1e6, 9)], dtype=[("x", ">f4"), ("y", "u1")])
 numpy.save(f"{d}/r.npy", r)
+# An .npz archive, compressed (deflated entries), holding the Fortran-order array too.
+numpy.savez_compressed(f"{d}/z.npz", records=r, fortran=f)
 print("ok")
 "#;
 
@@ -137,6 +139,36 @@ fn numpy_files_go_through_put_and_get_as_zarr_python_sees_them() {
         let npy = format!("{d}/{file}");
         ok(&["put", array, "-i", &npy, "-r", region]);
         run_python(&python, READ_BACK, &[array, region, &npy], file);
+    }
+    // The same values from numpy's compressed `.npz`, into new arrays.
+    let npz = format!("{d}/z.npz");
+    let numbers_npz = format!("{d}/f-npz.zarr");
+    ok(&[
+        "create",
+        &numbers_npz,
+        "--shape",
+        "2,3,4",
+        "--dtype",
+        "float64",
+        "--chunks",
+        "1,2,3",
+    ]);
+    let records_npz = format!("{d}/r-npz.zarr");
+    copy_dir(
+        std::path::Path::new(&fixture("zarr-python/structured")),
+        std::path::Path::new(&records_npz),
+    );
+    for (array, member, npy) in [
+        (&numbers_npz, "fortran", "f.npy"),
+        (&records_npz, "records", "r.npy"),
+    ] {
+        ok(&["put", array, "-i", &npz, "--member", member]);
+        run_python(
+            &python,
+            READ_BACK,
+            &[array, ":", &format!("{d}/{npy}")],
+            member,
+        );
     }
 
     // Our string and bytes exports, from arrays zarr-python wrote and from the one above.

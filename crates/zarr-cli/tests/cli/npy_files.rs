@@ -447,3 +447,101 @@ fn put_structured_files_into_struct_arrays() {
     assert!(err.contains("subarray"), "{err}");
     assert_eq!(raw(&other), little);
 }
+
+/// An `.npz` archive of `members` (name, `.npy` file), stored as `numpy.savez` stores them.
+fn write_npz(path: &Path, members: &[(&str, &Path)]) {
+    use zarr::store::{StoreKey, WritableStore as _, ZipStore};
+    let store = ZipStore::create(path).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(async {
+            for (name, file) in members {
+                let data = bytes::Bytes::from(std::fs::read(file).unwrap());
+                store
+                    .set(&StoreKey::new(&format!("{name}.npy")), data)
+                    .await
+                    .unwrap();
+            }
+        });
+    store.finish().unwrap();
+}
+
+#[test]
+fn put_takes_an_array_of_an_npz_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ints: Vec<u8> = (0..6i32).flat_map(|v| (v * 10 - 3).to_le_bytes()).collect();
+    write_npy(&d.join("ints.npy"), "<i4", &[2, 3], &ints);
+    let floats: Vec<u8> = [1.5f64, -2.0, 1e300]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    write_npy(&d.join("floats.npy"), ">f8", &[3], &floats);
+    let two = d.join("two.npz");
+    write_npz(
+        &two,
+        &[
+            ("ints", &d.join("ints.npy")),
+            ("floats", &d.join("floats.npy")),
+        ],
+    );
+    let one = d.join("one.npz");
+    write_npz(&one, &[("ints", &d.join("ints.npy"))]);
+    let (two, one) = (two.to_str().unwrap(), one.to_str().unwrap());
+
+    let int_array = d.join("i.zarr").display().to_string();
+    ok(&["create", &int_array, "--shape", "2,3", "--dtype", "int32"]);
+    let float_array = d.join("f.zarr").display().to_string();
+    ok(&["create", &float_array, "--shape", "4", "--dtype", "float64"]);
+    // A member by name (with or without `.npy`), or the only one without --member.
+    ok(&[
+        "put",
+        &float_array,
+        "-i",
+        two,
+        "--member",
+        "floats",
+        "-r",
+        "1:4",
+    ]);
+    assert_eq!(ok(&["get", &float_array]), "0.0\n1.5\n-2.0\n1e300\n");
+    ok(&["put", &int_array, "-i", two, "--member", "ints.npy"]);
+    assert_eq!(ok(&["get", &int_array, "-r", "1,:"]), "27\n37\n47\n");
+    let other = d.join("j.zarr").display().to_string();
+    ok(&["create", &other, "--shape", "2,3", "--dtype", "int32"]);
+    ok(&["put", &other, "-i", one]);
+    let all = d.join("all.npy");
+    ok(&["get", &other, "-f", "npy", "-o", all.to_str().unwrap()]);
+    assert_eq!(parse_npy(&std::fs::read(&all).unwrap()).data, ints);
+
+    // Which array, when there are several, is a usage error listing them; so is a name
+    // that is not there, and --member with an `.npy` file.
+    let err = fails(&["put", &int_array, "-i", two], 2);
+    assert!(
+        err.contains("an .npz archive of 2 arrays; name one with --member"),
+        "{err}"
+    );
+    assert!(err.contains("ints") && err.contains("floats"), "{err}");
+    let err = fails(&["put", &int_array, "-i", two, "--member", "other"], 2);
+    assert!(
+        err.contains("--member other: ") && err.contains("has no such array"),
+        "{err}"
+    );
+    let npy = d.join("ints.npy");
+    let err = fails(
+        &[
+            "put",
+            &int_array,
+            "-i",
+            npy.to_str().unwrap(),
+            "--member",
+            "x",
+        ],
+        2,
+    );
+    assert!(err.contains("is not an .npz archive"), "{err}");
+    // The member's name is in messages about its contents.
+    let err = fails(&["put", &int_array, "-i", two, "--member", "floats"], 2);
+    assert!(err.contains("two.npz[floats]"), "{err}");
+}
