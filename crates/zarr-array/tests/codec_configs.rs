@@ -186,6 +186,7 @@ fn base_config(name: &str, data_type: &DataType, shape: &[u64]) -> Option<Value>
         }
         "numcodecs.bitround" => json!({"keepbits": 3}),
         "bitround" => json!({"keepbits": 2}),
+        "scale_offset" => json!({"offset": 0, "scale": 3}),
         "cast_value" => {
             json!({"data_type": "int16", "out_of_range": "clamp", "rounding": "nearest-away",
                                "scalar_map": {"encode": [[0, 1]], "decode": [[1, 0]]}})
@@ -241,6 +242,7 @@ const LOSSY: &[&str] = &[
     "numcodecs.bitround",
     "numcodecs.quantize",
     "cast_value",
+    "scale_offset",
 ];
 
 fn has_lossy_codec(chain: &CodecChain) -> bool {

@@ -863,3 +863,71 @@ async fn stored_chunks_come_from_one_listing() {
     .join()
     .unwrap();
 }
+
+/// Floats stored as scaled `int16` with the zarr-extensions `scale_offset` and `cast_value`
+/// codecs: values read back as the codecs define them, unwritten chunks as the fill value,
+/// the chain survives a reopen, and a value the chain cannot store is named by its indices.
+#[tokio::test]
+async fn scale_offset_and_cast_value_store_floats_as_scaled_integers() {
+    let store = memory();
+    let codecs: Vec<zarr_core::ExtensionObject> = [
+        serde_json::json!({"name": "scale_offset", "configuration": {"offset": 273.15, "scale": 100}}),
+        serde_json::json!({"name": "cast_value", "configuration": {"data_type": "int16"}}),
+        serde_json::json!({"name": "bytes", "configuration": {"endian": "little"}}),
+    ]
+    .iter()
+    .map(|c| zarr_core::ExtensionObject::from_json(c, "codecs").unwrap())
+    .collect();
+    let a = ArrayBuilder::new(vec![6, 10], DataType::Float32, vec![3, 4])
+        .fill_value(273.15f32.into())
+        .codecs(codecs)
+        .create(Arc::clone(&store), "/t")
+        .await
+        .unwrap();
+    let kelvin: Vec<f32> = (0..30).map(|i| 250.0 + i as f32 * 1.7319).collect();
+    a.write([0..3, 0..10], &kelvin).await.unwrap();
+    // As the codecs define it, in float32: (x - 273.15) * 100, rounded to an integer
+    // (ties to even); back as n / 100 + 273.15.
+    let (offset, scale) = (273.15f32, 100f32);
+    let expect: Vec<f32> = kelvin
+        .iter()
+        .map(|&x| ((x - offset) * scale).round_ties_even() / scale + offset)
+        .collect();
+    let again = zarr_array::Array::open(Arc::clone(&store), "/t")
+        .await
+        .unwrap();
+    let back = again.read::<f32>(..).await.unwrap();
+    assert_eq!(back[..30], expect[..]);
+    assert!(
+        back.iter()
+            .zip(&kelvin)
+            .all(|(b, k)| (b - k).abs() <= 0.005 + 1e-4)
+    );
+    assert_eq!(back[30..], [273.15f32; 30]);
+    // Row 3 was never written: no chunk there.
+    assert!(
+        store
+            .get(&StoreKey::try_new("t/c/1/0").unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The stored integers (3 x 4 of them): element [0, 0] is (250 - 273.15) * 100 = -2315.
+    let raw = store
+        .get(&StoreKey::try_new("t/c/0/0").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(raw.len(), 24);
+    assert_eq!(i16::from_le_bytes([raw[0], raw[1]]), -2315);
+    // 700 K is (700 - 273.15) * 100 = 42685, beyond int16: named by its indices.
+    let err = a.write([4..5, 5..6], &[700.0f32]).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Element { key, element, .. } if key == "t/c/1/1" && element == &[4, 5]),
+        "{err:?}"
+    );
+    assert!(
+        zarr_array::ErrorChain(&err).to_string().contains("int16"),
+        "{err}"
+    );
+}

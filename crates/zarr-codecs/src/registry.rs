@@ -25,6 +25,7 @@ use crate::codecs::numcodecs::packbits::PackBitsCodec;
 use crate::codecs::numcodecs::pcodec::PcodecCodec;
 use crate::codecs::numcodecs::shuffle::ShuffleCodec;
 use crate::codecs::reshape::ReshapeCodec;
+use crate::codecs::scale_offset::ScaleOffsetCodec;
 use crate::codecs::transpose::TransposeCodec;
 use crate::codecs::zfp::{ZfpCodec, ZfpyCodec};
 use crate::codecs::zlib::ZlibCodec;
@@ -54,7 +55,7 @@ pub type CodecConstructor = Arc<
 /// `numcodecs.astype` and `numcodecs.packbits`, the serializers `numcodecs.pcodec` and
 /// `numcodecs.zfpy`, and `numcodecs.blosc`, `numcodecs.zstd` and `numcodecs.gzip`
 /// (numcodecs' configurations of the codecs above); the zarr-extensions codecs `bitround`,
-/// `reshape`, `cast_value` and `zfp` (zarrs' zfp, also read as `zarrs.zfp`). Other crates
+/// `reshape`, `scale_offset`, `cast_value` and `zfp` (zarrs' zfp, also read as `zarrs.zfp`). Other crates
 /// add theirs the same way a user does:
 ///
 /// ```
@@ -198,6 +199,11 @@ impl CodecRegistry {
             .register(CastValueCodec::NAME, |meta, _, _| {
                 Ok(Codec::ArrayToArray(Arc::new(
                     CastValueCodec::from_metadata(meta)?,
+                )))
+            })
+            .register(ScaleOffsetCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToArray(Arc::new(
+                    ScaleOffsetCodec::from_metadata(meta)?,
                 )))
             })
             .register(ZfpyCodec::NAME, |meta, _, _| {

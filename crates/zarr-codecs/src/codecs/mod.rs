@@ -9,6 +9,7 @@ pub(crate) mod crc32c;
 pub(crate) mod gzip;
 pub(crate) mod numcodecs;
 pub(crate) mod reshape;
+pub(crate) mod scale_offset;
 pub(crate) mod transpose;
 pub(crate) mod zfp;
 pub(crate) mod zlib;
