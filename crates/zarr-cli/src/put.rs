@@ -46,8 +46,8 @@ pub(crate) struct PutArgs {
     /// are padding and dropped, as numpy does.
     ///
     /// Or an `.npz` archive (`numpy.savez`, stored or compressed): give the array's name
-    /// with --member unless the archive holds one array. Its data is read into memory
-    /// whole, as numpy reads it.
+    /// with --member unless the archive holds one array. Its data is streamed like an
+    /// `.npy` file's (a compressed member is inflated as it is read).
     #[arg(short, long, value_name = "FILE")]
     input: PathBuf,
     /// The array of an `.npz` --input to write: its name in the archive (`x` for `x.npy`,
@@ -552,21 +552,20 @@ fn appended(
     Ok((grown, Selection::whole(region)))
 }
 
-/// Where `put` reads its values: an `.npy` file, streamed, or an array of an `.npz` archive,
-/// in memory.
+/// Where `put` reads its values, streamed: an `.npy` file, or an array of an `.npz` archive.
 struct Input {
     /// The file as the user named it, with the member of an archive: `data.npz[x]`.
     name: String,
     path: PathBuf,
-    /// The member's data, for an archive.
-    member: Option<bytes::Bytes>,
+    /// The archive and the member's key, for an archive.
+    member: Option<(ZipStore, StoreKey)>,
     /// The length of the data, when known (not for a pipe).
     len: Option<u64>,
 }
 
 impl Input {
-    /// Open `path`: an `.npz` archive (a zip file) if it starts as one, then with `member`
-    /// (or its one array) read whole; an `.npy` file otherwise.
+    /// Open `path`: an `.npz` archive (a zip file) if it starts as one, then its array
+    /// `member` (or its one array); an `.npy` file otherwise.
     async fn open(path: &Path, member: Option<&str>) -> Result<Self> {
         let display = path.display().to_string();
         let mut magic = [0u8; 4];
@@ -598,9 +597,9 @@ impl Input {
             .collect();
         let listed = || {
             if arrays.is_empty() {
-                "none".to_owned()
+                "it holds none".to_owned()
             } else {
-                arrays.join(", ")
+                format!("its arrays: {}", arrays.join(", "))
             }
         };
         let chosen = match member {
@@ -608,7 +607,7 @@ impl Input {
                 let name = name.strip_suffix(".npy").unwrap_or(name);
                 if !arrays.iter().any(|a| a == name) {
                     usage!(
-                        "--member {name}: {display} has no such array (its arrays: {})",
+                        "--member {name}: {display} has no such array ({})",
                         listed()
                     );
                 }
@@ -616,32 +615,67 @@ impl Input {
             }
             None => match arrays.as_slice() {
                 [only] => only.clone(),
+                [] => usage!("{display} is an .npz archive with no arrays in it"),
                 _ => usage!(
                     "{display} is an .npz archive of {} arrays; name one with --member \
-                     (its arrays: {})",
+                     ({})",
                     arrays.len(),
                     listed()
                 ),
             },
         };
         let name = format!("{display}[{chosen}]");
-        let data = archive
-            .get(&StoreKey::new(&format!("{chosen}.npy")))
+        let key = StoreKey::new(&format!("{chosen}.npy"));
+        let len = archive
+            .size(&key)
             .await
-            .with_context(|| format!("reading {name}"))?
-            .ok_or_else(|| anyhow!("reading {name}: the archive changed while it was read"))?;
+            .with_context(|| format!("reading {name}"))?;
         Ok(Self {
             name,
             path: path.to_owned(),
-            len: Some(data.len() as u64),
-            member: Some(data),
+            len,
+            member: Some((archive, key)),
         })
     }
 
+    /// For an archive member, read it through once, so that damage its CRC-32 or recorded
+    /// size reveals (found only at the end of a stream) stops the command before anything
+    /// is written. Costs a second read of the member, not its size in memory.
+    async fn verify(&self, global: Global) -> Result<()> {
+        if self.member.is_none() {
+            return Ok(());
+        }
+        let mut reader = self.reader().await?;
+        let progress = bar(global, self.len.unwrap_or(0), "verify");
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = reader
+                .read(&mut buf)
+                .with_context(|| format!("reading {}; nothing was written", self.name))?;
+            if n == 0 {
+                break;
+            }
+            progress.inc(n as u64);
+        }
+        progress.finish_and_clear();
+        Ok(())
+    }
+
     /// A reader of the data from its start (each call starts again).
-    fn reader(&self) -> Result<Box<dyn Read + Send>> {
+    async fn reader(&self) -> Result<Box<dyn Read + Send>> {
         Ok(match &self.member {
-            Some(data) => Box::new(std::io::Cursor::new(data.clone())),
+            Some((archive, key)) => Box::new(BufReader::new(
+                archive
+                    .reader(key)
+                    .await
+                    .with_context(|| format!("reading {}", self.name))?
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "reading {}: the archive changed while it was read",
+                            self.name
+                        )
+                    })?,
+            )),
             None => Box::new(BufReader::new(
                 File::open(&self.path).with_context(|| format!("opening {}", self.name))?,
             )),
@@ -654,7 +688,7 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     let mut array = target.array().await?;
     let input = Input::open(&args.input, args.member.as_deref()).await?;
     let name = input.name.clone();
-    let mut reader = input.reader()?;
+    let mut reader = input.reader().await?;
     let header = read_header(&mut reader).with_context(|| format!("reading {name}"))?;
     let elements = elements(&header.descr, &array.metadata().data_type, &name)?;
     // The handle written through: the array, or for `--append` the array with its grown
@@ -704,9 +738,10 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
         elements,
     };
     let slabs = source.slabs(metadata, &selection, SLAB_BYTES)?;
+    input.verify(global).await?;
     if let Elements::Convert { .. } = source.elements {
         // Every value must fit before anything is written: read the file twice.
-        let mut reader = input.reader()?;
+        let mut reader = input.reader().await?;
         read_header(&mut reader).with_context(|| format!("reading {}", source.name))?;
         let mut check = Source {
             reader,

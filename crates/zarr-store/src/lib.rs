@@ -194,7 +194,7 @@ pub use range::{ByteRange, ByteRangeForm};
 pub use traits::{ListDir, ListableStore, ReadableStore, ReadableStoreExt, Store, WritableStore};
 pub use wrappers::{Operation, PrefixStore, RecordingStore, StoreStats};
 #[cfg(unix)]
-pub use zip::{ZipOptions, ZipStore};
+pub use zip::{ZipEntryReader, ZipOptions, ZipStore};
 
 #[cfg(feature = "testing")]
 pub mod testing;

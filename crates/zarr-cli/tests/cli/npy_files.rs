@@ -544,4 +544,49 @@ fn put_takes_an_array_of_an_npz_archive() {
     // The member's name is in messages about its contents.
     let err = fails(&["put", &int_array, "-i", two, "--member", "floats"], 2);
     assert!(err.contains("two.npz[floats]"), "{err}");
+    // An archive without arrays.
+    let empty = d.join("empty.npz");
+    write_npz(&empty, &[]);
+    let err = fails(&["put", &int_array, "-i", empty.to_str().unwrap()], 2);
+    assert!(
+        err.contains("an .npz archive with no arrays in it"),
+        "{err}"
+    );
+
+    // A member whose last byte is damaged: its CRC-32 no longer matches. The member is
+    // streamed, and the damage, found only at its end, is found before anything is written.
+    let big: Vec<u8> = (0..10_000i32).flat_map(|v| v.to_le_bytes()).collect();
+    write_npy(&d.join("big.npy"), "<i4", &[100, 100], &big);
+    let big_npz = d.join("big.npz");
+    write_npz(&big_npz, &[("ints", &d.join("big.npy"))]);
+    let other = d.join("big.zarr").display().to_string();
+    ok(&[
+        "create", &other, "--shape", "100,100", "--dtype", "int32", "--chunks", "10,10",
+    ]);
+    ok(&["put", &other, "-i", big_npz.to_str().unwrap()]);
+    let mut damaged = std::fs::read(&big_npz).unwrap();
+    let last = damaged
+        .windows(4)
+        .rposition(|w| w == b"PK\x01\x02")
+        .unwrap()
+        - 1;
+    damaged[last] ^= 0x40;
+    let damaged_path = d.join("damaged.npz");
+    std::fs::write(&damaged_path, &damaged).unwrap();
+    ok(&[
+        "put",
+        &other,
+        "-i",
+        d.join("ints.npy").to_str().unwrap(),
+        "-r",
+        "0:2,0:3",
+    ]);
+    let before = ok(&["get", &other]);
+    let err = fails(&["put", &other, "-i", damaged_path.to_str().unwrap()], 1);
+    assert!(
+        err.contains("damaged.npz[ints]") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert!(err.contains("CRC"), "{err}");
+    assert_eq!(ok(&["get", &other]), before);
 }

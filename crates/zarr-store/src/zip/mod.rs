@@ -1,6 +1,9 @@
 //! A store inside one zip archive: [`ZipStore`].
 
 mod format;
+mod reader;
+
+pub use reader::ZipEntryReader;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -94,7 +97,7 @@ impl ZipOptions {
 /// bytes, and ranges of many entries in one call are read together (with one `pread` for
 /// ranges less than 4 KiB apart, or one `get_partial_values` call on the underlying store).
 /// A whole-entry read checks the entry's CRC-32; a deflated entry is inflated whole, bounded
-/// by its recorded size. ZIP64 archives (over 4 GiB, or over 65,535 entries), archive
+/// by its recorded size. [`reader`](ZipStore::reader) streams one entry instead. ZIP64 archives (over 4 GiB, or over 65,535 entries), archive
 /// comments and data prepended to the archive are read. Encrypted entries and other
 /// compression methods are [`Error::UnsupportedZipEntry`] when read, and anything malformed
 /// is [`Error::InvalidZip`] naming the archive and the entry.

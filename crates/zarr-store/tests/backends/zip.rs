@@ -311,6 +311,147 @@ async fn deflated_entries_inflate_and_are_checked() {
     );
 }
 
+/// Read all of `reader` in reads of at most `step` bytes.
+fn read_in_steps(reader: &mut impl std::io::Read, step: usize) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; step];
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// The store's error inside an `io::Error` from a [`ZipEntryReader`](zarr_store::ZipEntryReader).
+fn store_error(err: std::io::Error) -> Error {
+    *err.into_inner()
+        .expect("a store error inside")
+        .downcast::<Error>()
+        .expect("a zarr_store::Error")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_stream_through_a_reader_and_are_checked_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.zip");
+    // About 3 MiB that deflate shrinks only somewhat, so the reader refills its 256 KiB
+    // input buffer several times.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let original: Vec<u8> = (0..3_000_000)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 3 == 0 { b'a' } else { (x % 40) as u8 }
+        })
+        .collect();
+    let mut deflater = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    deflater.write_all(&original).unwrap();
+    let compressed = deflater.finish().unwrap();
+    assert!(compressed.len() > 4 * (256 << 10), "{}", compressed.len());
+    let stored: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    write_archive(
+        &path,
+        ZipOptions::new(),
+        &[("deflated", &compressed), ("stored", &stored)],
+    )
+    .await;
+    let mut bytes = std::fs::read(&path).unwrap();
+    let record = central_record(&bytes, "deflated");
+    bytes[record + 10..record + 12].copy_from_slice(&8u16.to_le_bytes());
+    bytes[record + 16..record + 20].copy_from_slice(&crc32fast::hash(&original).to_le_bytes());
+    bytes[record + 24..record + 28].copy_from_slice(&(original.len() as u32).to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+
+    let store = ZipStore::open(&path).unwrap();
+    assert!(store.reader(&key("absent")).await.unwrap().is_none());
+    for step in [7, 4096, 1 << 20] {
+        let mut reader = store.reader(&key("deflated")).await.unwrap().unwrap();
+        assert_eq!(reader.size(), original.len() as u64);
+        assert!(
+            read_in_steps(&mut reader, step).unwrap() == original,
+            "step {step}"
+        );
+        let mut reader = store.reader(&key("stored")).await.unwrap().unwrap();
+        assert_eq!(
+            read_in_steps(&mut reader, step).unwrap(),
+            stored,
+            "step {step}"
+        );
+    }
+    // The same through an archive kept in another store.
+    let memory = MemoryStore::new();
+    memory
+        .set(&key("a.zip"), Bytes::from(bytes.clone()))
+        .await
+        .unwrap();
+    let nested = ZipStore::from_store(Arc::new(memory), key("a.zip"))
+        .await
+        .unwrap();
+    let mut reader = nested.reader(&key("deflated")).await.unwrap().unwrap();
+    assert!(read_in_steps(&mut reader, 5000).unwrap() == original);
+
+    // Damage: each found by the stream, as the last read's error.
+    let reopen = |bytes: &[u8]| {
+        std::fs::write(&path, bytes).unwrap();
+        ZipStore::open(&path).unwrap()
+    };
+    let stream_error = |store: ZipStore, name: &'static str| async move {
+        let mut reader = store.reader(&key(name)).await.unwrap().unwrap();
+        store_error(read_in_steps(&mut reader, 65536).unwrap_err())
+    };
+    let mut bad_crc = bytes.clone();
+    bad_crc[record + 16] ^= 1;
+    let err = stream_error(reopen(&bad_crc), "deflated").await;
+    assert!(
+        matches!(&err, Error::ZipChecksumMismatch { entry, .. } if entry == "deflated"),
+        "{err}"
+    );
+    let stored_record = central_record(&bytes, "stored");
+    let mut bad_stored_crc = bytes.clone();
+    bad_stored_crc[stored_record + 17] ^= 1;
+    let err = stream_error(reopen(&bad_stored_crc), "stored").await;
+    assert!(
+        matches!(&err, Error::ZipChecksumMismatch { entry, .. } if entry == "stored"),
+        "{err}"
+    );
+    let mut short = bytes.clone();
+    short[record + 24..record + 28].copy_from_slice(&100_000u32.to_le_bytes());
+    let err = stream_error(reopen(&short), "deflated").await;
+    assert!(
+        matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("more than the recorded 100000")),
+        "{err}"
+    );
+    let mut long = bytes.clone();
+    long[record + 24..record + 28].copy_from_slice(&(original.len() as u32 + 1).to_le_bytes());
+    let err = stream_error(reopen(&long), "deflated").await;
+    assert!(
+        matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("not the recorded")),
+        "{err}"
+    );
+    let mut corrupt = bytes.clone();
+    let data = local_header(&corrupt, "deflated") + 30 + "deflated".len();
+    corrupt[data] = 0xFF; // block type 3 does not exist
+    let err = stream_error(reopen(&corrupt), "deflated").await;
+    assert!(
+        matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("deflate data is corrupt")),
+        "{err}"
+    );
+    // Compressed data cut short: the recorded compressed size ends mid-stream.
+    let mut cut = bytes.clone();
+    let half = (compressed.len() as u32 / 2).to_le_bytes();
+    cut[record + 20..record + 24].copy_from_slice(&half);
+    let header = local_header(&cut, "deflated");
+    cut[header + 18..header + 22].copy_from_slice(&half);
+    let err = stream_error(reopen(&cut), "deflated").await;
+    assert!(
+        matches!(&err, Error::InvalidZip { reason, .. } if reason.contains("ends after")),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn corrupt_entries_are_typed_errors_and_the_rest_stays_readable() {
     let dir = tempfile::tempdir().unwrap();
