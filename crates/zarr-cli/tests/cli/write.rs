@@ -619,6 +619,45 @@ fn create_takes_a_codec_list_as_json() {
         json!([{"name": "packbits"}])
     );
 
+    // Floats stored as scaled bytes (zarr-extensions scale_offset + cast_value): 101.25
+    // is (1.25 * 10) = 12.5, which rounds to the even 12, and reads back as 101.2.
+    let scaled = dir.path().join("scaled.zarr").display().to_string();
+    ok(&[
+        "create",
+        &scaled,
+        "--shape",
+        "4",
+        "--dtype",
+        "float64",
+        "--fill-value",
+        "100",
+        "--codecs",
+        r#"[{"name": "scale_offset", "configuration": {"offset": 100, "scale": 10}},
+            {"name": "cast_value", "configuration": {"data_type": "uint8"}}, "bytes"]"#,
+    ]);
+    let npy = dir.path().join("scaled.npy");
+    let floats: Vec<u8> = [101.25f64, 125.5, 100.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    write_npy(&npy, "<f8", &[3], &floats);
+    ok(&["put", &scaled, "-i", npy.to_str().unwrap(), "-r", "0:3"]);
+    assert_eq!(ok(&["get", &scaled]), "101.2\n125.5\n100.0\n100.0\n");
+    assert_eq!(
+        std::fs::read(dir.path().join("scaled.zarr/c/0")).unwrap(),
+        [12, 255, 0, 0]
+    );
+    // 130 is (30 * 10) = 300, beyond uint8: refused, naming the element.
+    write_npy(&npy, "<f8", &[1], &130f64.to_le_bytes());
+    let err = fails(
+        &["put", &scaled, "-i", npy.to_str().unwrap(), "-r", "3:4"],
+        1,
+    );
+    assert!(
+        err.contains("element [3]") && err.contains("uint8"),
+        "{err}"
+    );
+
     // A numcodecs filter before the serializer, read from a file, in shards.
     let list = dir.path().join("codecs.json");
     std::fs::write(
