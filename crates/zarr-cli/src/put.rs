@@ -90,11 +90,16 @@ enum Elements {
     Strings(TextDtype),
     /// `bytes` elements from `S n`.
     Binary { len: usize },
-    /// Struct elements from a structured dtype with the same fields, `size` bytes each; the
-    /// bytes of each `(offset, width)` unit of an element are reversed (its fields in the
-    /// other byte order).
+    /// Struct elements from a structured dtype with the same fields: `file_size` bytes each
+    /// in the file, `size` in the array. Each `(from, to, len)` run of an element's bytes is
+    /// copied from the file's element to the array's (none when the two layouts are the
+    /// same; an aligned dtype's padding is what they leave out), then the bytes of each
+    /// `(offset, width)` unit of the array's element are reversed (its fields in the other
+    /// byte order).
     Record {
+        file_size: usize,
         size: usize,
+        runs: Vec<(usize, usize, usize)>,
         swaps: Vec<(usize, usize)>,
     },
 }
@@ -103,9 +108,11 @@ impl Elements {
     /// The bytes of one element in the file.
     fn item_size(&self) -> usize {
         match *self {
-            Self::Fixed { size, .. } | Self::Convert { size, .. } | Self::Record { size, .. } => {
-                size
-            }
+            Self::Fixed { size, .. }
+            | Self::Convert { size, .. }
+            | Self::Record {
+                file_size: size, ..
+            } => size,
             Self::Strings(text) => text.item_size(),
             Self::Binary { len } => len,
         }
@@ -118,7 +125,15 @@ impl Elements {
         let item = self.item_size() as u64;
         let rearranged = if fortran_order { item } else { 0 };
         let values = match self {
-            Self::Fixed { .. } | Self::Record { .. } => 0,
+            Self::Fixed { .. } => 0,
+            // The packed copy, when padding is left out.
+            Self::Record { runs, size, .. } => {
+                if runs.is_empty() {
+                    0
+                } else {
+                    *size as u64
+                }
+            }
             Self::Convert { to, .. } => to.fixed_size().unwrap_or(1) as u64,
             Self::Strings(_) | Self::Binary { .. } => item.saturating_add(8),
         };
@@ -164,8 +179,8 @@ fn elements(descr: &str, data_type: &DataType, input: &str) -> Result<Elements> 
         } else {
             Descr::Type(descr.to_owned())
         };
-        let mut swaps = Vec::new();
-        match_fields(&file, st, 0, "", &mut swaps).map_err(|why| {
+        let mut layout = Layout::default();
+        let file_size = match_fields(&file, st, (0, 0), "", &mut layout).map_err(|why| {
             anyhow::Error::new(crate::Usage(format!(
                 "{} holds {descr}, the array {} ({}): {why}",
                 input,
@@ -173,9 +188,16 @@ fn elements(descr: &str, data_type: &DataType, input: &str) -> Result<Elements> 
                 npy_type(data_type).map_or_else(|e| e.to_string(), |t| t.descr)
             )))
         })?;
+        let size = data_type.fixed_size().unwrap_or(1);
+        // The same layout needs no copying: one run of the whole element.
+        if layout.runs == [(0, 0, size)] && file_size == size {
+            layout.runs.clear();
+        }
         return Ok(Elements::Record {
-            size: data_type.fixed_size().unwrap_or(1),
-            swaps,
+            file_size,
+            size,
+            runs: layout.runs,
+            swaps: layout.swaps,
         });
     }
     let expected = npy_type(data_type)?;
@@ -214,20 +236,60 @@ fn elements(descr: &str, data_type: &DataType, input: &str) -> Result<Elements> 
     }
 }
 
-/// Match a file's structured dtype to the fields of `st` (at byte `base` of the element):
-/// the same names in the same order, each of the same type in either byte order (nested
-/// structs as nested lists). Pushes the `(offset, width)` units to reverse for fields in the
-/// other byte order; says what differs otherwise.
+/// Where a structured file element's fields go in the array's element.
+#[derive(Debug, Default)]
+struct Layout {
+    /// `(file offset, array offset, length)` copies, adjacent ones merged.
+    runs: Vec<(usize, usize, usize)>,
+    /// `(array offset, width)` units to byte-swap.
+    swaps: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    fn copy(&mut self, from: usize, to: usize, len: usize) {
+        match self.runs.last_mut() {
+            Some((f, t, l)) if *f + *l == from && *t + *l == to => *l += len,
+            _ => self.runs.push((from, to, len)),
+        }
+    }
+}
+
+/// The length of an unnamed padding field (`('', '|V3')`, as numpy writes for aligned or
+/// offset structured dtypes), or `None` if `field` is not one.
+fn padding(name: &str, dtype: &Descr) -> Option<usize> {
+    let Descr::Type(typestr) = dtype else {
+        return None;
+    };
+    if !name.is_empty() {
+        return None;
+    }
+    without_order(typestr).strip_prefix('V')?.parse().ok()
+}
+
+/// Match a file's structured dtype to the fields of `st`: the same names in the same order,
+/// each of the same type in either byte order (nested structs as nested lists), with
+/// padding fields skipped. Records in `layout` where each field's bytes go and which to
+/// byte-swap; `(file, array)` are where the record starts in each element. Returns the
+/// record's size in the file; says what differs otherwise.
 fn match_fields(
     file: &Descr,
     st: &StructType,
-    base: usize,
+    (file_base, array_base): (usize, usize),
     path: &str,
-    swaps: &mut Vec<(usize, usize)>,
-) -> Result<(), String> {
-    let Descr::Record(fields) = file else {
+    layout: &mut Layout,
+) -> Result<usize, String> {
+    let Descr::Record(all) = file else {
         return Err(format!("{}not a structured dtype", at(path)));
     };
+    // Padding takes no field of the array; its bytes are skipped.
+    let mut pads = vec![0usize; all.len() + 1];
+    let mut fields: Vec<&(String, Descr)> = Vec::with_capacity(all.len());
+    for field in all {
+        match padding(&field.0, &field.1) {
+            Some(n) => pads[fields.len()] += n,
+            None => fields.push(field),
+        }
+    }
     let names = |list: Vec<&str>| list.join(", ");
     if fields.len() != st.fields().len()
         || fields
@@ -242,15 +304,21 @@ fn match_fields(
             names(st.fields().iter().map(|f| f.name.as_str()).collect())
         ));
     }
-    for (((name, dtype), field), offset) in fields.iter().zip(st.fields()).zip(st.offsets()) {
+    let mut file_at = file_base;
+    for (i, (((name, dtype), field), offset)) in
+        fields.iter().zip(st.fields()).zip(st.offsets()).enumerate()
+    {
+        file_at += pads[i];
         let here = if path.is_empty() {
             name.clone()
         } else {
             format!("{path}.{name}")
         };
-        let start = base + offset;
+        let start = array_base + offset;
         match (&field.data_type, dtype) {
-            (DataType::Struct(inner), _) => match_fields(dtype, inner, start, &here, swaps)?,
+            (DataType::Struct(inner), _) => {
+                file_at += match_fields(dtype, inner, (file_at, start), &here, layout)?;
+            }
             (data_type, Descr::Type(typestr)) => {
                 let expected = npy_type(data_type).map_err(|e| format!("field {here}: {e:#}"))?;
                 if expected.small_int.is_some()
@@ -268,10 +336,14 @@ fn match_fields(
                     typestr.starts_with('>')
                 };
                 let width = swap_unit(data_type);
+                let size = data_type.fixed_size().unwrap_or(1);
                 if other_order && width > 1 {
-                    let size = data_type.fixed_size().unwrap_or(1);
-                    swaps.extend((0..size / width).map(|i| (start + i * width, width)));
+                    layout
+                        .swaps
+                        .extend((0..size / width).map(|i| (start + i * width, width)));
                 }
+                layout.copy(file_at, start, size);
+                file_at += size;
             }
             (data_type, Descr::Record(_)) => {
                 return Err(format!(
@@ -281,7 +353,7 @@ fn match_fields(
             }
         }
     }
-    Ok(())
+    Ok(file_at + pads[fields.len()] - file_base)
 }
 
 /// `field a.b: ` for a nested struct's problem, nothing at the top.
@@ -462,7 +534,25 @@ async fn write_slabs(
                 swap_bytes(&mut buf, swap);
                 ArrayBytes::fixed(buf)
             }
-            Elements::Record { size, swaps } => {
+            Elements::Record {
+                file_size,
+                size,
+                runs,
+                swaps,
+            } => {
+                if !runs.is_empty() {
+                    // Leave out the file's padding: copy each field to its place.
+                    let mut packed = vec![0u8; count * size];
+                    for (from, to) in buf
+                        .chunks_exact(*file_size)
+                        .zip(packed.chunks_exact_mut(*size))
+                    {
+                        for &(f, t, len) in runs {
+                            to[t..t + len].copy_from_slice(&from[f..f + len]);
+                        }
+                    }
+                    buf = packed;
+                }
                 if !swaps.is_empty() {
                     for element in buf.chunks_exact_mut(*size) {
                         for &(offset, width) in swaps {
@@ -986,6 +1076,82 @@ mod tests {
             .chunks_exact(2)
             .map(|b| u16::from_ne_bytes([b[0], b[1]]))
             .collect()
+    }
+
+    /// Aligned structured dtypes (padding as unnamed `|V n` fields, numpy's way) go into the
+    /// packed struct, in Fortran order and across slabs too; unnamed fields that are not
+    /// padding are refused.
+    #[test]
+    fn padding_of_aligned_records_is_left_out() {
+        let data_type = DataType::from_json(
+            &serde_json::json!({"name": "structured", "configuration": {"fields":
+                [["a", "uint8"], ["b", "int16"], ["c", "uint8"]]}}),
+            "data_type",
+        )
+        .unwrap();
+        assert_eq!(data_type.fixed_size(), Some(4));
+        let descr = "[('a', '|u1'), ('', '|V1'), ('b', '>i2'), ('c', '|u1'), ('', '|V1')]";
+        // A 2x3 Fortran-order file: element [i, j] has a = 10i + j, b = -a, c = 200 + j.
+        let mut data = Vec::new();
+        for j in 0..3u8 {
+            for i in 0..2u8 {
+                let a = 10 * i + j;
+                data.extend([a, 0xEE]);
+                data.extend((-i16::from(a)).to_be_bytes());
+                data.extend([200 + j, 0xEE]);
+            }
+        }
+        let (array, slabs, result) = put(
+            (vec![2, 3], data_type.clone(), vec![1, 2]),
+            (descr, vec![2, 3], true, &data),
+            ":,:",
+            6 * 2,
+        );
+        result.unwrap();
+        assert!(slabs > 1, "{slabs}");
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let region = Region::try_new(vec![0..2, 0..3]).unwrap();
+        let bytes = runtime.block_on(array.read_bytes(&region)).unwrap();
+        let mut want = Vec::new();
+        for i in 0..2u8 {
+            for j in 0..3u8 {
+                let a = 10 * i + j;
+                want.push(a);
+                want.extend((-i16::from(a)).to_ne_bytes());
+                want.push(200 + j);
+            }
+        }
+        assert_eq!(bytes, want);
+        match elements(descr, &data_type, "x.npy").unwrap() {
+            Elements::Record {
+                file_size,
+                size,
+                runs,
+                swaps,
+            } => {
+                assert_eq!((file_size, size), (6, 4));
+                assert_eq!(runs, [(0, 0, 1), (2, 1, 3)]);
+                assert_eq!(swaps, [(1, 2)]);
+            }
+            other => panic!("{other:?}"),
+        }
+        // An unnamed field of another type is a field named "", not padding.
+        let err = elements(
+            "[('a', '|u1'), ('', '<i2'), ('c', '|u1')]",
+            &data_type,
+            "x.npy",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("fields (a, , c)"), "{err:#}");
+        // A packed file needs no copying.
+        match elements(
+            "[('a', '|u1'), ('b', '<i2'), ('c', '|u1')]",
+            &data_type,
+            "x.npy",
+        ) {
+            Ok(Elements::Record { runs, .. }) => assert!(runs.is_empty()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -55,6 +55,11 @@ assert f.flags.f_contiguous and not f.flags.c_contiguous
 numpy.save(f"{d}/f.npy", f)
 r = numpy.array([(1.5, 7), (-2.25, 8), (1e6, 9)], dtype=[("x", ">f4"), ("y", "u1")])
 numpy.save(f"{d}/r.npy", r)
+# An aligned structured dtype: numpy writes its padding as unnamed `|V n` fields, here
+# inside the nested struct too, beside a big-endian field.
+aligned = numpy.dtype([("y", "u1"), ("x", ">f4"), ("p", [("k", "u1"), ("v", "<i8")])], align=True)
+assert aligned.itemsize == 24, aligned.itemsize
+numpy.save(f"{d}/ra.npy", numpy.array([(7, 1.5, (3, -1)), (8, -2.25, (4, 2**40))], dtype=aligned))
 # An .npz archive, compressed (deflated entries), holding the Fortran-order array too.
 numpy.savez_compressed(f"{d}/z.npz", records=r, fortran=f)
 print("ok")
@@ -130,11 +135,23 @@ fn numpy_files_go_through_put_and_get_as_zarr_python_sees_them() {
         std::path::Path::new(&fixture("zarr-python/structured")),
         std::path::Path::new(&records),
     );
+    // The aligned records go into the packed struct zarr-python makes of them.
+    let aligned = format!("{d}/ra.zarr");
+    ok(&[
+        "create",
+        &aligned,
+        "--shape",
+        "2",
+        "--dtype",
+        r#"{"name": "structured", "configuration": {"fields": [["y", "uint8"], ["x", "float32"],
+            ["p", {"name": "structured", "configuration": {"fields": [["k", "uint8"], ["v", "int64"]]}}]]}}"#,
+    ]);
     for (array, region, file) in [
         (&strings, "1:3,1:4", "s.npy"),
         (&bytes, ":", "b.npy"),
         (&numbers, ":", "f.npy"),
         (&records, ":", "r.npy"),
+        (&aligned, ":", "ra.npy"),
     ] {
         let npy = format!("{d}/{file}");
         ok(&["put", array, "-i", &npy, "-r", region]);
