@@ -5,6 +5,7 @@ use half::{bf16, f16};
 use serde_json::{Map, Value};
 use zarr_core::{DataType, ExtensionObject, FillValue};
 
+use super::numcodecs::{NumType, Scalar};
 use crate::array_bytes::ArrayBytes;
 use crate::codec::ArrayToArrayCodec;
 use crate::config::Config;
@@ -62,23 +63,28 @@ pub struct ScaleOffsetCodec {
 /// The typed parameters for one data type.
 #[derive(Debug, Clone, Copy)]
 enum Params {
-    Int { ty: Int, offset: i128, scale: i128 },
-    F16 { offset: f16, scale: f16 },
-    BF16 { offset: bf16, scale: bf16 },
-    F32 { offset: f32, scale: f32 },
-    F64 { offset: f64, scale: f64 },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Int {
-    I8,
-    I16,
-    I32,
-    I64,
-    U8,
-    U16,
-    U32,
-    U64,
+    /// An integer type, with offset and scale as values of it.
+    Int {
+        ty: NumType,
+        offset: i128,
+        scale: i128,
+    },
+    F16 {
+        offset: f16,
+        scale: f16,
+    },
+    BF16 {
+        offset: bf16,
+        scale: bf16,
+    },
+    F32 {
+        offset: f32,
+        scale: f32,
+    },
+    F64 {
+        offset: f64,
+        scale: f64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,52 +149,7 @@ impl ScaleOffsetCodec {
         let offset = value("offset", &self.offset, 0)?;
         let scale = value("scale", &self.scale, 1)?;
         let (o, s) = (offset.as_bytes(), scale.as_bytes());
-        let int = |ty: Int, o: i128, s: i128| Params::Int {
-            ty,
-            offset: o,
-            scale: s,
-        };
         let params = match data_type {
-            DataType::Int8 => int(
-                Int::I8,
-                i8::from_ne_bytes(ne(o)).into(),
-                i8::from_ne_bytes(ne(s)).into(),
-            ),
-            DataType::Int16 => int(
-                Int::I16,
-                i16::from_ne_bytes(ne(o)).into(),
-                i16::from_ne_bytes(ne(s)).into(),
-            ),
-            DataType::Int32 => int(
-                Int::I32,
-                i32::from_ne_bytes(ne(o)).into(),
-                i32::from_ne_bytes(ne(s)).into(),
-            ),
-            DataType::Int64 => int(
-                Int::I64,
-                i64::from_ne_bytes(ne(o)).into(),
-                i64::from_ne_bytes(ne(s)).into(),
-            ),
-            DataType::UInt8 => int(
-                Int::U8,
-                u8::from_ne_bytes(ne(o)).into(),
-                u8::from_ne_bytes(ne(s)).into(),
-            ),
-            DataType::UInt16 => int(
-                Int::U16,
-                u16::from_ne_bytes(ne(o)).into(),
-                u16::from_ne_bytes(ne(s)).into(),
-            ),
-            DataType::UInt32 => int(
-                Int::U32,
-                u32::from_ne_bytes(ne(o)).into(),
-                u32::from_ne_bytes(ne(s)).into(),
-            ),
-            DataType::UInt64 => int(
-                Int::U64,
-                u64::from_ne_bytes(ne(o)).into(),
-                u64::from_ne_bytes(ne(s)).into(),
-            ),
             DataType::Float16 => Params::F16 {
                 offset: f16::from_ne_bytes(ne(o)),
                 scale: f16::from_ne_bytes(ne(s)),
@@ -205,12 +166,18 @@ impl ScaleOffsetCodec {
                 offset: f64::from_ne_bytes(ne(o)),
                 scale: f64::from_ne_bytes(ne(s)),
             },
-            _ => {
-                return Err(Error::incompatible(
-                    Self::NAME,
-                    format!("it scales integers and floats, not `{data_type}`"),
-                ));
-            }
+            _ => match NumType::of(data_type) {
+                Some(ty) => match (ty.load(o, 0), ty.load(s, 0)) {
+                    (Scalar::Int(offset), Scalar::Int(scale)) => Params::Int { ty, offset, scale },
+                    _ => unreachable!("the float types are matched above"),
+                },
+                None => {
+                    return Err(Error::incompatible(
+                        Self::NAME,
+                        format!("it scales integers and floats, not `{data_type}`"),
+                    ));
+                }
+            },
         };
         let (offset, scale) = params.as_f64();
         if !offset.is_finite() || !scale.is_finite() {
@@ -279,14 +246,17 @@ impl Params {
                     };
                 }
                 match ty {
-                    Int::I8 => ints!(i8),
-                    Int::I16 => ints!(i16),
-                    Int::I32 => ints!(i32),
-                    Int::I64 => ints!(i64),
-                    Int::U8 => ints!(u8),
-                    Int::U16 => ints!(u16),
-                    Int::U32 => ints!(u32),
-                    Int::U64 => ints!(u64),
+                    NumType::I8 => ints!(i8),
+                    NumType::I16 => ints!(i16),
+                    NumType::I32 => ints!(i32),
+                    NumType::I64 => ints!(i64),
+                    NumType::U8 => ints!(u8),
+                    NumType::U16 => ints!(u16),
+                    NumType::U32 => ints!(u32),
+                    NumType::U64 => ints!(u64),
+                    NumType::F16 | NumType::F32 | NumType::F64 => {
+                        unreachable!("float types have their own parameters")
+                    }
                 }
             }
             Self::F32 { offset, scale } => floats::<4, f32>(

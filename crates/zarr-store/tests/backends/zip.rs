@@ -227,6 +227,19 @@ async fn create_refuses_an_existing_file_and_append_refuses_other_files() {
     assert_eq!(std::fs::read(&empty).unwrap().len(), 22);
 }
 
+/// Mark entry `name` of the archive at `path` (stored, holding deflate data) deflated, with
+/// the size and CRC-32 of `original`; the archive's new bytes and the entry's central
+/// directory record.
+fn mark_deflated(path: &Path, name: &str, original: &[u8]) -> (Vec<u8>, usize) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let record = central_record(&bytes, name);
+    bytes[record + 10..record + 12].copy_from_slice(&8u16.to_le_bytes());
+    bytes[record + 16..record + 20].copy_from_slice(&crc32fast::hash(original).to_le_bytes());
+    bytes[record + 24..record + 28].copy_from_slice(&(original.len() as u32).to_le_bytes());
+    std::fs::write(path, &bytes).unwrap();
+    (bytes, record)
+}
+
 #[tokio::test]
 async fn deflated_entries_inflate_and_are_checked() {
     let dir = tempfile::tempdir().unwrap();
@@ -242,13 +255,7 @@ async fn deflated_entries_inflate_and_are_checked() {
         &[("deflated", &compressed), ("stored", b"plain")],
     )
     .await;
-    // Mark the entry deflated, with the inflated size and CRC-32.
-    let mut bytes = std::fs::read(&path).unwrap();
-    let record = central_record(&bytes, "deflated");
-    bytes[record + 10..record + 12].copy_from_slice(&8u16.to_le_bytes());
-    bytes[record + 16..record + 20].copy_from_slice(&crc32fast::hash(&original).to_le_bytes());
-    bytes[record + 24..record + 28].copy_from_slice(&(original.len() as u32).to_le_bytes());
-    std::fs::write(&path, &bytes).unwrap();
+    let (bytes, record) = mark_deflated(&path, "deflated", &original);
 
     let store = ZipStore::open(&path).unwrap();
     assert_eq!(
@@ -358,12 +365,7 @@ async fn entries_stream_through_a_reader_and_are_checked_at_the_end() {
         &[("deflated", &compressed), ("stored", &stored)],
     )
     .await;
-    let mut bytes = std::fs::read(&path).unwrap();
-    let record = central_record(&bytes, "deflated");
-    bytes[record + 10..record + 12].copy_from_slice(&8u16.to_le_bytes());
-    bytes[record + 16..record + 20].copy_from_slice(&crc32fast::hash(&original).to_le_bytes());
-    bytes[record + 24..record + 28].copy_from_slice(&(original.len() as u32).to_le_bytes());
-    std::fs::write(&path, &bytes).unwrap();
+    let (bytes, record) = mark_deflated(&path, "deflated", &original);
 
     let store = ZipStore::open(&path).unwrap();
     assert!(store.reader(&key("absent")).await.unwrap().is_none());
