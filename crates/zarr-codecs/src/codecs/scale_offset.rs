@@ -225,6 +225,21 @@ impl Params {
         out: &mut [u8],
     ) -> std::result::Result<(), (usize, String)> {
         debug_assert_eq!(src.len(), out.len());
+        macro_rules! halves {
+            ($t:ty, $offset:expr, $scale:expr) => {{
+                let round = |v: f32| <$t>::from_f32(v).to_f32();
+                floats::<2, $t>(
+                    direction,
+                    src,
+                    out,
+                    ($offset, $scale),
+                    (<$t>::from_ne_bytes, <$t>::to_ne_bytes),
+                    move |x, o, s| <$t>::from_f32(round(x.to_f32() - o.to_f32()) * s.to_f32()),
+                    move |x, o, s| <$t>::from_f32(round(x.to_f32() / s.to_f32()) + o.to_f32()),
+                    <$t>::is_finite,
+                )
+            }};
+        }
         match self {
             Self::Int { ty, offset, scale } => {
                 macro_rules! ints {
@@ -282,32 +297,8 @@ impl Params {
             // Half precision: each operation in f32, then rounded to the type. f32 has at
             // least 2p + 2 bits for these types' p, so the two roundings give the type's own
             // correctly rounded result.
-            Self::F16 { offset, scale } => {
-                let round = |v: f32| f16::from_f32(v).to_f32();
-                floats::<2, f16>(
-                    direction,
-                    src,
-                    out,
-                    (offset, scale),
-                    (f16::from_ne_bytes, f16::to_ne_bytes),
-                    move |x, o, s| f16::from_f32(round(x.to_f32() - o.to_f32()) * s.to_f32()),
-                    move |x, o, s| f16::from_f32(round(x.to_f32() / s.to_f32()) + o.to_f32()),
-                    f16::is_finite,
-                )
-            }
-            Self::BF16 { offset, scale } => {
-                let round = |v: f32| bf16::from_f32(v).to_f32();
-                floats::<2, bf16>(
-                    direction,
-                    src,
-                    out,
-                    (offset, scale),
-                    (bf16::from_ne_bytes, bf16::to_ne_bytes),
-                    move |x, o, s| bf16::from_f32(round(x.to_f32() - o.to_f32()) * s.to_f32()),
-                    move |x, o, s| bf16::from_f32(round(x.to_f32() / s.to_f32()) + o.to_f32()),
-                    bf16::is_finite,
-                )
-            }
+            Self::F16 { offset, scale } => halves!(f16, offset, scale),
+            Self::BF16 { offset, scale } => halves!(bf16, offset, scale),
         }
     }
 }
