@@ -459,8 +459,9 @@ impl ArrayToArrayCodec for ScaleOffsetCodec {
         decoded: &ChunkRepresentation,
         out: &mut [u8],
     ) -> Result<()> {
-        let encoded = self.encoded_representation(decoded)?;
-        array.validate_for(Self::NAME, &encoded)?;
+        // The encoded chunk has the decoded chunk's shape and data type; its parameters are
+        // checked once, in `run`, not again through `encoded_representation`.
+        array.validate_for(Self::NAME, decoded)?;
         let size = decoded.fixed_size_usize()?;
         if out.len() != size {
             return Err(Error::output_size(size, out.len()));
