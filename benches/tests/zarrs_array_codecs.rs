@@ -1,5 +1,5 @@
-//! The zarr-extensions array->array codecs `bitround` and `reshape` against zarrs 0.23,
-//! which implements both: zarrs writes arrays we read, we write arrays zarrs reads, and the
+//! The zarr-extensions array->array codecs `bitround` and `reshape`, and zarrs' own
+//! `zarrs.squeeze`, against zarrs 0.23, which implements all three: zarrs writes arrays we read, we write arrays zarrs reads, and the
 //! two write the same chunk bytes for the same values. (Here because this crate already
 //! builds zarrs for the comparison harness.)
 
@@ -98,6 +98,35 @@ fn cases() -> Vec<Case> {
             }},
         ]),
     });
+    cases.push(Case {
+        name: "squeeze_then_transpose".into(),
+        data_type: "uint16",
+        shape: vec![6, 1, 10, 4],
+        chunks: vec![3, 1, 5, 4],
+        codecs: json!([
+            {"name": "zarrs.squeeze"},
+            {"name": "transpose", "configuration": {"order": [2, 0, 1]}},
+            {"name": "bytes", "configuration": {"endian": "big"}},
+        ]),
+    });
+    cases.push(Case {
+        name: "squeeze_then_sharding".into(),
+        data_type: "float32",
+        shape: vec![2, 8, 1, 12],
+        chunks: vec![1, 8, 1, 12],
+        codecs: json!([
+            {"name": "zarrs.squeeze", "configuration": {}},
+            {"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [4, 6],
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_codecs": [
+                    {"name": "bytes", "configuration": {"endian": "little"}},
+                    {"name": "crc32c"},
+                ],
+                "index_location": "end",
+            }},
+        ]),
+    });
     cases
 }
 
@@ -120,7 +149,7 @@ fn metadata(case: &Case) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bitround_and_reshape_interoperate_with_zarrs() {
+async fn array_codecs_interoperate_with_zarrs() {
     let dir = tempfile::tempdir().unwrap();
     let zarrs_root = dir.path().join("zarrs");
     let ours_root = dir.path().join("ours");

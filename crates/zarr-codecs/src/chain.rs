@@ -68,6 +68,10 @@ pub struct CodecChain {
     array_to_bytes: Arc<dyn ArrayToBytesCodec>,
     /// The representation the array->bytes codec encodes.
     bytes_repr: ChunkRepresentation,
+    /// Whether every array->array codec only relabels the chunk's shape
+    /// ([`ArrayToArrayCodec::encoded_region`]; true without any), so that the array->bytes
+    /// codec's input is the chunk's own bytes in the same order.
+    relabel_only: bool,
     /// Each bytes->bytes codec with the size of its decoded output.
     bytes_to_bytes: Vec<(Arc<dyn BytesToBytesCodec>, ExpectedSize)>,
     /// The size of the chain's output.
@@ -246,11 +250,15 @@ impl CodecChain {
                 .encoded_size(size)
                 .unwrap_or(ExpectedSize::AtMost(size_limit));
         }
+        let relabel_only = array_to_array
+            .iter()
+            .all(|(c, r)| c.encoded_region(&Region::full(r.shape()), r).is_some());
         Ok(Self {
             codecs,
             array_to_array,
             array_to_bytes,
             bytes_repr: repr,
+            relabel_only,
             bytes_to_bytes,
             encoded_size: size,
             decoded,
@@ -431,7 +439,7 @@ impl CodecChain {
         if out.len() != size {
             return Err(Error::output_size(size, out.len()));
         }
-        if self.array_to_array.is_empty() {
+        if self.relabel_only {
             if let Some((first, _)) = self.bytes_to_bytes.first()
                 && self.array_to_bytes.supports_in_place(&self.bytes_repr)
             {
@@ -452,13 +460,14 @@ impl CodecChain {
     }
 
     /// Whether [`decode_region_into`](Self::decode_region_into) can decode part of a chunk
-    /// without decoding all of it: with `bytes` alone, or `bytes` and `blosc`.
+    /// without decoding all of it: with `bytes` alone, or `bytes` and `blosc`, after any
+    /// array->array codecs that only relabel the shape (`zarrs.squeeze`).
     pub fn can_partially_decode(&self) -> bool {
         self.partial_path().is_some()
     }
 
     fn partial_path(&self) -> Option<PartialPath> {
-        if !self.array_to_array.is_empty() {
+        if !self.relabel_only {
             return None;
         }
         match self.bytes_to_bytes.as_slice() {
@@ -471,6 +480,16 @@ impl CodecChain {
             }
             _ => None,
         }
+    }
+
+    /// `region` of a decoded chunk as the same elements of the array->bytes codec's input,
+    /// when every array->array codec only relabels the shape.
+    fn encoded_region(&self, region: &Region) -> Option<Region> {
+        let mut region = region.clone();
+        for (codec, repr) in &self.array_to_array {
+            region = codec.encoded_region(&region, repr)?;
+        }
+        Some(region)
     }
 
     /// Decode the elements of `region` (chunk coordinates) into `out`, in the region's C
@@ -498,21 +517,27 @@ impl CodecChain {
         if out.len() == total {
             return self.decode_into(encoded, out);
         }
-        match self.partial_path() {
-            Some(PartialPath::ArrayToBytes) => {
+        let path = self.partial_path();
+        // The same elements of the array->bytes codec's input, in the same order.
+        let inner = match path {
+            Some(_) => self.encoded_region(region),
+            None => None,
+        };
+        match (path, inner) {
+            (Some(PartialPath::ArrayToBytes), Some(inner)) => {
                 return self.array_to_bytes.partial_decode_into(
                     encoded,
                     &self.bytes_repr,
-                    region,
+                    &inner,
                     out,
                 );
             }
-            Some(PartialPath::BytesToBytes)
-                if worth_partial(&self.decoded, region, elem, total)? =>
+            (Some(PartialPath::BytesToBytes), Some(inner))
+                if worth_partial(&self.bytes_repr, &inner, elem, total)? =>
             {
                 let (codec, expected) = &self.bytes_to_bytes[0];
                 let mut written = 0;
-                strided::for_each_run(self.decoded.shape(), region, elem, |offset, len| {
+                strided::for_each_run(self.bytes_repr.shape(), &inner, elem, |offset, len| {
                     codec.partial_decode_into(
                         &encoded,
                         *expected,
@@ -522,7 +547,7 @@ impl CodecChain {
                     written += len;
                     Ok(())
                 })?;
-                let region_repr = self.decoded.with_shape(region.shape())?;
+                let region_repr = self.bytes_repr.with_shape(inner.shape())?;
                 return self.array_to_bytes.decode_in_place(out, &region_repr);
             }
             _ => {}
@@ -572,7 +597,7 @@ impl CodecChain {
         }
         // A chain that stores elements as they are (`bytes` in the machine's byte order and
         // nothing else) copies the region straight out of the encoded chunk.
-        if self.array_to_array.is_empty()
+        if self.relabel_only
             && self.bytes_to_bytes.is_empty()
             && let Some(stored) = self
                 .array_to_bytes

@@ -155,6 +155,19 @@ pub trait ArrayToArrayCodec: Debug + Send + Sync {
         let _ = (index, decoded);
         None
     }
+
+    /// For a codec that only relabels the chunk's shape, keeping its elements in the same C
+    /// order and unchanged: the region of the encoded representation that holds `region` of
+    /// the decoded chunk `decoded`, with the same elements in the same order. `None` (the
+    /// default) when the codec changes or moves elements, or the region has no such image.
+    ///
+    /// A [`CodecChain`](crate::CodecChain) whose array->array codecs all answer decodes
+    /// regions of chunks as the codecs after them do (see
+    /// [`CodecChain::can_partially_decode`](crate::CodecChain::can_partially_decode)).
+    fn encoded_region(&self, region: &Region, decoded: &ChunkRepresentation) -> Option<Region> {
+        let _ = (region, decoded);
+        None
+    }
 }
 
 /// A codec that serialises an array into bytes (e.g. `bytes`, `sharding_indexed`, `vlen-utf8`).

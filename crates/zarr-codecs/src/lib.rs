@@ -170,6 +170,7 @@ pub use codecs::numcodecs::pcodec::{PcodecCodec, PcodecDelta, PcodecMode};
 pub use codecs::numcodecs::shuffle::ShuffleCodec;
 pub use codecs::reshape::{ReshapeCodec, ReshapeDim};
 pub use codecs::scale_offset::ScaleOffsetCodec;
+pub use codecs::squeeze::SqueezeCodec;
 pub use codecs::transpose::TransposeCodec;
 pub use codecs::zfp::{ZfpCodec, ZfpMode, ZfpyCodec};
 pub use codecs::zlib::ZlibCodec;

@@ -26,6 +26,7 @@ use crate::codecs::numcodecs::pcodec::PcodecCodec;
 use crate::codecs::numcodecs::shuffle::ShuffleCodec;
 use crate::codecs::reshape::ReshapeCodec;
 use crate::codecs::scale_offset::ScaleOffsetCodec;
+use crate::codecs::squeeze::SqueezeCodec;
 use crate::codecs::transpose::TransposeCodec;
 use crate::codecs::zfp::{ZfpCodec, ZfpyCodec};
 use crate::codecs::zlib::ZlibCodec;
@@ -205,6 +206,11 @@ impl CodecRegistry {
                 Ok(Codec::ArrayToArray(Arc::new(
                     ScaleOffsetCodec::from_metadata(meta)?,
                 )))
+            })
+            .register(SqueezeCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToArray(Arc::new(SqueezeCodec::from_metadata(
+                    meta,
+                )?)))
             })
             .register(ZfpyCodec::NAME, |meta, _, _| {
                 Ok(Codec::ArrayToBytes(Arc::new(ZfpyCodec::from_metadata(

@@ -10,6 +10,7 @@ pub(crate) mod gzip;
 pub(crate) mod numcodecs;
 pub(crate) mod reshape;
 pub(crate) mod scale_offset;
+pub(crate) mod squeeze;
 pub(crate) mod transpose;
 pub(crate) mod zfp;
 pub(crate) mod zlib;

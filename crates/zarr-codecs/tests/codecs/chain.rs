@@ -543,6 +543,63 @@ fn regions_decode_like_the_whole_chunk() {
     }
 }
 
+/// `zarrs.squeeze` drops the chunk's dimensions of length 1 for the codecs after it: a
+/// `transpose` of rank 3 takes a 4-d chunk with one such dimension, the stored bytes are
+/// those of the chain without it, and regions still decode partially.
+#[test]
+fn squeeze_relabels_the_shape_and_keeps_partial_decoding() {
+    let r = repr(&[16, 1, 24, 8], DataType::UInt32);
+    let values: Vec<u8> = (0..16 * 24 * 8u32)
+        .flat_map(|v| v.wrapping_mul(2_654_435_761).to_ne_bytes())
+        .collect();
+    let squeeze = json!({"name": "zarrs.squeeze"});
+    let blosc = json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 4, "blocksize": 1024}});
+    let big = json!({"name": "bytes", "configuration": {"endian": "big"}});
+    let transpose = json!({"name": "transpose", "configuration": {"order": [2, 0, 1]}});
+    let zstd = json!({"name": "zstd", "configuration": {"level": 1}});
+    for (list, without, partial) in [
+        (json!([squeeze, big]), json!([big]), true),
+        (json!([squeeze, big, blosc]), json!([big, blosc]), true),
+        (json!([squeeze, squeeze, big, zstd]), json!([big, zstd]), false),
+        (json!([squeeze, transpose, big]), json!(null), false),
+    ] {
+        let c = chain(list.clone(), r.clone()).unwrap();
+        assert_eq!(c.can_partially_decode(), partial, "{list}");
+        let stored = c.encode(ArrayBytes::fixed(values.clone())).unwrap();
+        if !without.is_null() {
+            let plain = chain(without, r.clone()).unwrap();
+            let unsqueezed = plain.encode(ArrayBytes::fixed(values.clone())).unwrap();
+            assert_eq!(stored, unsqueezed, "{list}");
+        }
+        let mut whole = vec![0u8; values.len()];
+        c.decode_into(stored.clone(), &mut whole).unwrap();
+        assert_eq!(whole, values, "{list}");
+        for ranges in [
+            vec![3..4, 0..1, 5..6, 7..8],
+            vec![0..16, 0..1, 2..3, 0..8],
+            vec![1..15, 0..1, 0..24, 2..6],
+            vec![4..4, 0..1, 0..24, 0..8],
+        ] {
+            let region = Region::try_new(ranges.clone()).unwrap();
+            let mut got = vec![0u8; region.num_elements().unwrap() as usize * 4];
+            c.decode_region_into(stored.clone(), &region, &mut got)
+                .unwrap();
+            let mut want = Vec::new();
+            for i in ranges[0].clone() {
+                for j in ranges[2].clone() {
+                    for k in ranges[3].clone() {
+                        let at = ((i * 24 + j) * 8 + k) as usize * 4;
+                        want.extend_from_slice(&values[at..at + 4]);
+                    }
+                }
+            }
+            assert_eq!(got, want, "{list} {ranges:?}");
+        }
+    }
+    // Without squeeze, the transpose's order has the wrong rank.
+    assert!(chain(json!([transpose, big]), r).is_err());
+}
+
 /// Rectilinear grids have chunks of several shapes: one chain per shape, same codecs.
 #[test]
 fn with_chunk_shape_rechecks() {
