@@ -17,7 +17,10 @@
 //!   offsets then padding to 64 bytes then the data. Decoding hands out the chunk's own bytes
 //!   as values (no copy), and a few elements of a large chunk can be read with two small
 //!   byte-range requests. Only this project reads it.
-//! - [`register`]: adds the three codecs to a [`CodecRegistry`].
+//! - [`ZarrsVlenCodec`] (`zarrs.vlen`): zarrs' codec, the same Arrow layout with the offsets
+//!   and the values each encoded by a codec chain of its own; read and written for
+//!   interoperability with zarrs.
+//! - [`register`]: adds the four codecs to a [`CodecRegistry`].
 //!
 //! # Read a chunk written by zarr-python
 //!
@@ -99,6 +102,7 @@ mod error;
 mod interleaved;
 mod offset;
 mod utf8;
+mod zarrs_vlen;
 mod zep0007;
 
 use std::sync::Arc;
@@ -109,9 +113,12 @@ pub use array::{BinaryIter, StringsIter, VlenBinary, VlenStrings};
 pub use error::{Error, Result};
 pub use interleaved::{VlenBytesCodec, VlenUtf8Codec};
 pub use offset::VlenOffset;
+pub use zarrs_vlen::{VlenIndexLocation, VlenIndexType, ZarrsVlenCodec};
 pub use zep0007::{OffsetType, VALUES_ALIGNMENT, VlenArrowCodec};
 
-/// Add `vlen-utf8`, `vlen-bytes` and `zarr-rs.vlen_arrow` to `registry`.
+/// Add `vlen-utf8`, `vlen-bytes`, `zarr-rs.vlen_arrow` and `zarrs.vlen` to `registry`.
+/// `zarrs.vlen` builds its index and data chains with the registry it is built from, so
+/// codecs registered there are available inside it.
 ///
 /// ```
 /// let mut registry = zarr_codecs::CodecRegistry::with_defaults();
@@ -119,6 +126,7 @@ pub use zep0007::{OffsetType, VALUES_ALIGNMENT, VlenArrowCodec};
 /// assert!(registry.contains("vlen-utf8"));
 /// assert!(registry.contains("vlen-bytes"));
 /// assert!(registry.contains(zarr_vlen::VlenArrowCodec::NAME));
+/// assert!(registry.contains(zarr_vlen::ZarrsVlenCodec::NAME));
 /// ```
 pub fn register(registry: &mut CodecRegistry) {
     registry
@@ -135,6 +143,11 @@ pub fn register(registry: &mut CodecRegistry) {
         .register(VlenArrowCodec::NAME, |meta, _, _| {
             Ok(Codec::ArrayToBytes(Arc::new(
                 VlenArrowCodec::from_metadata(meta)?,
+            )))
+        })
+        .register(ZarrsVlenCodec::NAME, |meta, repr, registry| {
+            Ok(Codec::ArrayToBytes(Arc::new(
+                ZarrsVlenCodec::from_metadata(meta, repr, registry)?,
             )))
         });
 }

@@ -104,7 +104,7 @@ impl ArrayToArrayCodec for SqueezeCodec {
         if kept.is_empty() {
             // All of a chunk of one element (a region of it is empty or all of it).
             let len = region.num_elements().ok()?;
-            return Region::try_new(vec![0..len]).ok();
+            return Region::try_new(std::iter::once(0..len).collect()).ok();
         }
         Region::try_new(kept).ok()
     }
@@ -163,7 +163,7 @@ mod tests {
         let single = repr(&[1, 1]);
         assert_eq!(
             SqueezeCodec.encoded_region(&Region::full(&[1, 1]), &single),
-            Some(Region::try_new(vec![0..1]).unwrap())
+            Some(Region::full(&[1]))
         );
         assert_eq!(
             SqueezeCodec.encoded_region(&Region::full(&[1]), &decoded),

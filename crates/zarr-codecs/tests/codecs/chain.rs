@@ -560,7 +560,11 @@ fn squeeze_relabels_the_shape_and_keeps_partial_decoding() {
     for (list, without, partial) in [
         (json!([squeeze, big]), json!([big]), true),
         (json!([squeeze, big, blosc]), json!([big, blosc]), true),
-        (json!([squeeze, squeeze, big, zstd]), json!([big, zstd]), false),
+        (
+            json!([squeeze, squeeze, big, zstd]),
+            json!([big, zstd]),
+            false,
+        ),
         (json!([squeeze, transpose, big]), json!(null), false),
     ] {
         let c = chain(list.clone(), r.clone()).unwrap();

@@ -9,6 +9,7 @@ mod fixtures;
 mod partial;
 mod properties;
 mod spec;
+mod zarrs_vlen;
 
 use zarr_codecs::{ChunkRepresentation, CodecChain, CodecRegistry};
 use zarr_core::{DataType, ExtensionObject, FillValue};
