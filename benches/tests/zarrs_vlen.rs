@@ -1,5 +1,5 @@
-//! zarrs' `zarrs.vlen` codec against zarrs 0.23: for strings and bytes, both index types
-//! and locations, compressed and plain chains, and inside a shard, zarrs writes arrays we
+//! zarrs' `zarrs.vlen` and `zarrs.vlen_v2` codecs against zarrs 0.23: for strings and
+//! bytes, both index types and locations, compressed and plain chains, and inside a shard, zarrs writes arrays we
 //! read, we write arrays zarrs reads, and the two write the same chunk bytes. (Here because
 //! this crate already builds zarrs for the comparison harness.)
 
@@ -69,6 +69,16 @@ fn cases() -> Vec<(&'static str, &'static str, Value)> {
             "strings_then_zstd",
             "string",
             json!([vlen(json!([le]), json!([bytes]), "uint64", "end"), zstd]),
+        ),
+        (
+            "strings_vlen_v2",
+            "string",
+            json!([{"name": "zarrs.vlen_v2"}]),
+        ),
+        (
+            "bytes_vlen_v2_then_zstd",
+            "bytes",
+            json!([{"name": "zarrs.vlen_v2", "configuration": {}}, zstd]),
         ),
         (
             "strings_in_shards",

@@ -54,6 +54,8 @@ fn arb_value() -> impl Strategy<Value = Value> {
             Just("int8"),
             Just("|b1"),
             Just("<c8"),
+            Just("uint32"),
+            Just("uint64"),
         ]
         .prop_map(|s| Value::String(s.into())),
     ];
@@ -81,7 +83,7 @@ fn arb_value() -> impl Strategy<Value = Value> {
 }
 
 /// Every configuration key some registered codec reads.
-const KEYS: [&str; 37] = [
+const KEYS: [&str; 39] = [
     "level",
     "checksum",
     "endian",
@@ -119,6 +121,8 @@ const KEYS: [&str; 37] = [
     "padding_encoding",
     "first_bit",
     "last_bit",
+    "data_codecs",
+    "index_data_type",
 ];
 
 fn arb_config() -> impl Strategy<Value = Map<String, Value>> {
@@ -211,6 +215,12 @@ fn base_config(name: &str, data_type: &DataType, shape: &[u64]) -> Option<Value>
             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}],
             "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
             "index_location": "start",
+        }),
+        "zarrs.vlen" => json!({
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "data_codecs": [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1}}],
+            "index_data_type": "uint32",
+            "index_location": "end",
         }),
         _ => return None,
     })

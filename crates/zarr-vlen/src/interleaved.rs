@@ -412,3 +412,59 @@ impl ArrayToBytesCodec for VlenBytesCodec {
         decode_chunk(Self::NAME, false, &bytes, decoded)
     }
 }
+
+/// zarrs' `zarrs.vlen_v2` codec (array->bytes): the layout of [`VlenUtf8Codec`] and
+/// [`VlenBytesCodec`] under one name for both variable-length data types, `string` (whose
+/// values are checked as UTF-8) and `bytes`. zarrs writes and reads it; zarr-python does
+/// not, so write `vlen-utf8` or `vlen-bytes` for data it must read (the chunks are the
+/// same bytes).
+///
+/// ```
+/// use zarr_codecs::{ArrayBytes, ArrayToBytesCodec, ChunkRepresentation, VlenBytes};
+/// use zarr_core::{DataType, FillValue};
+/// use zarr_vlen::{VlenBytesCodec, ZarrsVlenV2Codec};
+///
+/// let repr = ChunkRepresentation::try_new(vec![2], DataType::Bytes, FillValue::new(vec![]))?;
+/// let chunk = ArrayBytes::Variable(VlenBytes::from_elements([&b"\x00"[..], b"ab"]));
+/// let stored = ZarrsVlenV2Codec.encode(chunk.clone(), &repr)?;
+/// assert_eq!(stored, VlenBytesCodec.encode(chunk.clone(), &repr)?);
+/// assert_eq!(ZarrsVlenV2Codec.decode(stored, &repr)?, chunk);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ZarrsVlenV2Codec;
+
+impl ZarrsVlenV2Codec {
+    /// The codec's name in metadata.
+    pub const NAME: &'static str = "zarrs.vlen_v2";
+
+    /// Parse `{"name": "zarrs.vlen_v2"}` with an optional empty configuration.
+    ///
+    /// # Errors
+    /// [`zarr_codecs::Error::InvalidConfiguration`] for any configuration key.
+    pub fn from_metadata(metadata: &ExtensionObject) -> CodecResult<Self> {
+        check_keys(metadata, &[])?;
+        Ok(Self)
+    }
+}
+
+impl ArrayToBytesCodec for ZarrsVlenV2Codec {
+    fn to_metadata(&self) -> ExtensionObject {
+        ExtensionObject::with_configuration(Self::NAME, serde_json::Map::new())
+    }
+
+    fn encoded_size(&self, decoded: &ChunkRepresentation) -> CodecResult<Option<u64>> {
+        check_data_type(Self::NAME, decoded, &[DataType::String, DataType::Bytes])?;
+        Ok(None)
+    }
+
+    fn encode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> CodecResult<Bytes> {
+        let utf8 = *decoded.data_type() == DataType::String;
+        encode_chunk(Self::NAME, utf8, array, decoded)
+    }
+
+    fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> CodecResult<ArrayBytes> {
+        let utf8 = *decoded.data_type() == DataType::String;
+        decode_chunk(Self::NAME, utf8, &bytes, decoded)
+    }
+}

@@ -19,8 +19,9 @@
 //!   byte-range requests. Only this project reads it.
 //! - [`ZarrsVlenCodec`] (`zarrs.vlen`): zarrs' codec, the same Arrow layout with the offsets
 //!   and the values each encoded by a codec chain of its own; read and written for
-//!   interoperability with zarrs.
-//! - [`register`]: adds the four codecs to a [`CodecRegistry`].
+//!   interoperability with zarrs; and [`ZarrsVlenV2Codec`] (`zarrs.vlen_v2`), zarrs' name
+//!   for the `vlen-utf8` layout on either data type.
+//! - [`register`]: adds the five codecs to a [`CodecRegistry`].
 //!
 //! # Read a chunk written by zarr-python
 //!
@@ -111,12 +112,13 @@ use zarr_codecs::{Codec, CodecRegistry};
 
 pub use array::{BinaryIter, StringsIter, VlenBinary, VlenStrings};
 pub use error::{Error, Result};
-pub use interleaved::{VlenBytesCodec, VlenUtf8Codec};
+pub use interleaved::{VlenBytesCodec, VlenUtf8Codec, ZarrsVlenV2Codec};
 pub use offset::VlenOffset;
 pub use zarrs_vlen::{VlenIndexLocation, VlenIndexType, ZarrsVlenCodec};
 pub use zep0007::{OffsetType, VALUES_ALIGNMENT, VlenArrowCodec};
 
-/// Add `vlen-utf8`, `vlen-bytes`, `zarr-rs.vlen_arrow` and `zarrs.vlen` to `registry`.
+/// Add `vlen-utf8`, `vlen-bytes`, `zarr-rs.vlen_arrow`, `zarrs.vlen` and `zarrs.vlen_v2` to
+/// `registry`.
 /// `zarrs.vlen` builds its index and data chains with the registry it is built from, so
 /// codecs registered there are available inside it.
 ///
@@ -127,6 +129,7 @@ pub use zep0007::{OffsetType, VALUES_ALIGNMENT, VlenArrowCodec};
 /// assert!(registry.contains("vlen-bytes"));
 /// assert!(registry.contains(zarr_vlen::VlenArrowCodec::NAME));
 /// assert!(registry.contains(zarr_vlen::ZarrsVlenCodec::NAME));
+/// assert!(registry.contains(zarr_vlen::ZarrsVlenV2Codec::NAME));
 /// ```
 pub fn register(registry: &mut CodecRegistry) {
     registry
@@ -148,6 +151,11 @@ pub fn register(registry: &mut CodecRegistry) {
         .register(ZarrsVlenCodec::NAME, |meta, repr, registry| {
             Ok(Codec::ArrayToBytes(Arc::new(
                 ZarrsVlenCodec::from_metadata(meta, repr, registry)?,
+            )))
+        })
+        .register(ZarrsVlenV2Codec::NAME, |meta, _, _| {
+            Ok(Codec::ArrayToBytes(Arc::new(
+                ZarrsVlenV2Codec::from_metadata(meta)?,
             )))
         });
 }

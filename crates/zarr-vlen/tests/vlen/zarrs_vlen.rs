@@ -1,6 +1,6 @@
-//! zarrs' `zarrs.vlen` codec: its byte layout, round trips through every index type,
-//! location and chain, its configuration, and malformed chunks as typed errors. (zarrs
-//! itself reads and writes the same chunks in `benches/tests/zarrs_vlen.rs`.)
+//! zarrs' `zarrs.vlen` and `zarrs.vlen_v2` codecs: byte layouts, round trips through every
+//! index type, location and chain, configurations, and malformed chunks as typed errors.
+//! (zarrs itself reads and writes the same chunks in `benches/tests/zarrs_vlen.rs`.)
 
 use std::sync::Arc;
 
@@ -327,5 +327,44 @@ fn inner_chains_use_the_callers_registry() {
     assert!(
         CodecChain::from_metadata(&[meta], repr(DataType::Bytes, &[2]), &crate::registry())
             .is_err()
+    );
+}
+
+/// `zarrs.vlen_v2` is the `vlen-utf8` layout for both data types: strings are checked as
+/// UTF-8, bytes are not, and fixed-size types are refused.
+#[test]
+fn vlen_v2_is_the_interleaved_layout_for_both_types() {
+    let codecs = json!([{"name": "zarrs.vlen_v2"}]);
+    let strings = chain(codecs.clone(), DataType::String, &[2]);
+    let utf8 = chain(json!([{"name": "vlen-utf8"}]), DataType::String, &[2]);
+    let items = elements(&[b"h\xc3\xa9", b""]);
+    let stored = strings.encode(items.clone()).unwrap();
+    assert_eq!(stored, utf8.encode(items.clone()).unwrap());
+    assert_eq!(strings.decode(stored).unwrap(), items);
+
+    let mut bad = 2u32.to_le_bytes().to_vec();
+    for item in [&b"\xff"[..], b""] {
+        bad.extend_from_slice(&(item.len() as u32).to_le_bytes());
+        bad.extend_from_slice(item);
+    }
+    let e = strings.decode(Bytes::from(bad.clone())).unwrap_err();
+    assert!(
+        matches!(e, CodecError::InvalidElement { index: 0, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("zarrs.vlen_v2"), "{e}");
+    let binary = chain(codecs.clone(), DataType::Bytes, &[2]);
+    assert_eq!(
+        binary.decode(Bytes::from(bad)).unwrap(),
+        elements(&[b"\xff", b""])
+    );
+
+    let int32 =
+        ChunkRepresentation::try_new(vec![2], DataType::Int32, FillValue::from(0i32)).unwrap();
+    let meta = ExtensionObject::from_json(&codecs[0], "codecs[0]").unwrap();
+    let e = CodecChain::from_metadata(&[meta], int32, &registry()).unwrap_err();
+    assert!(
+        matches!(e, CodecError::IncompatibleRepresentation { .. }),
+        "{e}"
     );
 }
