@@ -43,7 +43,30 @@ fn cases() -> Vec<Case> {
         .iter()
         .flat_map(|v| v.to_ne_bytes())
         .collect();
+    // complex_float4_e2m1fn: two parts of 4 bits each, every code.
+    let complex4: Vec<u8> = (0..22u8).map(|i| (i * 5) % 16).collect();
+    // complex_float16: two parts of 16 bits each.
+    let complex16: Vec<u8> = [1.5f32, -2.0, 0.25, 65504.0, -0.0, f32::INFINITY]
+        .iter()
+        .flat_map(|&v| half::f16::from_f32(v).to_ne_bytes())
+        .collect();
     vec![
+        Case {
+            name: "complex_float4_e2m1fn",
+            data_type: "complex_float4_e2m1fn",
+            configuration: json!({"padding_encoding": "last_byte"}),
+            shape: vec![11],
+            chunks: vec![4],
+            values: complex4,
+        },
+        Case {
+            name: "complex_float16",
+            data_type: "complex_float16",
+            configuration: json!({}),
+            shape: vec![3],
+            chunks: vec![2],
+            values: complex16,
+        },
         Case {
             name: "bool_first_byte",
             data_type: "bool",
@@ -103,7 +126,11 @@ fn metadata(case: &Case) -> Value {
         "data_type": case.data_type,
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": case.chunks}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": if case.data_type == "bool" { json!(false) } else { json!(0) },
+        "fill_value": match case.data_type {
+            "bool" => json!(false),
+            complex if complex.starts_with("complex") => json!([0, 0]),
+            _ => json!(0),
+        },
         "codecs": [{"name": "packbits", "configuration": case.configuration}],
     })
 }

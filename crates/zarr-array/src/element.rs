@@ -2,7 +2,7 @@
 
 use half::{bf16, f16};
 use num_complex::Complex;
-use zarr_core::DataType;
+use zarr_core::{DataType, FloatFormat};
 
 mod sealed {
     pub trait Sealed {}
@@ -20,7 +20,8 @@ mod sealed {
 /// | `i8`, `i16`, `i32`, `i64` | `int8` ... `int64`; `i8` also `int2`, `int4`; `i64` also `numpy.datetime64`, `numpy.timedelta64` |
 /// | `u8`, `u16`, `u32`, `u64` | `uint8` ... `uint64`; `u8` also `uint2`, `uint4`, the 8-bit float formats, `r8` |
 /// | `half::f16`, `half::bf16`, `f32`, `f64` | `float16`, `bfloat16`, `float32`, `float64` |
-/// | `num_complex::Complex<f32>`, `Complex<f64>` | `complex64`, `complex128` |
+/// | `num_complex::Complex<f32>`, `Complex<f64>` | `complex64`, `complex128`; also `complex_float32`, `complex_float64` |
+/// | `Complex<half::f16>`, `Complex<half::bf16>` | `complex_float16`, `complex_bfloat16` |
 ///
 /// Any fixed-size array can also be read and written as raw bytes (`read_bytes`).
 ///
@@ -81,8 +82,26 @@ element!(f16, "half::f16", DataType::Float16);
 element!(bf16, "half::bf16", DataType::BFloat16);
 element!(f32, "f32", DataType::Float32);
 element!(f64, "f64", DataType::Float64);
-element!(Complex<f32>, "Complex<f32>", DataType::Complex64);
-element!(Complex<f64>, "Complex<f64>", DataType::Complex128);
+element!(
+    Complex<f32>,
+    "Complex<f32>",
+    DataType::Complex64 | DataType::ComplexFloat(FloatFormat::Float32)
+);
+element!(
+    Complex<f64>,
+    "Complex<f64>",
+    DataType::Complex128 | DataType::ComplexFloat(FloatFormat::Float64)
+);
+element!(
+    Complex<f16>,
+    "Complex<half::f16>",
+    DataType::ComplexFloat(FloatFormat::Float16)
+);
+element!(
+    Complex<bf16>,
+    "Complex<half::bf16>",
+    DataType::ComplexFloat(FloatFormat::BFloat16)
+);
 
 impl sealed::Sealed for bool {}
 impl Element for bool {
@@ -98,7 +117,7 @@ impl Element for bool {
 /// The bytes of a slice of elements.
 pub(crate) fn as_bytes<T: Element>(values: &[T]) -> &[u8] {
     // SAFETY: every `Element` is plain old data without padding (integers, floats, `bool`,
-    // and `Complex<f32/f64>`, which is `repr(C)` of two floats), so its memory is initialised
+    // and `Complex<f16/bf16/f32/f64>`, each `repr(C)` of two floats), so its memory is initialised
     // bytes; the length is the slice's size in bytes.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), size_of_val(values)) }
 }

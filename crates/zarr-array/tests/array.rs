@@ -12,6 +12,7 @@ use zarr_array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Error, Group, No
 use zarr_codecs::{BytesToBytesCodec, Codec, ExpectedSize};
 use zarr_core::{
     ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, DimensionChunks, ExtensionObject,
+    FloatFormat,
 };
 use zarr_store::{MemoryStore, ReadableStore, RecordingStore, StoreKey, WritableStore};
 
@@ -167,6 +168,38 @@ async fn every_element_type_round_trips_and_mismatches_are_errors() {
         Complex<f64>,
         vec![Complex::new(1.0, -2.0), Complex::new(0.5, 0.25)]
     );
+    // The zarr-extensions complex types named after their parts.
+    round_trip!(
+        DataType::ComplexFloat(FloatFormat::Float16),
+        Complex<f16>,
+        vec![
+            Complex::new(f16::from_f32(1.5), f16::NEG_INFINITY),
+            Complex::new(f16::ONE, f16::from_f32(-0.25))
+        ]
+    );
+    round_trip!(
+        DataType::ComplexFloat(FloatFormat::BFloat16),
+        Complex<bf16>,
+        vec![Complex::new(bf16::from_f32(-2.0), bf16::ONE)]
+    );
+    round_trip!(
+        DataType::ComplexFloat(FloatFormat::Float32),
+        Complex<f32>,
+        vec![Complex::new(1.0, -2.0), Complex::new(0.5, 0.25)]
+    );
+    round_trip!(
+        DataType::ComplexFloat(FloatFormat::Float64),
+        Complex<f64>,
+        vec![Complex::new(1e-300, -2.0)]
+    );
+    let halves = Array::open(Arc::clone(&store), "/complex_float16")
+        .await
+        .unwrap();
+    let err = halves
+        .read::<Complex<f32>>(halves.full_region())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ElementType { .. }), "{err}");
 
     let array = Array::open(Arc::clone(&store), "/float32").await.unwrap();
     let err = array.read::<u32>(array.full_region()).await.unwrap_err();

@@ -87,6 +87,7 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
             | DataType::Float64
             | DataType::Complex64
             | DataType::Complex128
+            | DataType::ComplexFloat(_)
     );
     if style == Style::Json && float_type {
         // Exactly as Zarr writes fill values: the exact value, "NaN", the infinities, and
@@ -147,16 +148,14 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
             let v = f64::from_ne_bytes(arr(b));
             float(out, v, || format!("{v:?}"), style);
         }
-        DataType::Complex64 | DataType::Complex128 => {
+        DataType::Complex64 | DataType::Complex128 | DataType::ComplexFloat(_) => {
             let half = b.len() / 2;
+            let Some(component) = data_type.complex_component() else {
+                out.push('?');
+                return;
+            };
             let part = |out: &mut String, bytes: &[u8], style| {
-                if half == 4 {
-                    let v = f32::from_ne_bytes(arr(bytes));
-                    float(out, f64::from(v), || format!("{v:?}"), style);
-                } else {
-                    let v = f64::from_ne_bytes(arr(bytes));
-                    float(out, v, || format!("{v:?}"), style);
-                }
+                element(out, &component, bytes, style);
             };
             match style {
                 Style::Json => {
@@ -256,6 +255,7 @@ pub(crate) fn swap_unit(data_type: &DataType) -> usize {
     match data_type {
         DataType::Complex64 => 4,
         DataType::Complex128 => 8,
+        DataType::ComplexFloat(c) => c.size(),
         DataType::FixedLengthUtf32 { .. } => 4,
         DataType::NullTerminatedBytes { .. }
         | DataType::RawBytes { .. }
@@ -334,6 +334,16 @@ mod tests {
         c.extend((-2.0f32).to_ne_bytes());
         assert_eq!(text(&DataType::Complex64, &c), "1.5-2.0j");
         assert_eq!(json(&DataType::Complex64, &c), "[1.5,-2.0]");
+        // The complex types named after their parts print each part as that type.
+        let c16 = DataType::ComplexFloat(zarr::metadata::FloatFormat::Float16);
+        let mut h = half::f16::from_f32(0.5).to_ne_bytes().to_vec();
+        h.extend(half::f16::INFINITY.to_ne_bytes());
+        assert_eq!(text(&c16, &h), "0.5+Infinityj");
+        assert_eq!(json(&c16, &h), "[0.5,\"Infinity\"]");
+        let e4m3 = DataType::ComplexFloat(zarr::metadata::FloatFormat::Mini(
+            zarr::metadata::MiniFloat::E4M3,
+        ));
+        assert_eq!(text(&e4m3, &[0x38, 0xb8]), "1.0-1.0j");
         assert_eq!(
             text(&DataType::UInt64, &u64::MAX.to_ne_bytes()),
             "18446744073709551615"

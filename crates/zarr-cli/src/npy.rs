@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use anyhow::{Context, Result, bail};
-use zarr::metadata::DataType;
+use zarr::metadata::{DataType, FloatFormat};
 
 /// How elements of a data type are written to `.npy`: the numpy dtype in little-endian form
 /// and any change to the stored bytes.
@@ -60,8 +60,8 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
         DataType::Float16 => plain("<f2"),
         DataType::Float32 => plain("<f4"),
         DataType::Float64 => plain("<f8"),
-        DataType::Complex64 => plain("<c8"),
-        DataType::Complex128 => plain("<c16"),
+        DataType::Complex64 | DataType::ComplexFloat(FloatFormat::Float32) => plain("<c8"),
+        DataType::Complex128 | DataType::ComplexFloat(FloatFormat::Float64) => plain("<c16"),
         DataType::Int2 | DataType::Int4 | DataType::UInt2 | DataType::UInt4 => {
             let bits = if matches!(data_type, DataType::Int2 | DataType::UInt2) {
                 2

@@ -189,6 +189,64 @@ pub enum DataType {
     /// `struct` (or zarr-python's older `structured`): records of named fixed-size fields,
     /// packed in declaration order without padding (numpy's structured arrays).
     Struct(StructType),
+    /// The zarr-extensions complex types named after their component: `complex_float16`,
+    /// `complex_bfloat16`, `complex_float32`, `complex_float64` and `complex_` followed by
+    /// any 8-bit-or-smaller float (`complex_float8_e4m3`, `complex_float4_e2m1fn`, ...): the
+    /// real part, then the imaginary part, each stored as the component type is (a small
+    /// float takes one byte). `complex_float32` and `complex_float64` hold what
+    /// [`DataType::Complex64`] and [`DataType::Complex128`] hold, under their own names.
+    ComplexFloat(FloatFormat),
+}
+
+/// The component type of a [`DataType::ComplexFloat`]: a floating-point format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FloatFormat {
+    /// `float16`
+    Float16,
+    /// `bfloat16`
+    BFloat16,
+    /// `float32`
+    Float32,
+    /// `float64`
+    Float64,
+    /// A float of 8 bits or fewer.
+    Mini(MiniFloat),
+}
+
+impl FloatFormat {
+    /// The format as a data type of its own.
+    pub fn data_type(self) -> DataType {
+        match self {
+            Self::Float16 => DataType::Float16,
+            Self::BFloat16 => DataType::BFloat16,
+            Self::Float32 => DataType::Float32,
+            Self::Float64 => DataType::Float64,
+            Self::Mini(format) => DataType::MiniFloat(format),
+        }
+    }
+
+    /// The format of a floating-point data type, `None` for other types.
+    pub fn of(data_type: &DataType) -> Option<Self> {
+        Some(match data_type {
+            DataType::Float16 => Self::Float16,
+            DataType::BFloat16 => Self::BFloat16,
+            DataType::Float32 => Self::Float32,
+            DataType::Float64 => Self::Float64,
+            DataType::MiniFloat(format) => Self::Mini(*format),
+            _ => return None,
+        })
+    }
+
+    /// The size of one value in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            Self::Mini(_) => 1,
+            Self::Float16 | Self::BFloat16 => 2,
+            Self::Float32 => 4,
+            Self::Float64 => 8,
+        }
+    }
 }
 
 /// One field of a [`DataType::Struct`].
@@ -389,6 +447,7 @@ impl DataType {
             | Self::DateTime64 { .. }
             | Self::TimeDelta64 { .. } => 8,
             Self::Complex128 => 16,
+            Self::ComplexFloat(component) => 2 * component.size(),
             Self::RawBits(bytes) => *bytes,
             Self::Struct(st) => st.size(),
             Self::FixedLengthUtf32 { length_bytes }
@@ -420,6 +479,7 @@ impl DataType {
             Self::RawBytes { .. } => "raw_bytes".into(),
             Self::Struct(st) if st.structured => "structured".into(),
             Self::Struct(_) => "struct".into(),
+            Self::ComplexFloat(component) => format!("complex_{}", component.data_type().name()),
             simple => SIMPLE
                 .iter()
                 .find(|(dt, _)| dt == simple)
@@ -437,7 +497,21 @@ impl DataType {
 
     /// Whether the type is a complex type.
     pub fn is_complex(&self) -> bool {
-        matches!(self, Self::Complex64 | Self::Complex128)
+        matches!(
+            self,
+            Self::Complex64 | Self::Complex128 | Self::ComplexFloat(_)
+        )
+    }
+
+    /// The type of each of the two parts of a complex type (`float32` for `complex64` and
+    /// `complex_float32`, `float16` for `complex_float16`, ...); `None` for other types.
+    pub fn complex_component(&self) -> Option<DataType> {
+        match self {
+            Self::Complex64 => Some(Self::Float32),
+            Self::Complex128 => Some(Self::Float64),
+            Self::ComplexFloat(component) => Some(component.data_type()),
+            _ => None,
+        }
     }
 
     /// Parse the `data_type` field: a bare name or an extension object.
@@ -464,6 +538,21 @@ impl DataType {
         }
         if let Some((format, _)) = MiniFloat::ALL.iter().find(|(_, n)| *n == name) {
             return no_configuration(Self::MiniFloat(*format));
+        }
+        if let Some(component) = name.strip_prefix("complex_") {
+            let format = match component {
+                "float16" => Some(FloatFormat::Float16),
+                "bfloat16" => Some(FloatFormat::BFloat16),
+                "float32" => Some(FloatFormat::Float32),
+                "float64" => Some(FloatFormat::Float64),
+                _ => MiniFloat::ALL
+                    .iter()
+                    .find(|(_, n)| *n == component)
+                    .map(|(format, _)| FloatFormat::Mini(*format)),
+            };
+            if let Some(format) = format {
+                return no_configuration(Self::ComplexFloat(format));
+            }
         }
         if name == "string" {
             return no_configuration(Self::String);
@@ -649,6 +738,7 @@ impl DataType {
             }
             Self::Complex64 | Self::FixedLengthUtf32 { .. } => 4,
             Self::Complex128 => 8,
+            Self::ComplexFloat(component) => component.size(),
             Self::RawBits(_) | Self::NullTerminatedBytes { .. } | Self::RawBytes { .. } => 1,
             _ => size,
         };
@@ -848,6 +938,86 @@ mod tests {
         }
         assert_eq!(DataType::Complex128.fixed_size(), Some(16));
         assert_eq!(DataType::Float16.fixed_size(), Some(2));
+    }
+
+    #[test]
+    fn complex_types_named_after_their_parts() {
+        let cases = [
+            (
+                "complex_float16",
+                FloatFormat::Float16,
+                4,
+                vec![(0, 2), (2, 2)],
+            ),
+            (
+                "complex_bfloat16",
+                FloatFormat::BFloat16,
+                4,
+                vec![(0, 2), (2, 2)],
+            ),
+            (
+                "complex_float32",
+                FloatFormat::Float32,
+                8,
+                vec![(0, 4), (4, 4)],
+            ),
+            (
+                "complex_float64",
+                FloatFormat::Float64,
+                16,
+                vec![(0, 8), (8, 8)],
+            ),
+            (
+                "complex_float8_e4m3",
+                FloatFormat::Mini(MiniFloat::E4M3),
+                2,
+                vec![],
+            ),
+            (
+                "complex_float4_e2m1fn",
+                FloatFormat::Mini(MiniFloat::F4E2M1FN),
+                2,
+                vec![],
+            ),
+        ];
+        for (name, format, size, units) in cases {
+            let dt = DataType::from_json(&json!(name), "data_type").unwrap();
+            assert_eq!(dt, DataType::ComplexFloat(format), "{name}");
+            assert_eq!(dt.name(), name);
+            assert_eq!(dt.to_json(), json!(name));
+            assert_eq!(dt.to_string(), name);
+            assert_eq!(dt.fixed_size(), Some(size), "{name}");
+            assert_eq!(dt.swap_units(), Some(units), "{name}");
+            assert!(dt.is_complex() && !dt.is_float());
+            assert_eq!(dt.complex_component(), Some(format.data_type()));
+            assert_eq!(FloatFormat::of(&format.data_type()), Some(format));
+        }
+        // Every small float has its complex type.
+        for (format, name) in MiniFloat::ALL {
+            let dt = DataType::from_json(&json!(format!("complex_{name}")), "data_type").unwrap();
+            assert_eq!(dt, DataType::ComplexFloat(FloatFormat::Mini(format)));
+        }
+        assert_eq!(
+            DataType::Complex64.complex_component(),
+            Some(DataType::Float32)
+        );
+        assert_eq!(DataType::Float32.complex_component(), None);
+        assert_eq!(FloatFormat::of(&DataType::Int8), None);
+        for name in [
+            "complex_int8",
+            "complex_",
+            "complex_complex64",
+            "complex_float128",
+        ] {
+            let e = DataType::from_json(&json!(name), "data_type").unwrap_err();
+            assert!(matches!(e, Error::UnknownExtension { .. }), "{name}: {e}");
+        }
+        let e = DataType::from_json(
+            &json!({"name": "complex_float16", "configuration": {"x": 1}}),
+            "data_type",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no configuration"), "{e}");
     }
 
     #[test]

@@ -213,6 +213,7 @@ impl FillValue {
                             | DataType::RawBytes { .. }
                             | DataType::Complex64
                             | DataType::Complex128
+                            | DataType::ComplexFloat(_)
                             | DataType::Struct(_)
                     )
             }
@@ -410,6 +411,13 @@ impl FillValue {
                 float_to_json(Float::F64, &b[..8]),
                 float_to_json(Float::F64, &b[8..]),
             ]),
+            DataType::ComplexFloat(component) => {
+                let (re, im) = b.split_at(component.size());
+                let part = |bytes: &[u8]| {
+                    FillValue::untyped(bytes.to_vec()).to_json(&component.data_type())
+                };
+                Value::Array(vec![part(re)?, part(im)?])
+            }
             DataType::RawBits(_) => Value::Array(b.iter().map(|&x| Value::from(x)).collect()),
             DataType::String => Value::String(String::from_utf8_lossy(b).into_owned()),
             DataType::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
@@ -639,6 +647,25 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
             let part_text = |i: usize| texts.as_ref().and_then(|t| t.get(i)).map(|r| r.get());
             let mut bytes = float(&ctx, &parts[0], part_text(0), kind)?;
             bytes.extend(float(&ctx, &parts[1], part_text(1), kind)?);
+            bytes
+        }
+        DataType::ComplexFloat(component) => {
+            let parts = value
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .ok_or_else(|| ctx.err("expected [real, imaginary]"))?;
+            let texts: Option<Vec<&RawValue>> = text.and_then(|t| serde_json::from_str(t).ok());
+            let part_text = |i: usize| texts.as_ref().and_then(|t| t.get(i)).map(|r| r.get());
+            let part = |i: usize| {
+                parse(&parts[i], part_text(i), &component.data_type()).map_err(|e| match e {
+                    Error::InvalidFillValue { reason, .. } => {
+                        ctx.err(format!("the {} part: {reason}", ["real", "imaginary"][i]))
+                    }
+                    other => other,
+                })
+            };
+            let mut bytes = part(0)?.bytes;
+            bytes.extend(part(1)?.bytes);
             bytes
         }
         DataType::RawBits(n) => {
@@ -1197,6 +1224,57 @@ mod tests {
         );
         assert!(err(json!([1]), DataType::Complex64).contains("[real, imaginary]"));
         assert!(err(json!(1), DataType::Complex64).contains("[real, imaginary]"));
+    }
+
+    /// The `complex_*` types take each part as a fill value of their component type: its
+    /// special values, hex bit patterns and rounding.
+    #[test]
+    fn complex_types_named_after_their_parts() {
+        use crate::{FloatFormat, MiniFloat};
+        let c16 = DataType::ComplexFloat(FloatFormat::Float16);
+        let mut expected = half::f16::from_f32(1.5).to_ne_bytes().to_vec();
+        expected.extend(half::f16::NEG_INFINITY.to_ne_bytes());
+        assert_eq!(fv(json!([1.5, "-Infinity"]), &c16), expected);
+        let f = FillValue::from_json(&json!([1.5, "-Infinity"]), &c16).unwrap();
+        assert_eq!(f.to_json(&c16).unwrap(), json!([1.5, "-Infinity"]));
+
+        let bf16 = DataType::ComplexFloat(FloatFormat::BFloat16);
+        let mut expected = 0x7fc1u16.to_ne_bytes().to_vec();
+        expected.extend(half::bf16::from_f32(-2.0).to_ne_bytes());
+        assert_eq!(fv(json!(["0x7fc1", -2]), &bf16), expected);
+        let f = FillValue::from_json(&json!(["0x7fc1", -2]), &bf16).unwrap();
+        assert_eq!(f.to_json(&bf16).unwrap(), json!(["0x7fc1", -2.0]));
+
+        // complex_float32 holds what complex64 holds.
+        let c32 = DataType::ComplexFloat(FloatFormat::Float32);
+        assert_eq!(
+            fv(json!([1, "NaN"]), &c32),
+            fv(json!([1, "NaN"]), DataType::Complex64)
+        );
+        let c64 = DataType::ComplexFloat(FloatFormat::Float64);
+        assert_eq!(fv(json!([0.1, -0.0]), &c64), {
+            let mut b = 0.1f64.to_ne_bytes().to_vec();
+            b.extend((-0.0f64).to_ne_bytes());
+            b
+        });
+
+        // One byte per part for the small floats.
+        let e4m3 = DataType::ComplexFloat(FloatFormat::Mini(MiniFloat::E4M3));
+        assert_eq!(fv(json!([1.0, "NaN"]), &e4m3).len(), 2);
+        assert_eq!(fv(json!([1.0, 0]), &e4m3), [0x38, 0x00]);
+        let f = FillValue::from_json(&json!([1.0, -0.5]), &e4m3).unwrap();
+        assert_eq!(f.to_json(&e4m3).unwrap(), json!([1.0, -0.5]));
+
+        // Errors name the part.
+        let e = err(
+            json!([1, "Infinity"]),
+            DataType::ComplexFloat(FloatFormat::Mini(MiniFloat::E4M3FN)),
+        );
+        assert!(e.contains("imaginary part"), "{e}");
+        assert!(err(json!([1, 2, 3]), &c16).contains("[real, imaginary]"));
+        assert!(err(json!("NaN"), &c16).contains("[real, imaginary]"));
+        // Out of range for the component: float16 tops out at 65504.
+        assert!(err(json!([1e6, 0]), &c16).contains("real part"));
     }
 
     #[test]

@@ -110,6 +110,13 @@ fn components(data_type: &DataType) -> Option<Components> {
         DataType::UInt64 | DataType::Float64 => of(64, 1, false),
         DataType::Complex64 => of(32, 2, false),
         DataType::Complex128 => of(64, 2, false),
+        DataType::ComplexFloat(component) => {
+            let bits = match component.data_type() {
+                DataType::MiniFloat(format) => format.bits(),
+                _ => 8 * component.size() as u32,
+            };
+            of(bits, 2, false)
+        }
         _ => return None,
     })
 }

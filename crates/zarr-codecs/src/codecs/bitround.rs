@@ -42,6 +42,10 @@ impl Kind {
                 width: 8,
                 mantissa: 52,
             },
+            D::ComplexFloat(component) => match component.data_type() {
+                D::MiniFloat(_) => return None,
+                other => return Self::of(&other),
+            },
             _ => return None,
         })
     }
@@ -50,8 +54,8 @@ impl Kind {
 /// The `bitround` codec (array->array, zarr-extensions): reduces the precision of numbers so
 /// that a compressor after it finds more repetition. Lossy; decoding changes nothing.
 ///
-/// - Floats (`float16`, `bfloat16`, `float32`, `float64`, and each half of `complex64` and
-///   `complex128`) keep `keepbits` bits of their mantissa, rounded to nearest with ties to
+/// - Floats (`float16`, `bfloat16`, `float32`, `float64`, and each half of `complex64`,
+///   `complex128` and `complex_float16` to `complex_float64`) keep `keepbits` bits of their mantissa, rounded to nearest with ties to
 ///   even, as numcodecs' `BitRound` does; sign and exponent stay.
 /// - Integers (`int8` to `uint64`, and `numpy.datetime64` / `numpy.timedelta64` as
 ///   `int64`) keep `keepbits` bits from their highest set bit, rounded the same way. The

@@ -124,6 +124,7 @@ impl BytesCodec {
             | DataType::NullTerminatedBytes { .. }
             | DataType::RawBytes { .. } => 1,
             DataType::Int16 | DataType::UInt16 | DataType::Float16 | DataType::BFloat16 => 2,
+            DataType::ComplexFloat(component) => component.size(),
             DataType::Int32
             | DataType::UInt32
             | DataType::Float32
