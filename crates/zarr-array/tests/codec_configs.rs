@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use zarr_array::{ArrayBytes, default_registry};
 use zarr_codecs::{ChunkRepresentation, Codec, CodecChain};
-use zarr_core::{DataType, ExtensionObject, FillValue};
+use zarr_core::{DataType, ExtensionObject, FillValue, FloatFormat, MiniFloat};
 
 /// Configuration values: numbers near the edges codecs check, and the words they take.
 fn arb_value() -> impl Strategy<Value = Value> {
@@ -148,6 +148,8 @@ fn data_type() -> impl Strategy<Value = DataType> {
         Just(DataType::Float32),
         Just(DataType::Float64),
         Just(DataType::Complex64),
+        Just(DataType::ComplexFloat(FloatFormat::Float16)),
+        Just(DataType::ComplexFloat(FloatFormat::Mini(MiniFloat::E5M2))),
         Just(DataType::String),
         Just(DataType::Bytes),
     ]

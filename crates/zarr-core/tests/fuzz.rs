@@ -23,6 +23,8 @@ fn arb_json() -> impl Strategy<Value = Value> {
             Just("default"),
             Just("v2"),
             Just("float16"),
+            Just("complex_float16"),
+            Just("complex_float8_e4m3fn"),
             Just("uint64"),
             Just("string"),
             Just("r16"),
