@@ -3,7 +3,11 @@
 
 use std::ops::Range;
 
-use zarr_codecs::{ChunkRepresentation, Error as CodecError, Result as CodecResult};
+use zarr_codecs::{
+    ArrayBytes, ChunkRepresentation, Error as CodecError, Result as CodecResult, VlenBytes,
+};
+
+use crate::utf8::check_utf8;
 use zarr_core::{DataType, ExtensionObject, Region};
 
 /// Refuse configuration keys other than `allowed` (a missing configuration is fine).
@@ -124,6 +128,37 @@ pub(crate) fn usize_range(start: u64, len: u64) -> Option<Range<usize>> {
     let s = usize::try_from(start).ok()?;
     let e = usize::try_from(start.checked_add(len)?).ok()?;
     Some(s..e)
+}
+
+/// The variable-length elements of a chunk handed to `codec` to encode, checked against
+/// `decoded` (element count, offsets) and, for `string` data, as UTF-8.
+pub(crate) fn variable_input<'a>(
+    codec: &str,
+    array: &'a ArrayBytes,
+    decoded: &ChunkRepresentation,
+) -> CodecResult<&'a VlenBytes> {
+    array.validate(decoded).map_err(|e| match e {
+        CodecError::UnexpectedArray {
+            expected, found, ..
+        } => CodecError::UnexpectedArray {
+            codec: codec.to_owned(),
+            expected,
+            found,
+        },
+        other => other,
+    })?;
+    let Some(v) = array.as_variable() else {
+        // `validate` refuses fixed-size bytes for string and bytes data.
+        return Err(CodecError::UnexpectedArray {
+            codec: codec.to_owned(),
+            expected: "variable-length elements".into(),
+            found: "fixed-size elements".into(),
+        });
+    };
+    if *decoded.data_type() == DataType::String {
+        check_utf8(v.values(), v.offsets(), |o| o as usize).map_err(|e| e.into_codec(codec))?;
+    }
+    Ok(v)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use zarr_codecs::{
 };
 use zarr_core::{DataType, ExtensionObject, FillValue};
 
-use crate::common::{check_data_type, check_keys};
+use crate::common::{check_data_type, check_keys, variable_input};
 use crate::utf8::check_utf8;
 
 /// The width of the offsets a [`ZarrsVlenCodec`] chunk stores.
@@ -384,27 +384,7 @@ impl ArrayToBytesCodec for ZarrsVlenCodec {
 
     fn encode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> CodecResult<Bytes> {
         check_data_type(Self::NAME, decoded, &[DataType::String, DataType::Bytes])?;
-        array.validate(decoded).map_err(|e| match e {
-            CodecError::UnexpectedArray {
-                expected, found, ..
-            } => CodecError::UnexpectedArray {
-                codec: Self::NAME.into(),
-                expected,
-                found,
-            },
-            other => other,
-        })?;
-        let Some(v) = array.as_variable() else {
-            return Err(CodecError::UnexpectedArray {
-                codec: Self::NAME.into(),
-                expected: "variable-length elements".into(),
-                found: "fixed-size elements".into(),
-            });
-        };
-        if *decoded.data_type() == DataType::String {
-            check_utf8(v.values(), v.offsets(), |o| o as usize)
-                .map_err(|e| e.into_codec(Self::NAME))?;
-        }
+        let v = variable_input(Self::NAME, &array, decoded)?;
         let offsets = v.offsets();
         let index: Vec<u8> = match self.index_type {
             VlenIndexType::UInt32 => {

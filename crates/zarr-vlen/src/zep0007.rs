@@ -14,6 +14,7 @@ use zarr_core::{DataType, ExtensionObject, Region};
 use crate::array::{VlenBinary, VlenStrings};
 use crate::common::{
     check_data_type, check_keys, for_each_run, num_elements as element_count, usize_range,
+    variable_input,
 };
 use crate::error::Error;
 use crate::offset::{VlenOffset, check_offsets};
@@ -641,29 +642,8 @@ impl ArrayToBytesCodec for VlenArrowCodec {
     }
 
     fn encode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> CodecResult<Bytes> {
-        let utf8 = self.check_type(decoded.data_type())?;
-        array.validate(decoded).map_err(|e| match e {
-            CodecError::UnexpectedArray {
-                expected, found, ..
-            } => CodecError::UnexpectedArray {
-                codec: Self::NAME.into(),
-                expected,
-                found,
-            },
-            other => other,
-        })?;
-        let Some(v) = array.as_variable() else {
-            // validate() refuses fixed-size bytes for string and bytes data.
-            return Err(CodecError::UnexpectedArray {
-                codec: Self::NAME.into(),
-                expected: "variable-length elements".into(),
-                found: "fixed-size elements".into(),
-            });
-        };
-        if utf8 {
-            check_utf8(v.values(), v.offsets(), |o| o as usize)
-                .map_err(|e| e.into_codec(Self::NAME))?;
-        }
+        self.check_type(decoded.data_type())?;
+        let v = variable_input(Self::NAME, &array, decoded)?;
         self.encode_parts(v.offsets(), v.values(), |o| o as usize)
     }
 
