@@ -161,6 +161,22 @@ pub(crate) fn variable_input<'a>(
     Ok(v)
 }
 
+/// [`CodecError::Corrupt`] from `codec`.
+pub(crate) fn corrupt(codec: &str, reason: String) -> CodecError {
+    CodecError::Corrupt {
+        codec: codec.to_owned(),
+        reason,
+    }
+}
+
+/// [`CodecError::Truncated`] from `codec`.
+pub(crate) fn truncated(codec: &str, reason: String) -> CodecError {
+    CodecError::Truncated {
+        codec: codec.to_owned(),
+        reason,
+    }
+}
+
 #[cfg(test)]
 // A region of a 1-D chunk is a `Vec` holding one range, which is what this lint dislikes.
 #[allow(clippy::single_range_in_vec_init)]

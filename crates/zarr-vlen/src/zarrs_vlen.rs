@@ -11,7 +11,7 @@ use zarr_codecs::{
 };
 use zarr_core::{DataType, ExtensionObject, FillValue};
 
-use crate::common::{check_data_type, check_keys, variable_input};
+use crate::common::{check_data_type, check_keys, corrupt, truncated, variable_input};
 use crate::utf8::check_utf8;
 
 /// The width of the offsets a [`ZarrsVlenCodec`] chunk stores.
@@ -258,43 +258,14 @@ impl ZarrsVlenCodec {
         self.location
     }
 
-    /// The index chain for `offsets` offsets.
-    fn index_chain(&self, offsets: u64) -> CodecResult<Arc<CodecChain>> {
-        if self.index_chain.decoded_representation().shape() == [offsets] {
-            return Ok(Arc::clone(&self.index_chain));
-        }
-        Ok(Arc::new(self.index_chain.with_chunk_shape(vec![offsets])?))
-    }
-
-    /// The data chain for `len` bytes of values.
-    fn data_chain(&self, len: u64) -> CodecResult<Arc<CodecChain>> {
-        if self.data_chain.decoded_representation().shape() == [len] {
-            return Ok(Arc::clone(&self.data_chain));
-        }
-        Ok(Arc::new(self.data_chain.with_chunk_shape(vec![len])?))
-    }
-
-    fn corrupt(reason: String) -> CodecError {
-        CodecError::Corrupt {
-            codec: Self::NAME.into(),
-            reason,
-        }
-    }
-
-    fn truncated(reason: String) -> CodecError {
-        CodecError::Truncated {
-            codec: Self::NAME.into(),
-            reason,
-        }
-    }
-
     /// Split a stored chunk into its encoded index and encoded data.
     fn split(&self, bytes: &Bytes) -> CodecResult<(Bytes, Bytes)> {
         let total = bytes.len();
         if total < 8 {
-            return Err(Self::truncated(format!(
-                "{total} bytes, fewer than the 8 of the index length"
-            )));
+            return Err(truncated(
+                Self::NAME,
+                format!("{total} bytes, fewer than the 8 of the index length"),
+            ));
         }
         let (len_at, rest) = match self.location {
             VlenIndexLocation::Start => (0, 8..total),
@@ -305,9 +276,12 @@ impl ZarrsVlenCodec {
         let index_len = u64::from_le_bytes(word);
         let available = (rest.end - rest.start) as u64;
         if index_len > available {
-            return Err(Self::truncated(format!(
-                "the index length says {index_len} bytes, but only {available} follow the length"
-            )));
+            return Err(truncated(
+                Self::NAME,
+                format!(
+                    "the index length says {index_len} bytes, but only {available} follow the length"
+                ),
+            ));
         }
         let index_len = index_len as usize;
         Ok(match self.location {
@@ -335,6 +309,15 @@ impl ZarrsVlenCodec {
                 .collect(),
         }
     }
+}
+
+/// `chain` (built for 1-d arrays) for arrays of `len` elements: itself when it was built for
+/// that length, otherwise rebuilt.
+fn for_length(chain: &Arc<CodecChain>, len: u64) -> CodecResult<Arc<CodecChain>> {
+    if chain.decoded_representation().shape() == [len] {
+        return Ok(Arc::clone(chain));
+    }
+    Ok(Arc::new(chain.with_chunk_shape(vec![len])?))
 }
 
 /// `n + 1`, the number of offsets of a chunk of `n` elements.
@@ -378,7 +361,7 @@ impl ArrayToBytesCodec for ZarrsVlenCodec {
 
     fn encoded_size(&self, decoded: &ChunkRepresentation) -> CodecResult<Option<u64>> {
         check_data_type(Self::NAME, decoded, &[DataType::String, DataType::Bytes])?;
-        self.index_chain(count_offsets(decoded.num_elements())?)?;
+        for_length(&self.index_chain, count_offsets(decoded.num_elements())?)?;
         Ok(None)
     }
 
@@ -405,15 +388,13 @@ impl ArrayToBytesCodec for ZarrsVlenCodec {
             }
             VlenIndexType::UInt64 => offsets.iter().flat_map(|&o| o.to_ne_bytes()).collect(),
         };
-        let index = self
-            .index_chain(offsets.len() as u64)?
+        let index = for_length(&self.index_chain, offsets.len() as u64)?
             .encode(ArrayBytes::fixed(index))?;
         let values = v.values().clone();
         let data = if values.is_empty() {
             Bytes::new()
         } else {
-            self.data_chain(values.len() as u64)?
-                .encode(ArrayBytes::Fixed(values))?
+            for_length(&self.data_chain, values.len() as u64)?.encode(ArrayBytes::Fixed(values))?
         };
         let mut out = Vec::with_capacity(8 + index.len() + data.len());
         let index_len = (index.len() as u64).to_le_bytes();
@@ -436,38 +417,50 @@ impl ArrayToBytesCodec for ZarrsVlenCodec {
         check_data_type(Self::NAME, decoded, &[DataType::String, DataType::Bytes])?;
         let (index, data) = self.split(&bytes)?;
         let count = count_offsets(decoded.num_elements())?;
-        let index_chain = self.index_chain(count)?;
+        let index_chain = for_length(&self.index_chain, count)?;
         if let Some(size) = index_chain.encoded_size()
             && size != index.len() as u64
         {
-            return Err(Self::corrupt(format!(
-                "the index of {count} offsets takes {size} bytes, but the index length says {}",
-                index.len()
-            )));
+            return Err(corrupt(
+                Self::NAME,
+                format!(
+                    "the index of {count} offsets takes {size} bytes, but the index length says {}",
+                    index.len()
+                ),
+            ));
         }
         let index = index_chain.decode(index)?.into_fixed(Self::NAME)?;
         let mut offsets = self.offsets_of(&index);
         if offsets.len() as u64 != count {
-            return Err(Self::corrupt(format!(
-                "the index decoded to {} offsets, not {count}",
-                offsets.len()
-            )));
+            return Err(corrupt(
+                Self::NAME,
+                format!(
+                    "the index decoded to {} offsets, not {count}",
+                    offsets.len()
+                ),
+            ));
         }
         if let Some(i) = offsets.windows(2).position(|w| w[1] < w[0]) {
-            return Err(Self::corrupt(format!(
-                "offset {} ({}) is less than offset {i} ({})",
-                i + 1,
-                offsets[i + 1],
-                offsets[i]
-            )));
+            return Err(corrupt(
+                Self::NAME,
+                format!(
+                    "offset {} ({}) is less than offset {i} ({})",
+                    i + 1,
+                    offsets[i + 1],
+                    offsets[i]
+                ),
+            ));
         }
         let end = offsets[offsets.len() - 1];
         let values = if end == 0 {
             if !data.is_empty() {
-                return Err(Self::corrupt(format!(
-                    "every element is empty, but {} bytes of data follow the index",
-                    data.len()
-                )));
+                return Err(corrupt(
+                    Self::NAME,
+                    format!(
+                        "every element is empty, but {} bytes of data follow the index",
+                        data.len()
+                    ),
+                ));
             }
             Bytes::new()
         } else {
@@ -478,15 +471,18 @@ impl ArrayToBytesCodec for ZarrsVlenCodec {
                     limit: DEFAULT_SIZE_LIMIT,
                 });
             }
-            let chain = self.data_chain(end)?;
+            let chain = for_length(&self.data_chain, end)?;
             if let Some(size) = chain.encoded_size()
                 && size != data.len() as u64
             {
-                return Err(Self::corrupt(format!(
-                    "the index says the values take {end} bytes, stored as {size}, but {} bytes \
+                return Err(corrupt(
+                    Self::NAME,
+                    format!(
+                        "the index says the values take {end} bytes, stored as {size}, but {} bytes \
                      of data are there",
-                    data.len()
-                )));
+                        data.len()
+                    ),
+                ));
             }
             chain.decode(data)?.into_fixed(Self::NAME)?
         };

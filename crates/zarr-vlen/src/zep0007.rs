@@ -13,8 +13,8 @@ use zarr_core::{DataType, ExtensionObject, Region};
 
 use crate::array::{VlenBinary, VlenStrings};
 use crate::common::{
-    check_data_type, check_keys, for_each_run, num_elements as element_count, usize_range,
-    variable_input,
+    check_data_type, check_keys, corrupt, for_each_run, num_elements as element_count, truncated,
+    usize_range, variable_input,
 };
 use crate::error::Error;
 use crate::offset::{VlenOffset, check_offsets};
@@ -165,20 +165,6 @@ impl VlenArrowCodec {
             })
     }
 
-    fn corrupt(reason: String) -> CodecError {
-        CodecError::Corrupt {
-            codec: Self::NAME.into(),
-            reason,
-        }
-    }
-
-    fn truncated(reason: String) -> CodecError {
-        CodecError::Truncated {
-            codec: Self::NAME.into(),
-            reason,
-        }
-    }
-
     /// Check the chunk's size and padding; the offsets are `chunk[..(n + 1) * size]`.
     fn layout(&self, chunk: &[u8], n: usize) -> CodecResult<Layout> {
         let start = self.values_start(n as u64)?;
@@ -186,21 +172,27 @@ impl VlenArrowCodec {
             .ok()
             .filter(|&s| s <= chunk.len())
             .ok_or_else(|| {
-                Self::truncated(format!(
-                    "{} bytes, but the offsets of {n} elements and their padding take {start}",
-                    chunk.len()
-                ))
+                truncated(
+                    Self::NAME,
+                    format!(
+                        "{} bytes, but the offsets of {n} elements and their padding take {start}",
+                        chunk.len()
+                    ),
+                )
             })?;
         let offsets_end = (n + 1) * self.offsets.size() as usize;
         if let Some(i) = chunk[offsets_end..values_start]
             .iter()
             .position(|&b| b != 0)
         {
-            return Err(Self::corrupt(format!(
-                "padding byte {} (before the values at {values_start}) is {:#04x}, not 0",
-                offsets_end + i,
-                chunk[offsets_end + i]
-            )));
+            return Err(corrupt(
+                Self::NAME,
+                format!(
+                    "padding byte {} (before the values at {values_start}) is {:#04x}, not 0",
+                    offsets_end + i,
+                    chunk[offsets_end + i]
+                ),
+            ));
         }
         Ok(Layout { values_start })
     }
@@ -419,11 +411,14 @@ impl VlenArrowCodec {
     fn parse_range_offsets(&self, offsets: &[u8], count: u64) -> CodecResult<Vec<i64>> {
         let size = self.offsets.size();
         if offsets.len() as u64 != (count + 1) * size {
-            return Err(Self::truncated(format!(
-                "{} offset bytes for {count} elements, expected {}",
-                offsets.len(),
-                (count + 1) * size
-            )));
+            return Err(truncated(
+                Self::NAME,
+                format!(
+                    "{} offset bytes for {count} elements, expected {}",
+                    offsets.len(),
+                    (count + 1) * size
+                ),
+            ));
         }
         let parsed: Vec<i64> = match self.offsets {
             OffsetType::Int32 => offsets
@@ -433,15 +428,21 @@ impl VlenArrowCodec {
             OffsetType::Int64 => offsets.chunks_exact(8).map(i64::read_le).collect(),
         };
         if parsed[0] < 0 {
-            return Err(Self::corrupt(format!("offset {} is negative", parsed[0])));
+            return Err(corrupt(
+                Self::NAME,
+                format!("offset {} is negative", parsed[0]),
+            ));
         }
         if let Some(i) = parsed.windows(2).position(|w| w[1] < w[0]) {
-            return Err(Self::corrupt(format!(
-                "offset {} ({}) is less than the one before it ({}) in the range read",
-                i + 1,
-                parsed[i + 1],
-                parsed[i]
-            )));
+            return Err(corrupt(
+                Self::NAME,
+                format!(
+                    "offset {} ({}) is less than the one before it ({}) in the range read",
+                    i + 1,
+                    parsed[i + 1],
+                    parsed[i]
+                ),
+            ));
         }
         Ok(parsed)
     }
@@ -459,9 +460,10 @@ impl VlenArrowCodec {
         let (first, last) = (parsed[0] as u64, parsed[parsed.len() - 1] as u64);
         match (start.checked_add(first), start.checked_add(last)) {
             (Some(s), Some(e)) => Ok(s..e),
-            _ => Err(Self::corrupt(format!(
-                "offsets {first}..{last} point past the largest possible chunk"
-            ))),
+            _ => Err(corrupt(
+                Self::NAME,
+                format!("offsets {first}..{last} point past the largest possible chunk"),
+            )),
         }
     }
 
@@ -494,12 +496,15 @@ impl VlenArrowCodec {
         let base = parsed[0];
         let span = (parsed[parsed.len() - 1] - base) as u64;
         if values.len() as u64 != span {
-            return Err(Self::truncated(format!(
-                "{} value bytes for elements {}..{}, whose offsets span {span}",
-                values.len(),
-                elements.start,
-                elements.end
-            )));
+            return Err(truncated(
+                Self::NAME,
+                format!(
+                    "{} value bytes for elements {}..{}, whose offsets span {span}",
+                    values.len(),
+                    elements.start,
+                    elements.end
+                ),
+            ));
         }
         let rebased: Vec<u64> = parsed.iter().map(|&o| (o - base) as u64).collect();
         if utf8 {
@@ -529,10 +534,13 @@ impl VlenArrowCodec {
         let n = decoded.num_elements();
         let start = self.values_start(n)?;
         if (chunk.len() as u64) < start {
-            return Err(Self::truncated(format!(
-                "{} bytes, but the offsets of {n} elements and their padding take {start}",
-                chunk.len()
-            )));
+            return Err(truncated(
+                Self::NAME,
+                format!(
+                    "{} bytes, but the offsets of {n} elements and their padding take {start}",
+                    chunk.len()
+                ),
+            ));
         }
         // Checked above: fits usize.
         let values = chunk.slice(start as usize..);
@@ -541,18 +549,21 @@ impl VlenArrowCodec {
             let range = self.offsets_byte_range(n, first..first + count)?;
             let raw = usize_range(range.start, range.end - range.start)
                 .and_then(|r| chunk.get(r))
-                .ok_or_else(|| Self::truncated("offsets past the end of the chunk".into()))?;
+                .ok_or_else(|| truncated(Self::NAME, "offsets past the end of the chunk".into()))?;
             let vrange = self.values_byte_range(n, raw)?;
             let (vs, ve) = (vrange.start - start, vrange.end - start);
             let piece = usize_range(vs, ve - vs)
                 .filter(|r| r.end <= values.len())
                 .ok_or_else(|| {
-                    Self::corrupt(format!(
-                        "offsets of elements {first}..{} point to values {vs}..{ve}, past the \
+                    corrupt(
+                        Self::NAME,
+                        format!(
+                            "offsets of elements {first}..{} point to values {vs}..{ve}, past the \
                          {} value bytes",
-                        first + count,
-                        values.len()
-                    ))
+                            first + count,
+                            values.len()
+                        ),
+                    )
                 })?;
             let data_type = if utf8 {
                 DataType::String
