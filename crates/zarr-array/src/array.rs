@@ -230,6 +230,7 @@ impl<S: ?Sized> Array<S> {
     /// An array from metadata already read (or about to be written).
     ///
     /// # Errors
+    /// [`Error::Core`] if the metadata breaks a rule [`ArrayMetadata::validate`] checks;
     /// [`Error::Codecs`] if the codecs cannot be built; [`Error::Unsupported`] for storage
     /// transformers this crate does not know.
     pub fn from_metadata(
@@ -238,6 +239,7 @@ impl<S: ?Sized> Array<S> {
         metadata: ArrayMetadata,
         options: ArrayOptions,
     ) -> Result<Self> {
+        metadata.validate()?;
         let transformer = match metadata.storage_transformers.as_slice() {
             [] => None,
             [only] if let Ok(config) = ShardingTransformerConfig::from_metadata(only) => {
@@ -254,7 +256,7 @@ impl<S: ?Sized> Array<S> {
                     Arc::clone(&store),
                     prefix,
                     only,
-                    metadata.chunk_key_encoding,
+                    metadata.chunk_key_encoding.clone(),
                 )
                 .map_err(|source| Error::Sharding {
                     array: path.as_str().to_owned(),

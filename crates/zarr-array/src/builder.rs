@@ -411,12 +411,14 @@ impl ArrayBuilder {
             fill_value,
             self.codec_list(),
         )?
-        .with_chunk_key_encoding(self.chunk_key_encoding.unwrap_or(match self.zarr_format {
-            ZarrFormat::V3 => ChunkKeyEncoding::default(),
-            ZarrFormat::V2 => ChunkKeyEncoding::V2 {
-                separator: ChunkKeySeparator::Dot,
+        .with_chunk_key_encoding(self.chunk_key_encoding.clone().unwrap_or(
+            match self.zarr_format {
+                ZarrFormat::V3 => ChunkKeyEncoding::default(),
+                ZarrFormat::V2 => ChunkKeyEncoding::V2 {
+                    separator: ChunkKeySeparator::Dot,
+                },
             },
-        }))
+        ))
         .with_attributes(self.attributes.clone());
         if let Some(names) = &self.dimension_names {
             metadata = metadata.with_dimension_names(names.clone())?;
@@ -445,6 +447,8 @@ impl ArrayBuilder {
             let attributes = metadata.attributes.clone();
             metadata = ArrayMetadataV2::from_v3(&metadata).and_then(|v2| v2.to_v3(attributes))?;
         }
+        // The chunk key encoding was set after `ArrayMetadata::new` checked the rest.
+        metadata.validate()?;
         Ok(metadata)
     }
 

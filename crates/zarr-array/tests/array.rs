@@ -1368,3 +1368,117 @@ async fn with_shape_writes_beyond_the_stored_shape_until_resize() {
         Err(Error::Region { .. })
     ));
 }
+
+/// The extension chunk key encodings name the files an array writes, and arrays using them
+/// read back, reopen, list their chunks, shrink, and go through the sharding storage
+/// transformer; a template that does not suit the rank is refused when the array is built.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extension_chunk_key_encodings_name_the_stored_chunks() {
+    use zarr_core::ChunkKeyTemplate;
+    use zarr_store::ListableStore;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(zarr_store::FilesystemStore::new(dir.path()).unwrap());
+    let encodings = [
+        ChunkKeyEncoding::DefaultSuffix {
+            separator: ChunkKeySeparator::Slash,
+            suffix: ".bin".into(),
+        },
+        ChunkKeyEncoding::prefix(
+            "x/",
+            ChunkKeyEncoding::V2 {
+                separator: ChunkKeySeparator::Dot,
+            },
+        )
+        .unwrap(),
+        ChunkKeyEncoding::suffix(".tiff", ChunkKeyEncoding::default()).unwrap(),
+        ChunkKeyEncoding::fanout(3).unwrap(),
+        ChunkKeyEncoding::Template(ChunkKeyTemplate::new("rows/{0:03}/{-1}.raw", None).unwrap()),
+    ];
+    let values: Vec<u16> = (0..100).collect();
+    for (n, encoding) in encodings.iter().enumerate() {
+        for transformer in [false, true] {
+            let path = format!("/a{n}{}", if transformer { "t" } else { "" });
+            let mut builder = ArrayBuilder::new(vec![10, 10], DataType::UInt16, vec![2, 5])
+                .chunk_key_encoding(encoding.clone())
+                .zstd(1);
+            if transformer {
+                builder = builder.sharding_transformer(vec![2, 2]);
+            }
+            let mut array = builder.create(Arc::clone(&store), &path).await.unwrap();
+            array.write([0..10, 0..10], &values).await.unwrap();
+            array.write([4..6, 5..10], &[0u16; 10]).await.unwrap();
+
+            // The store holds the keys the encoding gives (for the transformer, of shards).
+            let prefix = zarr_store::StorePrefix::new(&format!("{}/", &path[1..]));
+            let mut listed: Vec<String> = store
+                .list_prefix(&prefix)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|k| k.as_str()[prefix.as_str().len()..].to_owned())
+                .filter(|k| k != "zarr.json")
+                .collect();
+            listed.sort();
+            let grid: Vec<Vec<u64>> = if transformer {
+                (0..3)
+                    .flat_map(|i| (0..1).map(move |j| vec![i, j]))
+                    .collect()
+            } else {
+                (0..5)
+                    .flat_map(|i| (0..2).map(move |j| vec![i, j]))
+                    .filter(|c| c != &vec![2, 1])
+                    .collect()
+            };
+            let mut expected: Vec<String> = grid.iter().map(|c| encoding.encode(c)).collect();
+            expected.sort();
+            assert_eq!(listed, expected, "{encoding:?} transformer {transformer}");
+
+            let reopened = Array::open(Arc::clone(&store), &path).await.unwrap();
+            assert_eq!(reopened.chunk_key_encoding(), encoding);
+            let back: Vec<u16> = reopened.read([0..10, 0..10]).await.unwrap();
+            let mut want = values.clone();
+            for row in 4..6 {
+                want[row * 10 + 5..row * 10 + 10].fill(0);
+            }
+            assert_eq!(back, want, "{encoding:?}");
+            let stored: Vec<Vec<u64>> = (0..5)
+                .flat_map(|i| (0..2).map(move |j| vec![i, j]))
+                .filter(|c| c != &vec![2, 1])
+                .collect();
+            assert_eq!(
+                reopened.stored_chunks().await.unwrap(),
+                stored,
+                "{encoding:?}"
+            );
+
+            array.resize(vec![4, 10]).await.unwrap();
+            assert_eq!(
+                array.stored_chunks().await.unwrap().len(),
+                4,
+                "{encoding:?}"
+            );
+            let key = store
+                .get(
+                    &StoreKey::try_new(format!("{}{}", prefix.as_str(), encoding.encode(&[2, 0])))
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+            assert!(
+                key.is_none() || transformer,
+                "{encoding:?}: chunk [2, 0] outlived the resize"
+            );
+        }
+    }
+
+    let three_d = ArrayBuilder::new(vec![4, 4, 4], DataType::UInt8, vec![2, 2, 2])
+        .chunk_key_encoding(ChunkKeyEncoding::Template(
+            ChunkKeyTemplate::new("{0}_{1}", None).unwrap(),
+        ))
+        .create(Arc::clone(&store), "/bad")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(three_d.contains("chunk_key_encoding"), "{three_d}");
+}

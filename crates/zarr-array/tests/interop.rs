@@ -830,7 +830,7 @@ async fn zarr_python_reads_the_zarr_v2_we_write() {
         let array = ArrayBuilder::new(m.shape.clone(), m.data_type.clone(), chunk_shape)
             .fill_value(m.fill_value.clone())
             .codecs(m.codecs.clone())
-            .chunk_key_encoding(m.chunk_key_encoding)
+            .chunk_key_encoding(m.chunk_key_encoding.clone())
             .attributes(m.attributes.clone())
             .zarr_format(zarr_core::v2::ZarrFormat::V2)
             .create(Arc::clone(&ours), &path)

@@ -581,11 +581,11 @@ fn destination_metadata(
         )
     };
     let mut attributes = src.attributes.clone();
-    let chunk_key_encoding = match src.chunk_key_encoding {
+    let chunk_key_encoding = match &src.chunk_key_encoding {
         ChunkKeyEncoding::Default { .. } if v2 => ChunkKeyEncoding::V2 {
             separator: ChunkKeySeparator::Dot,
         },
-        other => other,
+        other => other.clone(),
     };
     if v2 && let Some(names) = &src.dimension_names {
         // Zarr v2 has no dimension names; xarray keeps them in an attribute, one per
@@ -675,7 +675,7 @@ async fn copy_array(
             .chunk_grid(metadata.chunk_grid.clone())
             .codecs(metadata.codecs.clone())
             .fill_value(metadata.fill_value.clone())
-            .chunk_key_encoding(metadata.chunk_key_encoding)
+            .chunk_key_encoding(metadata.chunk_key_encoding.clone())
             .attributes(metadata.attributes.clone())
             .zarr_format(plan.format)
             .overwrite(plan.overwrite || plan.resume);

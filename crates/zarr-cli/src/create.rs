@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use zarr::array::{ArrayBuilder, Group};
 use zarr::metadata::v2::ZarrFormat;
-use zarr::metadata::{DataType, FillValue, NodePath};
+use zarr::metadata::{ChunkKeyEncoding, DataType, FillValue, NodePath};
 use zarr::store::{ReadableStore as _, Store, StoreKey};
 
 use crate::layout::{Grid, Layout, check_inner_divides, chosen_codecs, shape_text};
@@ -50,6 +50,12 @@ pub(crate) struct CreateArgs {
     /// {"name":"bytes"},{"name":"zstd","configuration":{"level":3}}]`.
     #[arg(long = "codecs", value_name = "JSON", conflicts_with = "codecs")]
     codecs_json: Option<String>,
+    /// How chunks are named in the store: `default` (`c/1/2`), `v2` (`1.2`), or the encoding
+    /// as `zarr.json` holds it, e.g. `{"name":"suffix","configuration":{"suffix":".zst",
+    /// "base_encoding":"default"}}`; also `prefix`, `fanout`, `template` and
+    /// `zarrs.default_suffix` (see docs/metadata.md) [default: default, or v2 for Zarr v2].
+    #[arg(long, value_name = "NAME|JSON")]
+    chunk_key_encoding: Option<String>,
     /// The fill value, as JSON (`0`, `1.5`, `"NaN"`, `true`, `"text"`); a bare word is taken
     /// as a string (`NaN`, `Infinity`, text).
     #[arg(long, allow_hyphen_values = true)]
@@ -175,6 +181,25 @@ pub(crate) fn parse_fill_value(text: &str, data_type: &DataType) -> Result<FillV
     }
 }
 
+/// `--chunk-key-encoding`: a bare name, or the JSON object `zarr.json` holds, checked
+/// against the array's rank.
+fn parse_chunk_key_encoding(text: &str, rank: usize) -> Result<ChunkKeyEncoding> {
+    const FLAG: &str = "--chunk-key-encoding";
+    let value = match serde_json::from_str::<Value>(text) {
+        Ok(value) => value,
+        Err(_) if !text.trim_start().starts_with(['{', '"', '[']) => Value::String(text.into()),
+        Err(err) => usage!("{FLAG}: {text:?} is not JSON: {err}"),
+    };
+    let encoding = match ChunkKeyEncoding::from_json(&value, FLAG) {
+        Ok(encoding) => encoding,
+        Err(err) => usage!("{err}"),
+    };
+    if let Err(err) = encoding.check_rank(rank, FLAG) {
+        usage!("{err}");
+    }
+    Ok(encoding)
+}
+
 fn parse_attributes(pairs: &[String]) -> Result<Map<String, Value>> {
     let mut out = Map::new();
     for pair in pairs {
@@ -244,6 +269,11 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         .map(|text| parse_fill_value(text, &data_type))
         .transpose()?;
     let attributes = parse_attributes(&args.attributes)?;
+    let chunk_key_encoding = args
+        .chunk_key_encoding
+        .as_deref()
+        .map(|text| parse_chunk_key_encoding(text, shape.len()))
+        .transpose()?;
     if let Some(names) = &args.dimension_names
         && names.len() != shape.len()
     {
@@ -316,6 +346,9 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         }
         if let Some(fill_value) = fill_value {
             builder = builder.fill_value(fill_value);
+        }
+        if let Some(encoding) = chunk_key_encoding.clone() {
+            builder = builder.chunk_key_encoding(encoding);
         }
         if let Some(names) = &args.dimension_names {
             builder = builder.dimension_names(names.iter().cloned());

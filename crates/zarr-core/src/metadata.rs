@@ -310,13 +310,17 @@ impl ArrayMetadata {
 
     /// The store key of a chunk, relative to the array's prefix (see
     /// [`NodePath::prefix`]).
+    ///
+    /// # Panics
+    /// As [`ChunkKeyEncoding::encode`]: only for a `template` encoding that does not suit the
+    /// rank, which [`ArrayMetadata::validate`] refuses.
     pub fn chunk_key(&self, chunk: &[u64]) -> String {
         self.chunk_key_encoding.encode(chunk)
     }
 
     /// Check the rules that tie fields together: the element count fits `u64`, the chunk grid
-    /// suits the shape, the fill value suits the data type, dimension names match the rank,
-    /// and there is at least one codec.
+    /// suits the shape, the fill value suits the data type, dimension names and the chunk key
+    /// encoding (a `template`) suit the rank, and there is at least one codec.
     ///
     /// # Errors
     /// The first broken rule, naming its field.
@@ -327,6 +331,8 @@ impl ArrayMetadata {
         if let Some(names) = &self.dimension_names {
             check_rank("dimension_names", names.len(), self.shape.len())?;
         }
+        self.chunk_key_encoding
+            .check_rank(self.shape.len(), "chunk_key_encoding")?;
         if self.codecs.is_empty() {
             return Err(Error::invalid(
                 "codecs",

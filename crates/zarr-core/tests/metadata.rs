@@ -187,10 +187,23 @@ fn typed_errors_for_cross_field_rules() {
     let err = parse(&with(
         base(),
         "chunk_key_encoding",
-        json!({"name": "prefix"}),
+        json!({"name": "hilbert"}),
     ))
     .unwrap_err();
     assert!(matches!(err, Error::UnknownExtension { .. }), "{err}");
+    // A template must name each of the array's dimensions once.
+    let rank = base()["shape"].as_array().unwrap().len();
+    let format = (0..=rank).map(|d| format!("{{{d}}}")).collect::<Vec<_>>().join("/");
+    let err = parse(&with(
+        base(),
+        "chunk_key_encoding",
+        json!({"name": "template", "configuration": {"format": format}}),
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidField { field, .. } if field == "chunk_key_encoding"),
+        "{err}"
+    );
 }
 
 #[test]

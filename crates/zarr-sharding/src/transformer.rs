@@ -254,7 +254,8 @@ impl<S: ?Sized> ShardingTransformer<S> {
     /// `chunks_per_shard` chunks per shard along each dimension (the array's rank).
     ///
     /// # Errors
-    /// [`Error::InvalidConfiguration`] if a count is 0 or a shard holds too many chunks.
+    /// [`Error::InvalidConfiguration`] if a count is 0 or a shard holds too many chunks;
+    /// [`Error::Core`] if `encoding` is a `template` that does not suit the rank.
     pub fn new(
         inner: Arc<S>,
         prefix: StorePrefix,
@@ -294,6 +295,7 @@ impl<S: ?Sized> ShardingTransformer<S> {
         encoding: ChunkKeyEncoding,
     ) -> Result<Self> {
         let num_chunks = chunk_count(&config.chunks_per_shard)?;
+        encoding.check_rank(config.chunks_per_shard.len(), "chunk_key_encoding")?;
         Ok(Self {
             inner,
             prefix,
@@ -730,16 +732,21 @@ impl<S: ListableStore + ReadableStore + ?Sized> ShardingTransformer<S> {
     /// The prefix in the store below that holds every shard with a chunk under `rel` (a prefix
     /// relative to the array's), or `None` if no chunk key lies under `rel`.
     fn shard_prefix(&self, rel: &str) -> Option<String> {
-        if self.encoding.separator() != ChunkKeySeparator::Slash {
-            return None;
-        }
         let segments: Vec<&str> = rel.trim_end_matches('/').split('/').collect();
-        let (head, indices) = match self.encoding {
-            ChunkKeyEncoding::Default { .. } => match segments.split_first() {
+        let (head, indices) = match &self.encoding {
+            ChunkKeyEncoding::Default {
+                separator: ChunkKeySeparator::Slash,
+            } => match segments.split_first() {
                 Some((&"c", rest)) => ("c/", rest),
                 _ => return None,
             },
-            ChunkKeyEncoding::V2 { .. } => ("", &segments[..]),
+            ChunkKeyEncoding::V2 {
+                separator: ChunkKeySeparator::Slash,
+            } => ("", &segments[..]),
+            // Keys with `.` between the indices lie under no prefix below the array's.
+            ChunkKeyEncoding::Default { .. } | ChunkKeyEncoding::V2 { .. } => return None,
+            // The other encodings: every shard of the array, filtered afterwards.
+            _ => return Some(self.prefix.as_str().to_owned()),
         };
         if indices.len() >= self.rank() {
             return None;

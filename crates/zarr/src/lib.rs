@@ -37,6 +37,9 @@ pub mod stores_guide {}
 #[doc = include_str!("../../../docs/codecs.md")]
 pub mod codecs_guide {}
 
+#[doc = include_str!("../../../docs/metadata.md")]
+pub mod metadata_guide {}
+
 pub use zarr_array as array;
 
 /// Crates whose types the API takes and returns, re-exported so one dependency is enough:

@@ -995,3 +995,86 @@ fn create_makes_rectilinear_grids_of_chunks_and_of_shards() {
     );
     assert!(!dir.path().join("bad.zarr").exists());
 }
+
+/// `create --chunk-key-encoding` names the chunk files; `info` shows the encoding; bad
+/// encodings are usage errors that leave nothing behind.
+#[test]
+fn create_takes_a_chunk_key_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("keys.zarr");
+    let npy = dir.path().join("in.npy");
+    let data: Vec<u8> = (0..12u8).collect();
+    write_npy(&npy, "|u1", &[3, 4], &data);
+    for (name, encoding, file) in [
+        ("plain", "v2", "1.1"),
+        (
+            "tiff",
+            r#"{"name":"suffix","configuration":{"suffix":".tiff","base_encoding":"default"}}"#,
+            "c/1/1.tiff",
+        ),
+        (
+            "template",
+            r#"{"name":"template","configuration":{"format":"r{0:03}/{1}.raw"}}"#,
+            "r001/1.raw",
+        ),
+        (
+            "fanout",
+            r#"{"name":"fanout","configuration":{"max_children":3}}"#,
+            "d0/1/d1/1/c",
+        ),
+    ] {
+        let array = format!("{}/{name}", store.display());
+        ok(&[
+            "create",
+            &array,
+            "--shape",
+            "3,4",
+            "--dtype",
+            "uint8",
+            "--chunks",
+            "2,2",
+            "--chunk-key-encoding",
+            encoding,
+        ]);
+        ok(&["put", &array, "-i", npy.to_str().unwrap()]);
+        assert!(store.join(name).join(file).is_file(), "{name}: {file}");
+        let info: Value = serde_json::from_str(&ok(&["info", "--json", &array])).unwrap();
+        assert_eq!(info["chunks"]["present"], 4, "{name}");
+        let got: Value = serde_json::from_str(&ok(&["get", &array, "-f", "json"])).unwrap();
+        assert_eq!(
+            got,
+            json!([[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]),
+            "{name}"
+        );
+    }
+    let bad = store.join("bad");
+    let bad = bad.to_str().unwrap();
+    for (encoding, needle) in [
+        ("hilbert", "unknown chunk key encoding `hilbert`"),
+        (
+            r#"{"name":"template","configuration":{"format":"{0}"}}"#,
+            "names 1 coordinate(s), not 2",
+        ),
+        (
+            r#"{"name":"fanout","configuration":{"max_children":1}}"#,
+            "max_children",
+        ),
+        ("{nope", "is not JSON"),
+    ] {
+        let err = fails(
+            &[
+                "create",
+                bad,
+                "--shape",
+                "3,4",
+                "--dtype",
+                "uint8",
+                "--chunk-key-encoding",
+                encoding,
+            ],
+            2,
+        );
+        assert!(err.contains(needle), "{encoding}: {err}");
+        assert!(!store.join("bad").exists());
+    }
+}

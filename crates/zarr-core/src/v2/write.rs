@@ -174,12 +174,15 @@ impl ArrayMetadataV2 {
                 return Err(no_v2("chunk_grid", "Zarr v2 has only regular chunk grids"));
             }
         };
-        let dimension_separator = match metadata.chunk_key_encoding {
-            ChunkKeyEncoding::V2 { separator } => separator,
-            ChunkKeyEncoding::Default { .. } => {
+        let dimension_separator = match &metadata.chunk_key_encoding {
+            ChunkKeyEncoding::V2 { separator } => *separator,
+            other => {
                 return Err(no_v2(
                     "chunk_key_encoding",
-                    "Zarr v2 names chunks with the `v2` chunk key encoding, not `default`",
+                    format!(
+                        "Zarr v2 names chunks with the `v2` chunk key encoding, not `{}`",
+                        other.name()
+                    ),
                 ));
             }
         };

@@ -389,7 +389,7 @@ async fn metadata_forms_and_bad_shards() {
         Arc::clone(&inner),
         StorePrefix::new("data/"),
         &meta.storage_transformers[0],
-        meta.chunk_key_encoding,
+        meta.chunk_key_encoding.clone(),
     )
     .unwrap();
     assert_eq!(store.chunks_per_shard(), &[2, 4]);
