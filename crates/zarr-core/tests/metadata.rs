@@ -193,7 +193,10 @@ fn typed_errors_for_cross_field_rules() {
     assert!(matches!(err, Error::UnknownExtension { .. }), "{err}");
     // A template must name each of the array's dimensions once.
     let rank = base()["shape"].as_array().unwrap().len();
-    let format = (0..=rank).map(|d| format!("{{{d}}}")).collect::<Vec<_>>().join("/");
+    let format = (0..=rank)
+        .map(|d| format!("{{{d}}}"))
+        .collect::<Vec<_>>()
+        .join("/");
     let err = parse(&with(
         base(),
         "chunk_key_encoding",
