@@ -1482,3 +1482,53 @@ async fn extension_chunk_key_encodings_name_the_stored_chunks() {
         .to_string();
     assert!(three_d.contains("chunk_key_encoding"), "{three_d}");
 }
+
+/// A sharded array read twice through a `CachingStore` costs the store below nothing the
+/// second time, and a write through it is seen by the next read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caching_store_serves_repeated_reads_of_an_array() {
+    use zarr_store::CachingStore;
+
+    let store = Arc::new(CachingStore::new(
+        RecordingStore::new(MemoryStore::new()),
+        64 << 20,
+    ));
+    let array = ArrayBuilder::new(vec![16, 16], DataType::UInt16, vec![8, 8])
+        .sharding(vec![4, 4])
+        .create(Arc::clone(&store), "/img")
+        .await
+        .unwrap();
+    let values: Vec<u16> = (0..256).collect();
+    array.write([0..16, 0..16], &values).await.unwrap();
+    array.write([0..8, 0..8], &[0u16; 64]).await.unwrap(); // an all-fill shard: erased
+
+    let reopened = Array::open(Arc::clone(&store), "/img").await.unwrap();
+    store.inner().clear();
+    let region = [2..14, 3..11];
+    let first: Vec<u16> = reopened.read(region.clone()).await.unwrap();
+    let below = store.inner().stats();
+    assert!(below.gets + below.partial_reads > 0, "{below:?}");
+    store.inner().clear();
+    for _ in 0..3 {
+        let again: Vec<u16> = reopened.read(region.clone()).await.unwrap();
+        assert_eq!(again, first);
+    }
+    assert_eq!(
+        store.inner().operations(),
+        [],
+        "the store below was asked again"
+    );
+
+    array.write([4..6, 4..6], &[9u16; 4]).await.unwrap();
+    let after: Vec<u16> = reopened.read([4..6, 4..6]).await.unwrap();
+    assert_eq!(after, [9; 4]);
+    let whole: Vec<u16> = reopened.read([0..16, 0..16]).await.unwrap();
+    let mut want = values.clone();
+    for r in 0..8 {
+        want[r * 16..r * 16 + 8].fill(0);
+    }
+    for r in 4..6 {
+        want[r * 16 + 4..r * 16 + 6].fill(9);
+    }
+    assert_eq!(whole, want);
+}

@@ -30,6 +30,7 @@
 //! | [`ZipStore`] | a whole hierarchy in one `.zip` file, as zarr-python's `ZipStore` writes it | read (stored and deflated entries, ZIP64), append, or read an archive kept in another store; [`ZipStore::finish`] completes a written archive |
 //! | [`PrefixStore`] | rooting any store at a sub-path (one group of a larger hierarchy) | wrapper |
 //! | [`RecordingStore`] | proving what a read cost: every call and byte, counted | wrapper |
+//! | [`CachingStore`] | answering repeated reads from memory (object storage, HTTP) | wrapper |
 //!
 //! ```
 //! use bytes::Bytes;
@@ -166,6 +167,7 @@
 //! (request order, `None` for missing keys, errors for ranges past the end, segment-aware
 //! prefixes) that Zarr readers rely on.
 
+mod cache;
 mod error;
 pub mod fallback;
 #[cfg(unix)]
@@ -182,6 +184,7 @@ mod wrappers;
 #[cfg(unix)]
 mod zip;
 
+pub use cache::CachingStore;
 pub use error::{Error, Result};
 #[cfg(unix)]
 pub use filesystem::{

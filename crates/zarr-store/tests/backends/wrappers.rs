@@ -2,8 +2,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use zarr_store::{
-    ByteRange, ListDir, ListableStore, MemoryStore, Operation, PrefixStore, ReadableStore,
-    RecordingStore, Store, StoreKey, StorePrefix, WritableStore, testing,
+    ByteRange, CachingStore, ListDir, ListableStore, MemoryStore, Operation, PrefixStore,
+    ReadableStore, RecordingStore, Store, StoreKey, StorePrefix, WritableStore, testing,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -165,4 +165,183 @@ async fn stores_work_as_trait_objects_and_through_wrappers() {
         let listable: Arc<dyn ListableStore> = store;
         assert_eq!(listable.list().await.unwrap(), vec![StoreKey::new("k")]);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn caching_store_passes_the_conformance_suite_large_and_small() {
+    testing::run_conformance(Arc::new(CachingStore::new(MemoryStore::new(), 64 << 20))).await;
+    // A cache of a few entries evicts all the time.
+    testing::run_conformance(Arc::new(CachingStore::new(MemoryStore::new(), 300))).await;
+    // A cache too small for anything passes everything through.
+    testing::run_conformance(Arc::new(CachingStore::new(MemoryStore::new(), 0))).await;
+}
+
+/// Repeated reads of values, ranges and missing keys cost the store below one read each;
+/// ranges of a value cached whole are sliced from it; ranges beyond it are errors.
+#[tokio::test]
+async fn caching_store_answers_repeated_reads_itself() {
+    let below = RecordingStore::new(MemoryStore::new());
+    let shard = StoreKey::new("a/c/0");
+    let value = Bytes::from((0..100u8).collect::<Vec<_>>());
+    below.set(&shard, value.clone()).await.unwrap();
+    below
+        .set(&StoreKey::new("a/c/1"), Bytes::from_static(b"xyz"))
+        .await
+        .unwrap();
+    below.clear();
+    let store = CachingStore::new(below, 1 << 20);
+
+    // A suffix range (a shard index), then ranges of it, twice.
+    let index = vec![(shard.clone(), ByteRange::suffix(10))];
+    for _ in 0..2 {
+        let got = store.get_partial_values(&index).await.unwrap();
+        assert_eq!(got, [Some(value.slice(90..))]);
+    }
+    assert_eq!(store.inner().stats().partial_reads, 1);
+    // Missing keys, alone and among ranges.
+    let missing = StoreKey::new("a/c/9");
+    for _ in 0..2 {
+        assert_eq!(store.get(&missing).await.unwrap(), None);
+        let got = store
+            .get_partial_values(&[(missing.clone(), ByteRange::new(0, 4))])
+            .await
+            .unwrap();
+        assert_eq!(got, [None]);
+        assert_eq!(store.size(&missing).await.unwrap(), None);
+    }
+    assert_eq!(store.inner().stats().gets, 1);
+    assert_eq!(store.inner().stats().partial_reads, 1);
+
+    // The whole value: then every range of it, and its size, come from the cache.
+    assert_eq!(store.get(&shard).await.unwrap(), Some(value.clone()));
+    let ranges = vec![
+        (shard.clone(), ByteRange::new(5, 9)),
+        (shard.clone(), ByteRange::from_offset(95)),
+        (shard.clone(), ByteRange::suffix(3)),
+        (StoreKey::new("a/c/1"), ByteRange::new(1, 2)),
+    ];
+    let got = store.get_partial_values(&ranges).await.unwrap();
+    assert_eq!(
+        got,
+        [
+            Some(value.slice(5..9)),
+            Some(value.slice(95..)),
+            Some(value.slice(97..)),
+            Some(Bytes::from_static(b"y")),
+        ]
+    );
+    assert_eq!(store.size(&shard).await.unwrap(), Some(100));
+    let stats = store.inner().stats();
+    assert_eq!(
+        (stats.gets, stats.partial_reads, stats.sizes),
+        (2, 2, 0),
+        "{stats:?}"
+    );
+    // Only the range of a/c/1 went below, alone.
+    match store.inner().operations().last().unwrap() {
+        Operation::GetPartialValues { requests, .. } => {
+            assert_eq!(requests, &[(StoreKey::new("a/c/1"), ByteRange::new(1, 2))]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = store
+        .get_partial_values(&[(shard.clone(), ByteRange::new(90, 101))])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, zarr_store::Error::RangeOutOfBounds { key: Some(k), size: 100, .. } if *k == shard),
+        "{err}"
+    );
+    assert_eq!((store.hits(), store.misses()), (8, 4));
+}
+
+/// Writes and erases through the cache are seen by the next read; a write made below it is
+/// not, until the cache is cleared.
+#[tokio::test]
+async fn caching_store_sees_its_own_writes() {
+    let store = CachingStore::new(RecordingStore::new(MemoryStore::new()), 1 << 20);
+    let key = StoreKey::new("g/a/c/0");
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    store.set(&key, Bytes::from_static(b"one")).await.unwrap();
+    assert_eq!(store.get(&key).await.unwrap().as_deref(), Some(&b"one"[..]));
+    // The value written is cached: that read did not go below.
+    assert_eq!(store.inner().stats().gets, 1);
+
+    store
+        .set_partial_values(&[(key.clone(), 1, Bytes::from_static(b"NE"))])
+        .await
+        .unwrap();
+    assert_eq!(store.get(&key).await.unwrap().as_deref(), Some(&b"oNE"[..]));
+    let suffix = [(key.clone(), ByteRange::suffix(2))];
+    assert_eq!(
+        store.get_partial_values(&suffix).await.unwrap(),
+        [Some(Bytes::from_static(b"NE"))]
+    );
+    store.erase(&key).await.unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    assert_eq!(store.get_partial_values(&suffix).await.unwrap(), [None]);
+
+    store.set(&key, Bytes::from_static(b"two")).await.unwrap();
+    store
+        .erase_values(std::slice::from_ref(&key))
+        .await
+        .unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    store.set(&key, Bytes::from_static(b"three")).await.unwrap();
+    store.get_partial_values(&suffix).await.unwrap();
+    store.erase_prefix(&StorePrefix::new("g/a/")).await.unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    assert_eq!(store.get_partial_values(&suffix).await.unwrap(), [None]);
+    assert_eq!(store.cached_bytes(), 64, "only the missing key is cached");
+
+    // Below the cache's back: not seen until cleared.
+    store
+        .inner()
+        .set(&key, Bytes::from_static(b"four"))
+        .await
+        .unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    store.clear();
+    assert_eq!(store.cached_bytes(), 0);
+    assert_eq!(
+        store.get(&key).await.unwrap().as_deref(),
+        Some(&b"four"[..])
+    );
+}
+
+/// The least recently used entries go first; a value larger than the capacity is never
+/// cached.
+#[tokio::test]
+async fn caching_store_evicts_the_least_recently_used() {
+    let below = RecordingStore::new(MemoryStore::new());
+    for name in ["a", "b", "c", "big"] {
+        let len = if name == "big" { 1000 } else { 100 };
+        below
+            .set(&StoreKey::new(name), Bytes::from(vec![1u8; len]))
+            .await
+            .unwrap();
+    }
+    below.clear();
+    // Room for two entries of 100 bytes (+ 64 each), not three.
+    let store = CachingStore::new(below, 400);
+    let get = |name: &'static str| {
+        let store = &store;
+        async move { store.get(&StoreKey::new(name)).await.unwrap().unwrap() }
+    };
+    let reads_below =
+        |store: &CachingStore<RecordingStore<MemoryStore>>| store.inner().stats().gets;
+    get("a").await;
+    get("b").await;
+    get("a").await; // a is now the most recent
+    assert_eq!(reads_below(&store), 2);
+    get("c").await; // evicts b
+    assert_eq!(store.cached_bytes(), 328);
+    get("a").await;
+    assert_eq!(reads_below(&store), 3);
+    get("b").await;
+    assert_eq!(reads_below(&store), 4);
+    get("big").await;
+    get("big").await;
+    assert_eq!(reads_below(&store), 6);
+    assert!(store.cached_bytes() <= store.capacity());
 }
