@@ -1,10 +1,11 @@
 //! [`CachingStore`]: a store wrapper that keeps recently read values in memory.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, PoisonError};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use tokio::sync::Semaphore;
 
 use crate::{
     ByteRange, ListDir, ListableStore, ReadableStore, Result, StoreKey, StorePrefix, WritableStore,
@@ -43,6 +44,9 @@ struct CacheState {
     epoch: u64,
     hits: u64,
     misses: u64,
+    /// Reads on their way to the store below, by value or range: a read of the same one
+    /// waits for it (the semaphore is closed when it ends) rather than asking again.
+    flights: HashMap<(StoreKey, ByteRange), Arc<Semaphore>>,
 }
 
 impl CacheState {
@@ -71,11 +75,39 @@ impl CacheState {
             }),
             None => None,
         };
-        match answer {
-            Some(_) => self.hits += 1,
-            None => self.misses += 1,
+        if answer.is_some() {
+            self.hits += 1;
         }
         answer
+    }
+
+    /// Register a read of `range` of `key` about to go to the store below: `Lead` when no
+    /// other read of it is on its way (this one leads, in `lead`), `Wait` with the flight to
+    /// wait for when one is and `may_wait`, and `Fetch` otherwise.
+    fn plan(
+        &mut self,
+        key: &StoreKey,
+        range: ByteRange,
+        may_wait: bool,
+        lead: &mut Lead<'_>,
+    ) -> Plan {
+        let flight = (key.clone(), range);
+        match self.flights.get(&flight) {
+            Some(waiting) if may_wait && !lead.keys.contains(&flight) => {
+                Plan::Wait(Arc::clone(waiting))
+            }
+            Some(_) => {
+                self.misses += 1;
+                Plan::Fetch
+            }
+            None => {
+                self.misses += 1;
+                self.flights
+                    .insert(flight.clone(), Arc::new(Semaphore::new(0)));
+                lead.keys.insert(flight);
+                Plan::Fetch
+            }
+        }
     }
 
     fn insert(&mut self, capacity: u64, key: &StoreKey, range: ByteRange, cached: Cached) {
@@ -127,6 +159,45 @@ impl CacheState {
     }
 }
 
+/// What a read does about one value or range the cache does not hold.
+enum Plan {
+    /// Read it from the store below.
+    Fetch,
+    /// Wait for the read of it on its way, then look again.
+    Wait(Arc<Semaphore>),
+}
+
+/// The flights a read leads. Dropping it (when the read ends, fails, or is dropped itself)
+/// ends them and wakes the reads waiting for them, which then find the answer cached, or
+/// read it themselves.
+struct Lead<'a> {
+    state: &'a Mutex<CacheState>,
+    keys: HashSet<(StoreKey, ByteRange)>,
+}
+
+impl<'a> Lead<'a> {
+    fn new(state: &'a Mutex<CacheState>) -> Self {
+        Self {
+            state,
+            keys: HashSet::new(),
+        }
+    }
+}
+
+impl Drop for Lead<'_> {
+    fn drop(&mut self) {
+        if self.keys.is_empty() {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        for flight in self.keys.drain() {
+            if let Some(waiting) = state.flights.remove(&flight) {
+                waiting.close();
+            }
+        }
+    }
+}
+
 /// A store wrapper that keeps the values (and byte ranges) recently read from the store
 /// below in memory, up to a capacity in bytes, and answers repeated reads from there.
 ///
@@ -137,6 +208,9 @@ impl CacheState {
 /// - Whole values and byte ranges are cached; a range of a value that is cached whole is
 ///   sliced from it without a copy. A missing key is cached as missing too, so reads of the
 ///   unwritten chunks of a sparse array do not ask again. Errors are not cached.
+/// - Reads of a value or range already on its way from the store below wait for that read
+///   rather than asking again, so many readers arriving at once cost one request. If that
+///   read fails or is dropped, they read for themselves.
 /// - The least recently used entries go first once the capacity is reached. A value larger
 ///   than the capacity is not cached. Each entry counts 64 bytes on top of its value.
 /// - Writes and erases through the wrapper go to the store below and drop what the cache
@@ -206,7 +280,8 @@ impl<S> CachingStore<S> {
         self.state().hits
     }
 
-    /// Reads and ranges that went to the store below so far.
+    /// Reads and ranges that went to the store below so far (a read that waited for the same
+    /// read by another caller, and found its answer, is a hit).
     pub fn misses(&self) -> u64 {
         self.state().misses
     }
@@ -263,20 +338,32 @@ impl<S> CachingStore<S> {
 impl<S: ReadableStore> ReadableStore for CachingStore<S> {
     async fn get(&self, key: &StoreKey) -> Result<Option<Bytes>> {
         let whole = ByteRange::from_offset(0);
-        let epoch = {
-            let mut state = self.state();
-            if let Some(answer) = state.lookup(key, whole) {
-                return answer;
+        let mut may_wait = true;
+        loop {
+            let mut lead = Lead::new(&self.state);
+            let (epoch, plan) = {
+                let mut state = self.state();
+                if let Some(answer) = state.lookup(key, whole) {
+                    return answer;
+                }
+                let plan = state.plan(key, whole, may_wait, &mut lead);
+                (state.epoch, plan)
+            };
+            if let Plan::Wait(flight) = plan {
+                // Closed when the read it waits for ends; then look again, once.
+                let _ = flight.acquire().await;
+                may_wait = false;
+                continue;
             }
-            state.epoch
-        };
-        let value = self.inner.get(key).await?;
-        let cached = match &value {
-            Some(bytes) => Cached::Value(bytes.clone()),
-            None => Cached::Missing,
-        };
-        self.insert_if_current(epoch, key, whole, cached);
-        Ok(value)
+            let value = self.inner.get(key).await?;
+            let cached = match &value {
+                Some(bytes) => Cached::Value(bytes.clone()),
+                None => Cached::Missing,
+            };
+            self.insert_if_current(epoch, key, whole, cached);
+            drop(lead);
+            return Ok(value);
+        }
     }
 
     async fn size(&self, key: &StoreKey) -> Result<Option<u64>> {
@@ -296,33 +383,57 @@ impl<S: ReadableStore> ReadableStore for CachingStore<S> {
         key_ranges: &[(StoreKey, ByteRange)],
     ) -> Result<Vec<Option<Bytes>>> {
         let mut out: Vec<Option<Bytes>> = vec![None; key_ranges.len()];
-        let mut missed: Vec<usize> = Vec::new();
-        let epoch = {
-            let mut state = self.state();
-            for (i, (key, range)) in key_ranges.iter().enumerate() {
-                match state.lookup(key, *range) {
-                    Some(answer) => out[i] = answer?,
-                    None => missed.push(i),
+        let mut pending: Vec<usize> = (0..key_ranges.len()).collect();
+        let mut may_wait = true;
+        loop {
+            let mut lead = Lead::new(&self.state);
+            let mut fetch: Vec<usize> = Vec::new();
+            let mut waiting: Vec<usize> = Vec::new();
+            let mut flights: Vec<Arc<Semaphore>> = Vec::new();
+            let epoch = {
+                let mut state = self.state();
+                for &i in &pending {
+                    let (key, range) = &key_ranges[i];
+                    if let Some(answer) = state.lookup(key, *range) {
+                        out[i] = answer?;
+                        continue;
+                    }
+                    match state.plan(key, *range, may_wait, &mut lead) {
+                        Plan::Fetch => fetch.push(i),
+                        Plan::Wait(flight) => {
+                            waiting.push(i);
+                            flights.push(flight);
+                        }
+                    }
+                }
+                state.epoch
+            };
+            if !fetch.is_empty() {
+                let requests: Vec<(StoreKey, ByteRange)> =
+                    fetch.iter().map(|&i| key_ranges[i].clone()).collect();
+                let values = self.inner.get_partial_values(&requests).await?;
+                for ((key, range), (&i, value)) in requests.iter().zip(fetch.iter().zip(values)) {
+                    let (range, cached) = match &value {
+                        Some(bytes) => (*range, Cached::Value(bytes.clone())),
+                        // No value at all: the key is missing, whatever the range.
+                        None => (ByteRange::from_offset(0), Cached::Missing),
+                    };
+                    self.insert_if_current(epoch, key, range, cached);
+                    out[i] = value;
                 }
             }
-            state.epoch
-        };
-        if missed.is_empty() {
-            return Ok(out);
+            // End the flights this call led before waiting for others' (so that two calls
+            // each waiting for what the other leads cannot wait forever).
+            drop(lead);
+            if waiting.is_empty() {
+                return Ok(out);
+            }
+            for flight in flights {
+                let _ = flight.acquire().await;
+            }
+            pending = waiting;
+            may_wait = false;
         }
-        let requests: Vec<(StoreKey, ByteRange)> =
-            missed.iter().map(|&i| key_ranges[i].clone()).collect();
-        let values = self.inner.get_partial_values(&requests).await?;
-        for ((key, range), (&i, value)) in requests.iter().zip(missed.iter().zip(values)) {
-            let (range, cached) = match &value {
-                Some(bytes) => (*range, Cached::Value(bytes.clone())),
-                // No value at all: the key is missing, whatever the range.
-                None => (ByteRange::from_offset(0), Cached::Missing),
-            };
-            self.insert_if_current(epoch, key, range, cached);
-            out[i] = value;
-        }
-        Ok(out)
     }
 }
 

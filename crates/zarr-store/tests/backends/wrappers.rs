@@ -345,3 +345,146 @@ async fn caching_store_evicts_the_least_recently_used() {
     assert_eq!(reads_below(&store), 6);
     assert!(store.cached_bytes() <= store.capacity());
 }
+
+/// A store below that takes a while to answer, and fails its first read when asked to.
+#[derive(Debug)]
+struct SlowStore {
+    inner: RecordingStore<MemoryStore>,
+    fail_next: std::sync::atomic::AtomicBool,
+}
+
+impl SlowStore {
+    async fn pause_or_fail(&self) -> zarr_store::Result<()> {
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        if self
+            .fail_next
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(zarr_store::Error::Io {
+                operation: "read",
+                path: "slow".into(),
+                source: std::io::Error::other("the first read fails"),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl ReadableStore for SlowStore {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        self.pause_or_fail().await?;
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.pause_or_fail().await?;
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+/// Every task's result, or a failure after 10 s (a reader left waiting forever).
+async fn joined<T>(
+    tasks: impl IntoIterator<Item = tokio::task::JoinHandle<T>>,
+) -> Vec<Result<T, tokio::task::JoinError>> {
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        futures::future::join_all(tasks),
+    )
+    .await
+    .expect("a reader was left waiting")
+}
+
+/// Readers asking at once for what is on its way from the store below wait for that one
+/// read; when it fails, or its reader gives up, they read it themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn caching_store_asks_once_for_what_many_read_at_once() {
+    let memory = MemoryStore::new();
+    let key = StoreKey::new("a/c/0");
+    let value = Bytes::from(vec![5u8; 1000]);
+    memory.set(&key, value.clone()).await.unwrap();
+    let slow = SlowStore {
+        inner: RecordingStore::new(memory),
+        fail_next: false.into(),
+    };
+    let store = Arc::new(CachingStore::new(slow, 1 << 20));
+
+    let reads = (0..16).map(|_| {
+        let store = Arc::clone(&store);
+        let key = key.clone();
+        tokio::spawn(async move { store.get(&key).await.unwrap() })
+    });
+    for read in joined(reads).await {
+        assert_eq!(read.unwrap(), Some(value.clone()));
+    }
+    assert_eq!(store.inner().inner.stats().gets, 1);
+    assert_eq!((store.hits(), store.misses()), (15, 1));
+
+    let index = vec![
+        (key.clone(), ByteRange::suffix(16)),
+        (key.clone(), ByteRange::suffix(16)),
+    ];
+    store.clear();
+    let reads = (0..8).map(|_| {
+        let store = Arc::clone(&store);
+        let index = index.clone();
+        tokio::spawn(async move { store.get_partial_values(&index).await.unwrap() })
+    });
+    for read in joined(reads).await {
+        assert_eq!(
+            read.unwrap(),
+            [Some(value.slice(984..)), Some(value.slice(984..))]
+        );
+    }
+    // One call below, with the range twice (as the first caller asked).
+    assert_eq!(store.inner().inner.stats().partial_reads, 1);
+    assert_eq!(store.inner().inner.stats().ranges, 2);
+
+    // The leading read fails: the others read for themselves, and succeed.
+    store.clear();
+    store
+        .inner()
+        .fail_next
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let reads: Vec<_> = (0..6)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            let key = key.clone();
+            tokio::spawn(async move { store.get(&key).await.is_ok() })
+        })
+        .collect();
+    let ok = joined(reads)
+        .await
+        .into_iter()
+        .filter(|r| *r.as_ref().unwrap())
+        .count();
+    assert_eq!(ok, 5);
+
+    // The leading reader gives up: the others are not left waiting.
+    store.clear();
+    let leader = {
+        let store = Arc::clone(&store);
+        let key = key.clone();
+        tokio::spawn(async move { store.get(&key).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let follower = {
+        let store = Arc::clone(&store);
+        let key = key.clone();
+        tokio::spawn(async move { store.get(&key).await.unwrap() })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    leader.abort();
+    let got = tokio::time::timeout(std::time::Duration::from_secs(5), follower)
+        .await
+        .expect("the follower was left waiting")
+        .unwrap();
+    assert_eq!(got, Some(value));
+}
