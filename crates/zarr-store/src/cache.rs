@@ -81,9 +81,9 @@ impl CacheState {
         answer
     }
 
-    /// Register a read of `range` of `key` about to go to the store below: `Lead` when no
-    /// other read of it is on its way (this one leads, in `lead`), `Wait` with the flight to
-    /// wait for when one is and `may_wait`, and `Fetch` otherwise.
+    /// What to do about `range` of `key`, which the cache does not hold: `Plan::Wait` for the
+    /// read of it on its way when there is one (and `may_wait`), else `Plan::Fetch`; a fetch
+    /// that no other read of it is on its way for leads a flight (recorded in `lead`).
     fn plan(
         &mut self,
         key: &StoreKey,
