@@ -129,9 +129,13 @@ impl ChunkKeyFanout {
     /// # Errors
     /// [`Error::InvalidField`] naming `max_children` if it is below 3.
     pub fn new(max_children: u64) -> Result<Self> {
+        Self::new_at(max_children, "max_children")
+    }
+
+    fn new_at(max_children: u64, field: &str) -> Result<Self> {
         if max_children < 3 {
             return Err(Error::invalid(
-                "max_children",
+                field,
                 format!("must be at least 3, found {max_children}"),
             ));
         }
@@ -452,13 +456,10 @@ impl ChunkKeyEncoding {
                     .map(|v| json::as_u64(v, &at("max_children")))
                     .transpose()?
                     .unwrap_or(ChunkKeyFanout::DEFAULT_MAX_CHILDREN);
-                let fanout = ChunkKeyFanout::new(max_children).map_err(|_| {
-                    Error::invalid(
-                        at("max_children"),
-                        format!("must be at least 3, found {max_children}"),
-                    )
-                })?;
-                Ok(Self::Fanout(fanout))
+                Ok(Self::Fanout(ChunkKeyFanout::new_at(
+                    max_children,
+                    &at("max_children"),
+                )?))
             }
             "template" => {
                 // The extension's schema names the format string `format`; its table, `template`.
@@ -493,20 +494,16 @@ impl ChunkKeyEncoding {
     /// The metadata form, always with the separator written out (as zarr-python does).
     pub fn to_json(&self) -> Value {
         let mut config = Map::new();
-        if let Some(separator) = self.separator().filter(|_| {
-            matches!(
-                self,
-                Self::Default { .. } | Self::V2 { .. } | Self::DefaultSuffix { .. }
-            )
-        }) {
-            config.insert(
-                "separator".into(),
-                Value::String(separator.as_char().to_string()),
-            );
-        }
+        let separator = |sep: &ChunkKeySeparator| Value::String(sep.as_char().to_string());
         match self {
-            Self::Default { .. } | Self::V2 { .. } => {}
-            Self::DefaultSuffix { suffix, .. } => {
+            Self::Default { separator: sep } | Self::V2 { separator: sep } => {
+                config.insert("separator".into(), separator(sep));
+            }
+            Self::DefaultSuffix {
+                separator: sep,
+                suffix,
+            } => {
+                config.insert("separator".into(), separator(sep));
                 config.insert("suffix".into(), Value::String(suffix.clone()));
             }
             Self::Prefix { prefix, base } => {
