@@ -820,6 +820,95 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         Ok(out)
     }
 
+    /// Read `region` of an array of an optional (nullable) data type
+    /// ([`DataType::Optional`]) as a new `Vec<Option<T>>` in C order: `None` where a value is
+    /// missing. `T` must match the inner data type as [`Array::read`] checks it (`u16` for
+    /// `zarrs.optional<uint16>`). Nested optional types are read with
+    /// [`Array::read_bytes`]: each element is the inner element followed by a validity byte.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::{DataType, OptionalType};
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let nullable = DataType::Optional(OptionalType::new(DataType::Float32)?);
+    /// let array = ArrayBuilder::new(vec![6], nullable, vec![4])
+    ///     .create(store, "/readings")
+    ///     .await?;
+    /// array.write_optional(0..3, &[Some(1.5f32), None, Some(-2.0)]).await?;
+    /// // Unwritten elements are the fill value: missing, by default.
+    /// assert_eq!(
+    ///     array.read_optional::<f32>(..).await?,
+    ///     [Some(1.5), None, Some(-2.0), None, None, None]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] if the array's data type is not optional or `T` does not match
+    /// its inner type; [`Error::InvalidValue`] for a validity byte other than 0 or 1 or an
+    /// invalid `bool`; as [`Array::read_bytes`].
+    pub async fn read_optional<T: Element>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<Vec<Option<T>>> {
+        let inner = self.optional_inner::<T>()?;
+        let width = size_of::<T>();
+        let bytes = self.read_bytes(region).await?;
+        let mut values = crate::element::zeroed_vec::<T>(bytes.len() / (width + 1))
+            .map_err(|e| self.codecs_error(e))?;
+        let mut present = Vec::with_capacity(values.len());
+        {
+            let out = as_bytes_mut(&mut values);
+            for (i, (element, slot)) in bytes
+                .chunks_exact(width + 1)
+                .zip(out.chunks_exact_mut(width))
+                .enumerate()
+            {
+                match element[width] {
+                    0 => present.push(false),
+                    1 => {
+                        present.push(true);
+                        slot.copy_from_slice(&element[..width]);
+                    }
+                    other => {
+                        return Err(Error::InvalidValue {
+                            array: self.path.as_str().to_owned(),
+                            reason: format!(
+                                "element {i} of the region has the validity byte {other}, \
+                                 not 0 or 1"
+                            ),
+                        });
+                    }
+                }
+            }
+            self.check_values::<T>(out, &format!("the {inner} value of "))?;
+        }
+        Ok(values
+            .into_iter()
+            .zip(present)
+            .map(|(value, present)| present.then_some(value))
+            .collect())
+    }
+
+    /// The inner type of an optional array, checked against `T`.
+    fn optional_inner<T: Element>(&self) -> Result<&DataType> {
+        match &self.metadata.data_type {
+            DataType::Optional(optional) if T::is_compatible(optional.inner()) => {
+                Ok(optional.inner())
+            }
+            other => Err(Error::element_type(
+                self.path.as_str(),
+                other,
+                format!("Option<{}>", T::NAME),
+            )),
+        }
+    }
+
     /// Check decoded `bytes` before they are seen as values of `T` ([`Element::first_invalid`]);
     /// `what` prefixes "element i" in the error.
     pub(crate) fn check_values<T: Element>(&self, bytes: &[u8], what: &str) -> Result<()> {
@@ -1253,6 +1342,37 @@ impl<S: WritableStore + ?Sized> Array<S> {
                 self.write(ranges, &contiguous).await
             }
         }
+    }
+
+    /// Write `values` (C order; `None` for a missing value) into `region` of an array of an
+    /// optional data type; see [`Array::read_optional`].
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] if the array's data type is not optional or `T` does not match
+    /// its inner type; as [`Array::write`].
+    pub async fn write_optional<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        self.optional_inner::<T>()?;
+        let width = size_of::<T>();
+        let bytes =
+            values
+                .len()
+                .checked_mul(width + 1)
+                .ok_or_else(|| zarr_core::Error::Overflow {
+                    what: "the size of the values in bytes".into(),
+                })?;
+        let mut elements =
+            crate::element::zeroed_vec::<u8>(bytes).map_err(|e| self.codecs_error(e))?;
+        for (slot, value) in elements.chunks_exact_mut(width + 1).zip(values) {
+            if let Some(value) = value {
+                slot[..width].copy_from_slice(as_bytes(std::slice::from_ref(value)));
+                slot[width] = 1;
+            }
+        }
+        self.write_bytes(region, &elements).await
     }
 
     /// Write raw bytes (native byte order, C order) of any fixed-size data type into

@@ -276,6 +276,14 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         block_on(self.0.read_field(region, field))?
     }
 
+    /// [`crate::Array::read_optional`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_optional`], and [`Error::BlockingInAsync`].
+    pub fn read_optional<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<Option<T>>> {
+        block_on(self.0.read_optional(region))?
+    }
+
     /// [`crate::Array::read_array_bytes`].
     ///
     /// # Errors
@@ -579,6 +587,18 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// As [`crate::Array::write_bytes`], and [`Error::BlockingInAsync`].
     pub fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
         block_on(self.0.write_bytes(region, values))?
+    }
+
+    /// [`crate::Array::write_optional`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_optional`], and [`Error::BlockingInAsync`].
+    pub fn write_optional<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        block_on(self.0.write_optional(region, values))?
     }
 
     /// [`crate::Array::write_array_bytes`].

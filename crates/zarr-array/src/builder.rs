@@ -356,11 +356,7 @@ impl ArrayBuilder {
         let array_to_bytes = self
             .array_to_bytes
             .clone()
-            .unwrap_or_else(|| match self.data_type {
-                DataType::String => extension("vlen-utf8", json!({})),
-                DataType::Bytes => extension("vlen-bytes", json!({})),
-                _ => extension("bytes", json!({"endian": "little"})),
-            });
+            .unwrap_or_else(|| default_array_to_bytes(&self.data_type));
         let mut inner: Vec<ExtensionObject> = self.array_to_array.clone();
         inner.push(array_to_bytes);
         inner.extend(self.bytes_to_bytes.iter().cloned());
@@ -497,5 +493,27 @@ impl ArrayBuilder {
         .await?;
         tracing::debug!(array = %path, shape = ?array.metadata.shape, "created array");
         Ok(array)
+    }
+}
+
+/// The array->bytes codec [`ArrayBuilder`] chooses for `data_type` when none is given:
+/// `vlen-utf8` for `string`, `vlen-bytes` for `bytes`, `zarrs.optional` (its mask packed into
+/// bits, its values through `bytes`) for optional types, and `bytes` (little-endian)
+/// otherwise.
+///
+/// ```
+/// use zarr_array::default_array_to_bytes;
+/// use zarr_core::DataType;
+///
+/// assert_eq!(default_array_to_bytes(&DataType::String).name, "vlen-utf8");
+/// assert_eq!(default_array_to_bytes(&"zarrs.optional<int8>".parse()?).name, "zarrs.optional");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn default_array_to_bytes(data_type: &DataType) -> ExtensionObject {
+    match data_type {
+        DataType::String => extension("vlen-utf8", json!({})),
+        DataType::Bytes => extension("vlen-bytes", json!({})),
+        DataType::Optional(optional) => zarr_codecs::OptionalCodec::default_metadata(optional),
+        _ => extension("bytes", json!({"endian": "little"})),
     }
 }

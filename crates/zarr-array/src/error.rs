@@ -173,7 +173,7 @@ pub enum Error {
         /// The array's data type.
         data_type: String,
         /// The Rust element type asked for.
-        element: &'static str,
+        element: std::borrow::Cow<'static, str>,
     },
 
     /// A region cannot be made from the ranges given (a negative bound, an open range such
@@ -262,11 +262,15 @@ impl Error {
         }
     }
 
-    pub(crate) fn element_type(array: &str, data_type: &DataType, element: &'static str) -> Self {
+    pub(crate) fn element_type(
+        array: &str,
+        data_type: &DataType,
+        element: impl Into<std::borrow::Cow<'static, str>>,
+    ) -> Self {
         Self::ElementType {
             array: array.to_owned(),
-            data_type: data_type.name(),
-            element,
+            data_type: data_type.to_string(),
+            element: element.into(),
         }
     }
 

@@ -78,7 +78,7 @@ mod write;
 pub use array::{
     Array, ArrayOptions, DEFAULT_DECODE_BUDGET, DEFAULT_IO_CONCURRENCY, DEFAULT_SELECTION_BUDGET,
 };
-pub use builder::ArrayBuilder;
+pub use builder::{ArrayBuilder, default_array_to_bytes};
 pub use codecs::default_registry;
 pub use element::Element;
 pub use error::{Error, Result};

@@ -305,7 +305,7 @@ async fn whole_chunk_writes_never_read_and_partial_writes_read_only_touched_chun
         .await
         .unwrap();
     store.clear();
-    // [0..8, 0..10]: chunks (0..2, 0..3); the last column of chunks is an edge chunk whose
+    // [0..8, 0..10]: chunks [0..2, 0..3]; the last column of chunks is an edge chunk whose
     // in-bounds part (columns 8..10) is covered whole.
     array.write([0..8, 0..10], &[7u8; 80]).await.unwrap();
     let stats = store.stats();
@@ -1531,4 +1531,138 @@ async fn a_caching_store_serves_repeated_reads_of_an_array() {
         want[r * 16 + 4..r * 16 + 6].fill(9);
     }
     assert_eq!(whole, want);
+}
+
+/// Arrays of optional (nullable) values: the default `zarrs.optional` codec, missing values,
+/// fill values of both kinds, empty chunks, sharding, nesting, and element-type errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optional_arrays_hold_missing_values() {
+    use zarr_core::{FillValue, OptionalType};
+    let store = memory();
+    let nullable = DataType::Optional(OptionalType::new(DataType::Int16).unwrap());
+    let array = ArrayBuilder::new(vec![5, 6], nullable.clone(), vec![2, 4])
+        .zstd(3)
+        .create(Arc::clone(&store), "/opt")
+        .await
+        .unwrap();
+    let meta: serde_json::Value = serde_json::from_slice(
+        &store
+            .get(&StoreKey::new("opt/zarr.json"))
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["fill_value"], json!(null));
+    assert_eq!(meta["data_type"]["name"], "zarrs.optional");
+    assert_eq!(meta["codecs"][0]["name"], "zarrs.optional");
+    assert_eq!(meta["codecs"][1]["name"], "zstd");
+
+    // Nothing written: everything is missing.
+    assert_eq!(
+        array.read_optional::<i16>(..).await.unwrap(),
+        vec![None; 30]
+    );
+    let values: Vec<Option<i16>> = (0..30)
+        .map(|i| (i % 4 != 1).then_some(i as i16 * -100))
+        .collect();
+    array.write_optional(.., &values).await.unwrap();
+    assert_eq!(array.read_optional::<i16>(..).await.unwrap(), values);
+    // A region across chunks, read and written.
+    let part: Vec<Option<i16>> = vec![Some(7), None, Some(9), None, None, Some(i16::MIN)];
+    array.write_optional([1..3, 2..5], &part).await.unwrap();
+    assert_eq!(
+        array.read_optional::<i16>([1..3, 2..5]).await.unwrap(),
+        part
+    );
+    let reopened = Array::open(Arc::clone(&store), "/opt").await.unwrap();
+    let mut expected = values.clone();
+    for (k, v) in part.iter().enumerate() {
+        expected[(1 + k / 3) * 6 + 2 + k % 3] = *v;
+    }
+    assert_eq!(reopened.read_optional::<i16>(..).await.unwrap(), expected);
+    // A chunk of missing values is the fill value: not stored.
+    assert!(array.chunk_exists(&[0, 0]).await.unwrap());
+    array
+        .write_optional([0..2, 0..4], &[None::<i16>; 8])
+        .await
+        .unwrap();
+    assert!(!array.chunk_exists(&[0, 0]).await.unwrap());
+    // Raw bytes: the value, then the validity byte.
+    let raw = array.read_bytes([2..3, 0..1]).await.unwrap();
+    let mut want = (-1200i16).to_ne_bytes().to_vec();
+    want.push(1);
+    assert_eq!(raw, want);
+
+    // Element types are checked against the inner type.
+    let e = array.read_optional::<u16>(..).await.unwrap_err();
+    assert!(matches!(e, Error::ElementType { .. }), "{e}");
+    assert!(e.to_string().contains("Option<u16>"), "{e}");
+    let e = array.read::<i16>(..).await.unwrap_err();
+    assert!(matches!(e, Error::ElementType { .. }), "{e}");
+    let plain = ArrayBuilder::new(vec![4], DataType::Int16, vec![4])
+        .create(Arc::clone(&store), "/plain")
+        .await
+        .unwrap();
+    let e = plain
+        .write_optional(.., &[Some(1i16); 4])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::ElementType { .. }), "{e}");
+    // A validity byte other than 0 or 1 is refused.
+    let e = array
+        .write_bytes([0..1, 0..1], &[1, 0, 2])
+        .await
+        .unwrap_err();
+    let chain = zarr_core::ErrorChain(&e).to_string();
+    assert!(chain.contains("validity byte is 2"), "{chain}");
+
+    // A present fill value, sharded, with a bool inner type: unwritten elements read as it.
+    let flags = DataType::Optional(OptionalType::new(DataType::Bool).unwrap());
+    let sharded = ArrayBuilder::new(vec![8, 8], flags, vec![4, 8])
+        .sharding(vec![2, 4])
+        .fill_value(FillValue::new([1, 1]))
+        .create(Arc::clone(&store), "/flags")
+        .await
+        .unwrap();
+    sharded
+        .write_optional(
+            [0..2, 0..3],
+            &[Some(false), None, Some(true), None, None, None],
+        )
+        .await
+        .unwrap();
+    let back = sharded.read_optional::<bool>(..).await.unwrap();
+    assert_eq!(&back[..3], &[Some(false), None, Some(true)]);
+    assert_eq!(&back[8..11], &[None, None, None]);
+    assert!(back[11..].iter().all(|v| *v == Some(true)), "{back:?}");
+    assert!(!sharded.chunk_exists(&[1, 0]).await.unwrap());
+
+    // Nested: optional<optional<uint8>>, read and written as bytes.
+    let nested: DataType = "zarrs.optional<zarrs.optional<uint8>>".parse().unwrap();
+    let deep = ArrayBuilder::new(vec![4], nested, vec![4])
+        .fill_value_json(json!([null]))
+        .unwrap()
+        .create(Arc::clone(&store), "/nested")
+        .await
+        .unwrap();
+    assert_eq!(deep.read_bytes(..).await.unwrap(), [0, 0, 1].repeat(4));
+    let elements = [[5, 1, 1], [0, 0, 0], [0, 0, 1], [9, 1, 1]].concat();
+    deep.write_bytes(.., &elements).await.unwrap();
+    let reopened = Array::open(Arc::clone(&store), "/nested").await.unwrap();
+    assert_eq!(reopened.read_bytes(..).await.unwrap(), elements);
+}
+
+#[test]
+fn optional_values_through_the_blocking_api() {
+    let nullable = DataType::Optional(zarr_core::OptionalType::new(DataType::Int16).unwrap());
+    let builder = ArrayBuilder::new(vec![3], nullable, vec![2]);
+    let array = blocking::Array::create(&builder, memory(), "/b").unwrap();
+    array
+        .write_optional(.., &[None, Some(4i16), Some(5)])
+        .unwrap();
+    assert_eq!(
+        array.read_optional::<i16>(..).unwrap(),
+        [None, Some(4), Some(5)]
+    );
 }

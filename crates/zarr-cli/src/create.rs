@@ -152,16 +152,18 @@ fn numpy_name(name: &str) -> Option<&'static str> {
 }
 
 /// Parse a data type name as it appears in metadata (`float32`, `uint8`, `string`, ...),
-/// or a numpy spelling of one (`f4`, `<i8`, `float`).
+/// its JSON form, the text forms `DataType` displays (`struct{x: float32}`,
+/// `zarrs.optional<int16>`, `numpy.datetime64[s]`), or a numpy spelling of one (`f4`,
+/// `<i8`, `float`).
 pub(crate) fn parse_data_type(name: &str) -> Result<DataType> {
     let name = numpy_name(name).unwrap_or(name);
-    let value = serde_json::from_str::<Value>(name).unwrap_or_else(|_| Value::String(name.into()));
-    match DataType::from_json(&value, "data_type") {
+    match name.parse::<DataType>() {
         Ok(dt) => Ok(dt),
-        Err(_) => usage!(
-            "--dtype {name}: not a data type; use bool, int8/16/32/64, uint8/16/32/64, \
-             float16/32/64, bfloat16, complex64/128, string, bytes, numpy.datetime64 \
-             (or its JSON form), r<bits>, or a numpy code such as f4 or <i8"
+        Err(e) => usage!(
+            "--dtype {name}: not a data type ({e}); use bool, int8/16/32/64, uint8/16/32/64, \
+             float16/32/64, bfloat16, complex64/128, string, bytes, numpy.datetime64[unit] \
+             (or its JSON form), r<bits>, struct{{name: type, ...}}, zarrs.optional<type>, or \
+             a numpy code such as f4 or <i8"
         ),
     }
 }

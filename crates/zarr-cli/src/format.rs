@@ -220,6 +220,15 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
             }
             out.push('}');
         }
+        // A missing value as `null`, a present one as its inner type.
+        DataType::Optional(o) => {
+            let (inner, flag) = b.split_at(o.inner_size());
+            if flag.first() == Some(&1) {
+                element(out, o.inner(), inner, style);
+            } else {
+                out.push_str("null");
+            }
+        }
         // The rest (small integers, minifloats, binary in JSON) as Zarr writes fill values.
         other => match FillValue::new(b.to_vec()).to_json(other) {
             Ok(Value::String(s)) if style == Style::Text => out.push_str(&s),
@@ -279,7 +288,7 @@ pub(crate) fn swap_bytes(bytes: &mut [u8], unit: usize) {
 pub(crate) fn native_to_little(bytes: &mut [u8], data_type: &DataType) {
     if cfg!(target_endian = "big") {
         match data_type.swap_units() {
-            Some(units) if matches!(data_type, DataType::Struct(_)) => {
+            Some(units) if matches!(data_type, DataType::Struct(_) | DataType::Optional(_)) => {
                 let size = data_type.fixed_size().unwrap_or(1);
                 for element in bytes.chunks_exact_mut(size) {
                     for (offset, width) in &units {
@@ -326,6 +335,19 @@ mod tests {
             json(&DataType::Float64, &f64::NEG_INFINITY.to_ne_bytes()),
             "\"-Infinity\""
         );
+    }
+
+    #[test]
+    fn optional_values_print_as_null_or_their_value() {
+        let dt: DataType = "zarrs.optional<float32>".parse().unwrap();
+        let mut present = 0.1f32.to_ne_bytes().to_vec();
+        present.push(1);
+        assert_eq!(text(&dt, &present), "0.1");
+        assert_eq!(json(&dt, &present), "0.10000000149011612");
+        assert_eq!(text(&dt, &[0; 5]), "null");
+        let nested: DataType = "zarrs.optional<zarrs.optional<uint8>>".parse().unwrap();
+        assert_eq!(json(&nested, &[0, 0, 1]), "null");
+        assert_eq!(json(&nested, &[7, 1, 1]), "7");
     }
 
     #[test]

@@ -176,15 +176,6 @@ fn extension(name: &str, configuration: Value) -> ExtensionObject {
     }
 }
 
-/// The array-to-bytes codec a data type needs by default.
-pub(crate) fn default_array_to_bytes(data_type: &DataType) -> ExtensionObject {
-    match data_type {
-        DataType::String => extension("vlen-utf8", json!({})),
-        DataType::Bytes => extension("vlen-bytes", json!({})),
-        _ => extension("bytes", json!({"endian": "little"})),
-    }
-}
-
 /// The codec list for `--codec` flags: the default array-to-bytes codec, then each flag's
 /// bytes-to-bytes codec (`none` alone: nothing more).
 ///
@@ -209,7 +200,7 @@ pub(crate) fn codecs_from_flags(
             given()
         );
     }
-    let mut list = vec![default_array_to_bytes(data_type)];
+    let mut list = vec![zarr::array::default_array_to_bytes(data_type)];
     let mut compressor: Option<&str> = None;
     let mut checksum = false;
     for spec in specs {

@@ -113,6 +113,17 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
             }
             plain(&format!("[{}]", fields.join(", ")))
         }
+        // The elements as stored in memory: the value, then whether it is present.
+        DataType::Optional(o) => {
+            let inner = npy_type(o.inner())?;
+            if inner.small_int.is_some() || matches!(o.inner(), DataType::Optional(_)) {
+                bail!("numpy has no dtype for {data_type}; use --format raw or json",);
+            }
+            plain(&format!(
+                "[('value', {}), ('present', '|b1')]",
+                descr_literal(&inner.descr)
+            ))
+        }
         DataType::String | DataType::Bytes => bail!(
             "{} elements have variable lengths: their .npy dtype (<U n or |S n) takes its width \
              from the data",
@@ -763,6 +774,14 @@ mod tests {
         assert_eq!(d(DataType::FixedLengthUtf32 { length_bytes: 16 }), "<U4");
         assert!(npy_type(&DataType::String).is_err());
         assert!(npy_type(&DataType::BFloat16).is_err());
+        // Optional values: the value, then whether it is present, as stored in memory.
+        let opt = |text: &str| npy_type(&text.parse().unwrap());
+        assert_eq!(
+            opt("zarrs.optional<float32>").unwrap().descr,
+            "[('value', '<f4'), ('present', '|b1')]"
+        );
+        assert!(opt("zarrs.optional<int4>").is_err());
+        assert!(opt("zarrs.optional<zarrs.optional<int8>>").is_err());
         // Structs: numpy's list of (name, dtype) fields, nested lists for nested structs,
         // names quoted as Python strings.
         use zarr::metadata::{StructField, StructType};

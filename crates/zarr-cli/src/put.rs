@@ -17,7 +17,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use indicatif::ProgressBar;
 use zarr::array::{Array, ArrayBytes, Region};
-use zarr::metadata::{ArrayMetadata, DataType, StructType};
+use zarr::metadata::{ArrayMetadata, DataType, StructField, StructType};
 use zarr::store::{ListableStore as _, ReadableStore as _, Store, StoreKey, ZipStore};
 use zarr::vlen::{VlenBinary, VlenStrings};
 
@@ -173,7 +173,20 @@ fn elements(descr: &str, data_type: &DataType, input: &str) -> Result<Elements> 
         ),
         _ => {}
     }
-    if let DataType::Struct(st) = data_type {
+    // An optional type is stored as the record (value, present), as `get` writes it.
+    let optional_record;
+    let record = match data_type {
+        DataType::Struct(st) => Some(st),
+        DataType::Optional(o) => {
+            optional_record = StructType::new(vec![
+                StructField::new("value", o.inner().clone()),
+                StructField::new("present", DataType::Bool),
+            ])?;
+            Some(&optional_record)
+        }
+        _ => None,
+    };
+    if let Some(st) = record {
         let file = if descr.starts_with('[') {
             Descr::parse(descr)?
         } else {

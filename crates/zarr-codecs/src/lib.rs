@@ -168,6 +168,7 @@ pub use codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilter, Numeri
 pub use codecs::numcodecs::packbits::PackBitsCodec;
 pub use codecs::numcodecs::pcodec::{PcodecCodec, PcodecDelta, PcodecMode};
 pub use codecs::numcodecs::shuffle::ShuffleCodec;
+pub use codecs::optional::OptionalCodec;
 pub use codecs::reshape::{ReshapeCodec, ReshapeDim};
 pub use codecs::scale_offset::ScaleOffsetCodec;
 pub use codecs::squeeze::SqueezeCodec;

@@ -24,6 +24,7 @@ use crate::codecs::numcodecs::numeric::{NUMERIC_FILTER_NAMES, NumericFilterCodec
 use crate::codecs::numcodecs::packbits::PackBitsCodec;
 use crate::codecs::numcodecs::pcodec::PcodecCodec;
 use crate::codecs::numcodecs::shuffle::ShuffleCodec;
+use crate::codecs::optional::OptionalCodec;
 use crate::codecs::reshape::ReshapeCodec;
 use crate::codecs::scale_offset::ScaleOffsetCodec;
 use crate::codecs::squeeze::SqueezeCodec;
@@ -56,7 +57,8 @@ pub type CodecConstructor = Arc<
 /// `numcodecs.astype` and `numcodecs.packbits`, the serializers `numcodecs.pcodec` and
 /// `numcodecs.zfpy`, and `numcodecs.blosc`, `numcodecs.zstd` and `numcodecs.gzip`
 /// (numcodecs' configurations of the codecs above); the zarr-extensions codecs `bitround`,
-/// `reshape`, `scale_offset`, `cast_value` and `zfp` (zarrs' zfp, also read as `zarrs.zfp`). Other crates
+/// `reshape`, `scale_offset`, `cast_value` and `zfp` (zarrs' zfp, also read as `zarrs.zfp`); and
+/// zarrs' `zarrs.optional` for nullable data types (also read as `optional`). Other crates
 /// add theirs the same way a user does:
 ///
 /// ```
@@ -217,6 +219,13 @@ impl CodecRegistry {
                     meta,
                 )?)))
             });
+        for name in [OptionalCodec::NAME, OptionalCodec::REGISTERED] {
+            registry.register(name, |meta, repr, registry| {
+                Ok(Codec::ArrayToBytes(Arc::new(OptionalCodec::from_metadata(
+                    meta, repr, registry,
+                )?)))
+            });
+        }
         for name in [ZfpCodec::NAME, ZfpCodec::ALIAS] {
             registry.register(name, |meta, _, _| {
                 Ok(Codec::ArrayToBytes(Arc::new(ZfpCodec::from_metadata(

@@ -196,6 +196,11 @@ pub enum DataType {
     /// float takes one byte). `complex_float32` and `complex_float64` hold what
     /// [`DataType::Complex64`] and [`DataType::Complex128`] hold, under their own names.
     ComplexFloat(FloatFormat),
+    /// `zarrs.optional` (zarr-extensions `optional`): a nullable value of another fixed-size
+    /// type. In memory an element is the inner element followed by one validity byte, 1 for
+    /// a value and 0 for a missing one (whose inner bytes are zero); the `optional` codec
+    /// stores the validity mask and the present values apart.
+    Optional(OptionalType),
 }
 
 /// The component type of a [`DataType::ComplexFloat`]: a floating-point format.
@@ -392,6 +397,89 @@ impl StructType {
     }
 }
 
+/// The inner type of a [`DataType::Optional`], and which of its two names it is written
+/// under.
+///
+/// zarrs writes and reads `zarrs.optional`; zarr-extensions registers the same type as
+/// `optional`. Both are read; `zarrs.optional` is written unless
+/// [`OptionalType::registered`] picks the registered name.
+///
+/// An element is the inner element followed by one validity byte: `[42, 1]` is
+/// `Some(42u8)`, `[0, 0]` is a missing value. Nested optionals nest the same way
+/// (`[42, 1, 1]` is `Some(Some(42))`, `[0, 0, 1]` is `Some(None)`).
+///
+/// ```
+/// use zarr_core::{DataType, DataTypeSize, OptionalType};
+///
+/// let dt = DataType::Optional(OptionalType::new(DataType::UInt16)?);
+/// assert_eq!(dt.size(), DataTypeSize::Fixed(3));
+/// assert_eq!(dt.to_json()["name"], "zarrs.optional");
+/// assert_eq!(DataType::from_json(&dt.to_json(), "data_type")?, dt);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OptionalType {
+    inner: Box<DataType>,
+    registered: bool,
+}
+
+impl OptionalType {
+    /// The optional form of `inner`, written as `zarrs.optional`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidField`] if `inner` has variable-length elements (`string`, `bytes`):
+    /// optional values of those are not supported.
+    pub fn new(inner: DataType) -> Result<Self> {
+        Self::checked(inner, false, "data_type.configuration")
+    }
+
+    fn checked(inner: DataType, registered: bool, field: &str) -> Result<Self> {
+        if inner.fixed_size().is_none() {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "optional values of {inner}, which has variable-length elements, are not \
+                     supported; the inner type must have a fixed size"
+                ),
+            ));
+        }
+        Ok(Self {
+            inner: Box::new(inner),
+            registered,
+        })
+    }
+
+    /// The same type under the zarr-extensions name `optional` (no released implementation
+    /// reads it yet; zarrs 0.23 reads `zarrs.optional`).
+    #[must_use]
+    pub fn registered(mut self) -> Self {
+        self.registered = true;
+        self
+    }
+
+    /// The same type under zarrs' name `zarrs.optional`, the default.
+    #[must_use]
+    pub fn zarrs(mut self) -> Self {
+        self.registered = false;
+        self
+    }
+
+    /// Whether the type is written under the registered name `optional`.
+    pub fn is_registered(&self) -> bool {
+        self.registered
+    }
+
+    /// The type of the values that are present.
+    pub fn inner(&self) -> &DataType {
+        &self.inner
+    }
+
+    /// The size of the inner element in bytes: where the validity byte sits.
+    pub fn inner_size(&self) -> usize {
+        self.inner.fixed_size().unwrap_or(0)
+    }
+}
+
 /// The size of one element of a [`DataType`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DataTypeSize {
@@ -450,6 +538,7 @@ impl DataType {
             Self::ComplexFloat(component) => 2 * component.size(),
             Self::RawBits(bytes) => *bytes,
             Self::Struct(st) => st.size(),
+            Self::Optional(o) => o.inner_size() + 1,
             Self::FixedLengthUtf32 { length_bytes }
             | Self::NullTerminatedBytes { length_bytes }
             | Self::RawBytes { length_bytes } => *length_bytes,
@@ -479,6 +568,8 @@ impl DataType {
             Self::RawBytes { .. } => "raw_bytes".into(),
             Self::Struct(st) if st.structured => "structured".into(),
             Self::Struct(_) => "struct".into(),
+            Self::Optional(o) if o.registered => "optional".into(),
+            Self::Optional(_) => "zarrs.optional".into(),
             Self::ComplexFloat(component) => format!("complex_{}", component.data_type().name()),
             simple => SIMPLE
                 .iter()
@@ -658,6 +749,19 @@ impl DataType {
                 &fields_field,
             )?));
         }
+        if name == "optional" || name == "zarrs.optional" {
+            // The configuration is the inner type as an extension object.
+            let config = ext
+                .configuration
+                .as_ref()
+                .ok_or_else(|| Error::missing(&config_field))?;
+            let inner = Self::from_json(&Value::Object(config.clone()), &config_field)?;
+            return Ok(Self::Optional(OptionalType::checked(
+                inner,
+                name == "optional",
+                &config_field,
+            )?));
+        }
         if name == "numpy.datetime64" || name == "numpy.timedelta64" {
             let config = ext
                 .configuration
@@ -713,6 +817,20 @@ impl DataType {
                 config.insert("fields".into(), Value::Array(fields));
                 ExtensionObject::with_configuration(self.name(), config).to_json()
             }
+            Self::Optional(o) => {
+                // zarrs writes (and expects) the inner type as an object with a
+                // configuration, empty for types that take none.
+                let config = match o.inner.to_json() {
+                    Value::Object(object) => object,
+                    other => {
+                        let mut object = Map::new();
+                        object.insert("name".into(), other);
+                        object.insert("configuration".into(), Value::Object(Map::new()));
+                        object
+                    }
+                };
+                ExtensionObject::with_configuration(self.name(), config).to_json()
+            }
             _ => Value::String(self.name()),
         }
     }
@@ -736,6 +854,8 @@ impl DataType {
                 }
                 return Some(());
             }
+            // The validity byte after the inner element does not swap.
+            Self::Optional(o) => return o.inner.push_swap_units(base, units),
             Self::Complex64 | Self::FixedLengthUtf32 { .. } => 4,
             Self::Complex128 => 8,
             Self::ComplexFloat(component) => component.size(),
@@ -773,6 +893,7 @@ impl fmt::Display for DataType {
             Self::FixedLengthUtf32 { length_bytes }
             | Self::NullTerminatedBytes { length_bytes }
             | Self::RawBytes { length_bytes } => write!(f, "{}[{length_bytes}]", self.name()),
+            Self::Optional(o) => write!(f, "{}<{}>", self.name(), o.inner),
             Self::Struct(st) => {
                 write!(f, "{}{{", self.name())?;
                 for (i, field) in st.fields.iter().enumerate() {
@@ -818,7 +939,7 @@ impl std::str::FromStr for DataType {
     }
 }
 
-/// How deeply struct types may nest in text, so that hostile text cannot exhaust the stack
+/// How deeply struct and optional types may nest in text, so that hostile text cannot exhaust the stack
 /// (serde_json limits the JSON form the same way).
 const MAX_STRUCT_DEPTH: usize = 64;
 
@@ -829,6 +950,23 @@ fn parse_data_type(text: &str, depth: usize) -> Result<DataType> {
     if text.starts_with('{') || text.starts_with('"') {
         let value: Value = serde_json::from_str(text).map_err(Error::Json)?;
         return DataType::from_json(&value, FIELD);
+    }
+    for (prefix, registered) in [("zarrs.optional<", false), ("optional<", true)] {
+        if let Some(body) = text.strip_prefix(prefix) {
+            let inner = body.strip_suffix('>').ok_or_else(|| {
+                Error::invalid(FIELD, format!("{text:?}: an optional type ends with `>`"))
+            })?;
+            if depth >= MAX_STRUCT_DEPTH {
+                return Err(Error::invalid(
+                    FIELD,
+                    format!("data types nest more than {MAX_STRUCT_DEPTH} deep"),
+                ));
+            }
+            let inner = parse_data_type(inner, depth + 1)?;
+            return Ok(DataType::Optional(OptionalType::checked(
+                inner, registered, FIELD,
+            )?));
+        }
     }
     for (prefix, structured) in [("struct{", false), ("structured{", true)] {
         if let Some(body) = text.strip_prefix(prefix) {
@@ -846,7 +984,7 @@ fn parse_data_type(text: &str, depth: usize) -> Result<DataType> {
                 if depth >= MAX_STRUCT_DEPTH {
                     return Err(Error::invalid(
                         FIELD,
-                        format!("structs nest more than {MAX_STRUCT_DEPTH} deep"),
+                        format!("data types nest more than {MAX_STRUCT_DEPTH} deep"),
                     ));
                 }
                 fields.push(StructField::new(
@@ -1342,6 +1480,7 @@ mod from_str_tests {
 #[cfg(test)]
 mod nesting_tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn deeply_nested_struct_text_is_an_error_not_a_stack_overflow() {
@@ -1349,7 +1488,76 @@ mod nesting_tests {
         let text = format!("{}int8{}", "struct{a: ".repeat(depth), "}".repeat(depth));
         let err = text.parse::<DataType>().unwrap_err().to_string();
         assert!(err.contains("nest more than 64"), "{err}");
+        let text = format!("{}int8{}", "optional<".repeat(depth), ">".repeat(depth));
+        let err = text.parse::<DataType>().unwrap_err().to_string();
+        assert!(err.contains("nest more than 64"), "{err}");
         let ok = format!("{}int8{}", "struct{a: ".repeat(64), "}".repeat(64));
         assert_eq!(ok.parse::<DataType>().unwrap().fixed_size(), Some(1));
+    }
+
+    #[test]
+    fn optional_types_parse_under_both_names_and_nest() {
+        let zarrs = json!({"name": "zarrs.optional",
+            "configuration": {"name": "int32", "configuration": {}}});
+        let dt = DataType::from_json(&zarrs, "data_type").unwrap();
+        let DataType::Optional(o) = &dt else {
+            panic!("{dt:?}")
+        };
+        assert_eq!(o.inner(), &DataType::Int32);
+        assert!(!o.is_registered());
+        assert_eq!(dt.size(), DataTypeSize::Fixed(5));
+        // Written back byte for byte as zarrs writes it.
+        assert_eq!(dt.to_json(), zarrs);
+        assert_eq!(dt.to_string(), "zarrs.optional<int32>");
+        assert_eq!(dt.swap_units(), Some(vec![(0, 4)]));
+
+        let registered = json!({"name": "optional", "configuration": {"name": "uint8"}});
+        let dt = DataType::from_json(&registered, "data_type").unwrap();
+        assert_eq!(dt.name(), "optional");
+        assert_eq!(
+            dt.to_json(),
+            json!({"name": "optional", "configuration": {"name": "uint8", "configuration": {}}})
+        );
+
+        let nested = json!({"name": "zarrs.optional", "configuration": {
+            "name": "zarrs.optional", "configuration": {
+                "name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 1}}}});
+        let dt = DataType::from_json(&nested, "data_type").unwrap();
+        assert_eq!(dt.size(), DataTypeSize::Fixed(10));
+        assert_eq!(dt.to_json(), nested);
+        assert_eq!(dt.swap_units(), Some(vec![(0, 8)]));
+        assert_eq!(dt.to_string().parse::<DataType>().unwrap(), dt);
+        assert_eq!(
+            "optional<float64>".parse::<DataType>().unwrap().to_json(),
+            json!({"name": "optional", "configuration": {"name": "float64", "configuration": {}}})
+        );
+
+        for (bad, says) in [
+            (json!({"name": "zarrs.optional"}), "data_type.configuration"),
+            (
+                json!({"name": "zarrs.optional", "configuration": {}}),
+                "data_type.configuration",
+            ),
+            (
+                json!({"name": "zarrs.optional", "configuration": {"name": "string"}}),
+                "variable-length",
+            ),
+            (
+                json!({"name": "zarrs.optional", "configuration": {"name": "nope"}}),
+                "nope",
+            ),
+        ] {
+            let err = DataType::from_json(&bad, "data_type")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        for (bad, says) in [
+            ("optional<int8", "ends with `>`"),
+            ("optional<bytes>", "variable"),
+        ] {
+            let err = bad.parse::<DataType>().unwrap_err().to_string();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
     }
 }

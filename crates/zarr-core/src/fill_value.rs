@@ -193,6 +193,12 @@ impl FillValue {
             self.check(data_type)?;
             return Ok(Self::untyped(self.bytes.clone()));
         }
+        if let DataType::Optional(o) = data_type {
+            // A plain value is the present value `Some(value)`.
+            let mut bytes = self.for_data_type(o.inner())?.bytes;
+            bytes.push(1);
+            return Ok(Self::untyped(bytes));
+        }
         let own = typed.data_type();
         let refuse = |reason: String| Error::InvalidFillValue {
             data_type: data_type.to_string(),
@@ -320,6 +326,17 @@ impl FillValue {
             DataType::String => std::str::from_utf8(&self.bytes)
                 .map(drop)
                 .map_err(|e| bad(format!("not UTF-8: {e}"))),
+            DataType::Optional(o) => {
+                let (inner, flag) = self.bytes.split_at(o.inner_size());
+                match flag[0] {
+                    0 if inner.iter().all(|&b| b == 0) => Ok(()),
+                    0 => Err(bad("a missing value's inner bytes must be zero".into())),
+                    1 => FillValue::untyped(inner.to_vec())
+                        .check(o.inner())
+                        .map_err(|e| bad(format!("the inner value: {e}"))),
+                    _ => Err(bad("the validity byte must be 0 or 1".into())),
+                }
+            }
             _ => Ok(()),
         }
     }
@@ -421,6 +438,14 @@ impl FillValue {
             DataType::RawBits(_) => Value::Array(b.iter().map(|&x| Value::from(x)).collect()),
             DataType::String => Value::String(String::from_utf8_lossy(b).into_owned()),
             DataType::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+            DataType::Optional(o) => {
+                let (inner, flag) = b.split_at(o.inner_size());
+                if flag[0] == 0 {
+                    Value::Null
+                } else {
+                    Value::Array(vec![FillValue::untyped(inner.to_vec()).to_json(o.inner())?])
+                }
+            }
             DataType::Struct(st) if st.is_structured() => {
                 // zarr-python's form: the packed record in little-endian order, as base64.
                 let mut little = b.clone();
@@ -686,6 +711,28 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
                 .map_err(|e| ctx.err(format!("not base64: {e}")))?,
             Value::Array(items) => byte_list(&ctx, items)?,
             _ => return Err(ctx.err("expected a base64 string or an array of integers 0-255")),
+        },
+        DataType::Optional(o) => match value {
+            Value::Null => vec![0; o.inner_size() + 1],
+            Value::Array(items) if items.len() == 1 => {
+                let texts: Option<Vec<&RawValue>> = text.and_then(|t| serde_json::from_str(t).ok());
+                let inner_text = texts.as_ref().and_then(|t| t.first()).map(|r| r.get());
+                let mut bytes = parse(&items[0], inner_text, o.inner())
+                    .map_err(|e| match e {
+                        Error::InvalidFillValue { reason, .. } => {
+                            ctx.err(format!("the inner value: {reason}"))
+                        }
+                        other => other,
+                    })?
+                    .bytes;
+                bytes.push(1);
+                bytes
+            }
+            _ => {
+                return Err(ctx.err(
+                    "expected null (a missing value) or a one-element array holding the value",
+                ));
+            }
         },
         DataType::Struct(st) => match value {
             Value::Object(values) => {
@@ -1458,5 +1505,65 @@ mod tests {
                 "{value}: `{e}` should contain `{needle}`"
             );
         }
+    }
+
+    #[test]
+    fn optional_fill_values_are_null_or_a_one_element_array() {
+        let dt: DataType = "zarrs.optional<uint8>".parse().unwrap();
+        assert_eq!(fv(json!(null), &dt), [0, 0]);
+        assert_eq!(fv(json!([42]), &dt), [42, 1]);
+        assert_eq!(FillValue::new([42, 1]).to_json(&dt).unwrap(), json!([42]));
+        assert_eq!(FillValue::new([0, 0]).to_json(&dt).unwrap(), json!(null));
+        // The table of the zarr-extensions text, nested.
+        let nested: DataType = "zarrs.optional<zarrs.optional<uint8>>".parse().unwrap();
+        assert_eq!(fv(json!(null), &nested), [0, 0, 0]);
+        assert_eq!(fv(json!([null]), &nested), [0, 0, 1]);
+        assert_eq!(fv(json!([[42]]), &nested), [42, 1, 1]);
+        for bytes in [[0, 0, 0], [0, 0, 1], [42, 1, 1]] {
+            let value = FillValue::new(bytes).to_json(&nested).unwrap();
+            assert_eq!(fv(value, &nested), bytes);
+        }
+        // Floats keep their exact text inside the array.
+        let f32_opt: DataType = "zarrs.optional<float32>".parse().unwrap();
+        let parsed = FillValue::from_json_text("[0.1]", &f32_opt).unwrap();
+        assert_eq!(parsed.as_bytes()[..4], 0.1f32.to_ne_bytes());
+        assert_eq!(fv(json!(["NaN"]), &f32_opt)[4], 1);
+        // A plain Rust value is a present value.
+        assert_eq!(
+            FillValue::from(7u8).for_data_type(&dt).unwrap().as_bytes(),
+            [7, 1]
+        );
+        for (value, needle) in [
+            (json!(42), "one-element array"),
+            (json!([1, 2]), "one-element array"),
+            (json!([300]), "the inner value"),
+            (json!([[1]]), "the inner value"),
+        ] {
+            let e = err(value.clone(), &dt);
+            assert!(
+                e.contains(needle),
+                "{value}: `{e}` should contain `{needle}`"
+            );
+        }
+        for (bytes, needle) in [
+            (vec![5, 0], "must be zero"),
+            (vec![5, 2], "validity byte"),
+            (vec![5], "expected 2 bytes"),
+        ] {
+            let e = FillValue::new(bytes.clone())
+                .check(&dt)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(needle),
+                "{bytes:?}: `{e}` should contain `{needle}`"
+            );
+        }
+        let bool_opt: DataType = "zarrs.optional<bool>".parse().unwrap();
+        let e = FillValue::new([2, 1])
+            .check(&bool_opt)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bool"), "{e}");
     }
 }

@@ -138,6 +138,16 @@ impl BytesCodec {
             | DataType::TimeDelta64 { .. } => 8,
             // Per field: see `swap`.
             DataType::Struct(_) => 1,
+            DataType::Optional(_) => {
+                return Err(Error::incompatible(
+                    Self::NAME,
+                    format!(
+                        "data type {data_type} is nullable: its values and validity mask are \
+                         encoded by the `zarrs.optional` codec, whose `data_codecs` can hold \
+                         `bytes`"
+                    ),
+                ));
+            }
             DataType::String | DataType::Bytes => {
                 return Err(Error::incompatible(
                     Self::NAME,

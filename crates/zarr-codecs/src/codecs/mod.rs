@@ -8,6 +8,7 @@ pub(crate) mod cast_value;
 pub(crate) mod crc32c;
 pub(crate) mod gzip;
 pub(crate) mod numcodecs;
+pub(crate) mod optional;
 pub(crate) mod reshape;
 pub(crate) mod scale_offset;
 pub(crate) mod squeeze;
