@@ -268,3 +268,71 @@ async fn nested_optional_arrays_interoperate_with_zarrs() {
         chunk_files(&zarrs_root.join("nested"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optional_strings_interoperate_with_zarrs() {
+    let dir = tempfile::tempdir().unwrap();
+    let zarrs_root = dir.path().join("zarrs");
+    let ours_root = dir.path().join("ours");
+    let case = Case {
+        name: "strings",
+        zarrs_reads: true,
+        metadata: metadata(
+            &[3, 3],
+            &[2, 2],
+            optional(json!({"name": "string", "configuration": {}})),
+            Value::Null,
+            json!([
+                optional_codec(json!([{"name": "packbits"}]), json!([{"name": "vlen-utf8"}])),
+                {"name": "zstd", "configuration": {"level": 1, "checksum": false}}
+            ]),
+        ),
+    };
+    let values: Vec<Option<String>> = [
+        Some("ice"),
+        None,
+        Some(""),
+        Some("snöw"),
+        None,
+        Some("a longer value"),
+        None,
+        None,
+        Some("x"),
+    ]
+    .iter()
+    .map(|v| v.map(str::to_owned))
+    .collect();
+    setup(&zarrs_root, &case);
+    let subset = ArraySubset::new_with_shape(vec![3, 3]);
+    let theirs = ZArray::open(Arc::new(ZStore::new(&zarrs_root).unwrap()), "/strings").unwrap();
+    theirs.store_array_subset(&subset, values.clone()).unwrap();
+    let read = Array::open(
+        Arc::new(FilesystemStore::new(&zarrs_root).unwrap()),
+        "/strings",
+    )
+    .await
+    .unwrap();
+    assert_eq!(read.read_optional_text(..).await.unwrap(), values);
+
+    let ours = ArrayBuilder::new(vec![3, 3], read.metadata().data_type.clone(), vec![2, 2])
+        .zstd(1)
+        .create(
+            Arc::new(FilesystemStore::new(&ours_root).unwrap()),
+            "/strings",
+        )
+        .await
+        .unwrap();
+    let ours_json: Value = serde_json::from_slice(
+        &std::fs::read(ours_root.join("strings").join("zarr.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ours_json["codecs"], case.metadata["codecs"]);
+    ours.write_optional_text(.., &values).await.unwrap();
+    let back = ZArray::open(Arc::new(ZStore::new(&ours_root).unwrap()), "/strings").unwrap();
+    let theirs_of_ours: Vec<Option<String>> = back.retrieve_array_subset(&subset).unwrap();
+    assert_eq!(theirs_of_ours, values);
+    assert_eq!(
+        chunk_files(&ours_root.join("strings")),
+        chunk_files(&zarrs_root.join("strings"))
+    );
+}

@@ -834,7 +834,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// use zarr_store::MemoryStore;
     ///
     /// let store = Arc::new(MemoryStore::new());
-    /// let nullable = DataType::Optional(OptionalType::new(DataType::Float32)?);
+    /// let nullable = DataType::Optional(OptionalType::new(DataType::Float32));
     /// let array = ArrayBuilder::new(vec![6], nullable, vec![4])
     ///     .create(store, "/readings")
     ///     .await?;
@@ -893,6 +893,95 @@ impl<S: ReadableStore + ?Sized> Array<S> {
             .zip(present)
             .map(|(value, present)| present.then_some(value))
             .collect())
+    }
+
+    /// Read `region` of a `zarrs.optional<string>` array as `Option<String>`s (C order;
+    /// `None` where a value is missing).
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `zarrs.optional<string>`;
+    /// [`Error::InvalidValue`] for a value that is not UTF-8 or an element without a
+    /// validity byte of 0 or 1; as [`Array::read`].
+    pub async fn read_optional_text(&self, region: impl IntoRegion) -> Result<Vec<Option<String>>> {
+        self.optional_vlen(&DataType::String, "Option<String>")?;
+        let mut out = Vec::new();
+        for (i, value) in self
+            .read_optional_vlen(region)
+            .await?
+            .into_iter()
+            .enumerate()
+        {
+            out.push(match value {
+                None => None,
+                Some(bytes) => {
+                    Some(
+                        String::from_utf8(bytes.to_vec()).map_err(|e| Error::InvalidValue {
+                            array: self.path.as_str().to_owned(),
+                            reason: format!("element {i} of the region is not UTF-8: {e}"),
+                        })?,
+                    )
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// Read `region` of a `zarrs.optional<bytes>` array as `Option<Vec<u8>>`s (C order;
+    /// `None` where a value is missing).
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `zarrs.optional<bytes>`; as
+    /// [`Array::read_optional_text`].
+    pub async fn read_optional_binary(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        self.optional_vlen(&DataType::Bytes, "Option<Vec<u8>>")?;
+        Ok(self
+            .read_optional_vlen(region)
+            .await?
+            .into_iter()
+            .map(|value| value.map(|bytes| bytes.to_vec()))
+            .collect())
+    }
+
+    /// The elements of `region` of an optional array of a variable-length type, with their
+    /// validity bytes checked and taken off.
+    async fn read_optional_vlen(&self, region: impl IntoRegion) -> Result<Vec<Option<Bytes>>> {
+        let vlen = self.read_vlen(region).await?;
+        let (offsets, values) = vlen.into_parts();
+        let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
+        for (i, range) in offsets.windows(2).enumerate() {
+            let element = values.slice(range[0] as usize..range[1] as usize);
+            let Some((_, validity)) = zarr_core::OptionalType::split(&element) else {
+                return Err(Error::InvalidValue {
+                    array: self.path.as_str().to_owned(),
+                    reason: format!("element {i} of the region has no validity byte"),
+                });
+            };
+            out.push(match validity {
+                0 => None,
+                1 => Some(element.slice(..element.len() - 1)),
+                other => {
+                    return Err(Error::InvalidValue {
+                        array: self.path.as_str().to_owned(),
+                        reason: format!(
+                            "element {i} of the region has the validity byte {other}, not 0 \
+                             or 1"
+                        ),
+                    });
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// Check that the array is an optional of `inner` (`string` or `bytes`).
+    pub(crate) fn optional_vlen(&self, inner: &DataType, element: &'static str) -> Result<()> {
+        match &self.metadata.data_type {
+            DataType::Optional(optional) if optional.inner() == inner => Ok(()),
+            other => Err(Error::element_type(self.path.as_str(), other, element)),
+        }
     }
 
     /// The inner type of an optional array, checked against `T`.
@@ -1373,6 +1462,63 @@ impl<S: WritableStore + ?Sized> Array<S> {
             }
         }
         self.write_bytes(region, &elements).await
+    }
+
+    /// Write `values` (C order; `None` for a missing value) into `region` of a
+    /// `zarrs.optional<string>` array; see [`Array::read_optional_text`].
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `zarrs.optional<string>`; as
+    /// [`Array::write`].
+    pub async fn write_optional_text<T: AsRef<str>>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        self.optional_vlen(&DataType::String, "Option<String>")?;
+        let elements = values
+            .iter()
+            .map(|v| v.as_ref().map(|s| s.as_ref().as_bytes()));
+        self.write_optional_vlen(region, elements).await
+    }
+
+    /// Write `values` (C order; `None` for a missing value) into `region` of a
+    /// `zarrs.optional<bytes>` array; see [`Array::read_optional_binary`].
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] unless the data type is `zarrs.optional<bytes>`; as
+    /// [`Array::write`].
+    pub async fn write_optional_binary<T: AsRef<[u8]>>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        self.optional_vlen(&DataType::Bytes, "Option<Vec<u8>>")?;
+        let elements = values.iter().map(|v| v.as_ref().map(AsRef::as_ref));
+        self.write_optional_vlen(region, elements).await
+    }
+
+    async fn write_optional_vlen<'a>(
+        &self,
+        region: impl IntoRegion,
+        values: impl Iterator<Item = Option<&'a [u8]>>,
+    ) -> Result<()> {
+        let mut offsets = vec![0u64];
+        let mut bytes = Vec::new();
+        for value in values {
+            match value {
+                Some(value) => {
+                    bytes.extend_from_slice(value);
+                    bytes.push(1);
+                }
+                None => bytes.push(0),
+            }
+            offsets.push(bytes.len() as u64);
+        }
+        let vlen = zarr_codecs::VlenBytes::try_new(offsets, bytes.into())
+            .map_err(|e| self.codecs_error(e))?;
+        self.write_array_bytes(region, ArrayBytes::Variable(vlen))
+            .await
     }
 
     /// Write raw bytes (native byte order, C order) of any fixed-size data type into

@@ -284,6 +284,22 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         block_on(self.0.read_optional(region))?
     }
 
+    /// [`crate::Array::read_optional_text`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_optional_text`], and [`Error::BlockingInAsync`].
+    pub fn read_optional_text(&self, region: impl IntoRegion) -> Result<Vec<Option<String>>> {
+        block_on(self.0.read_optional_text(region))?
+    }
+
+    /// [`crate::Array::read_optional_binary`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_optional_binary`], and [`Error::BlockingInAsync`].
+    pub fn read_optional_binary(&self, region: impl IntoRegion) -> Result<Vec<Option<Vec<u8>>>> {
+        block_on(self.0.read_optional_binary(region))?
+    }
+
     /// [`crate::Array::read_array_bytes`].
     ///
     /// # Errors
@@ -599,6 +615,30 @@ impl<S: WritableStore + ?Sized> Array<S> {
         values: &[Option<T>],
     ) -> Result<()> {
         block_on(self.0.write_optional(region, values))?
+    }
+
+    /// [`crate::Array::write_optional_text`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_optional_text`], and [`Error::BlockingInAsync`].
+    pub fn write_optional_text<T: AsRef<str>>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        block_on(self.0.write_optional_text(region, values))?
+    }
+
+    /// [`crate::Array::write_optional_binary`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_optional_binary`], and [`Error::BlockingInAsync`].
+    pub fn write_optional_binary<T: AsRef<[u8]>>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        block_on(self.0.write_optional_binary(region, values))?
     }
 
     /// [`crate::Array::write_array_bytes`].

@@ -1539,7 +1539,7 @@ async fn a_caching_store_serves_repeated_reads_of_an_array() {
 async fn optional_arrays_hold_missing_values() {
     use zarr_core::{FillValue, OptionalType};
     let store = memory();
-    let nullable = DataType::Optional(OptionalType::new(DataType::Int16).unwrap());
+    let nullable = DataType::Optional(OptionalType::new(DataType::Int16));
     let array = ArrayBuilder::new(vec![5, 6], nullable.clone(), vec![2, 4])
         .zstd(3)
         .create(Arc::clone(&store), "/opt")
@@ -1618,7 +1618,7 @@ async fn optional_arrays_hold_missing_values() {
     assert!(chain.contains("validity byte is 2"), "{chain}");
 
     // A present fill value, sharded, with a bool inner type: unwritten elements read as it.
-    let flags = DataType::Optional(OptionalType::new(DataType::Bool).unwrap());
+    let flags = DataType::Optional(OptionalType::new(DataType::Bool));
     let sharded = ArrayBuilder::new(vec![8, 8], flags, vec![4, 8])
         .sharding(vec![2, 4])
         .fill_value(FillValue::new([1, 1]))
@@ -1655,7 +1655,7 @@ async fn optional_arrays_hold_missing_values() {
 
 #[test]
 fn optional_values_through_the_blocking_api() {
-    let nullable = DataType::Optional(zarr_core::OptionalType::new(DataType::Int16).unwrap());
+    let nullable = DataType::Optional(zarr_core::OptionalType::new(DataType::Int16));
     let builder = ArrayBuilder::new(vec![3], nullable, vec![2]);
     let array = blocking::Array::create(&builder, memory(), "/b").unwrap();
     array
@@ -1664,5 +1664,91 @@ fn optional_values_through_the_blocking_api() {
     assert_eq!(
         array.read_optional::<i16>(..).unwrap(),
         [None, Some(4), Some(5)]
+    );
+}
+
+/// Optional strings and bytes: missing values beside empty ones, both fill values, sharding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optional_strings_and_bytes_tell_missing_from_empty() {
+    use zarr_core::{FillValue, OptionalType};
+    let store = memory();
+    let text = DataType::Optional(OptionalType::new(DataType::String));
+    let array = ArrayBuilder::new(vec![7], text.clone(), vec![3])
+        .zstd(1)
+        .create(Arc::clone(&store), "/names")
+        .await
+        .unwrap();
+    assert_eq!(array.metadata().fill_value.as_bytes(), [0]);
+    assert_eq!(array.read_optional_text(..).await.unwrap(), vec![None; 7]);
+    let values = [
+        Some("ice"),
+        None,
+        Some(""),
+        Some("snöw"),
+        None,
+        None,
+        Some("x"),
+    ];
+    array.write_optional_text(.., &values).await.unwrap();
+    let want: Vec<Option<String>> = values.iter().map(|v| v.map(str::to_owned)).collect();
+    assert_eq!(array.read_optional_text(..).await.unwrap(), want);
+    // A partial write across chunks, then a chunk of missing values only: not stored.
+    array
+        .write_optional_text(2..4, &[None, Some("melt")])
+        .await
+        .unwrap();
+    assert_eq!(
+        array.read_optional_text(1..5).await.unwrap(),
+        [None, None, Some("melt".to_owned()), None]
+    );
+    array
+        .write_optional_text(3..6, &[None::<&str>; 3])
+        .await
+        .unwrap();
+    assert!(!array.chunk_exists(&[1]).await.unwrap());
+    let reopened = Array::open(Arc::clone(&store), "/names").await.unwrap();
+    assert_eq!(
+        reopened.read_optional_text(..).await.unwrap(),
+        [Some("ice"), None, None, None, None, None, Some("x")]
+            .iter()
+            .map(|v| v.map(str::to_owned))
+            .collect::<Vec<_>>()
+    );
+    // In `ArrayBytes`, each element ends with its validity byte.
+    let raw = array.read_array_bytes(0..3).await.unwrap();
+    let raw: Vec<&[u8]> = raw.as_variable().unwrap().iter().collect();
+    assert_eq!(raw, [&b"ice\x01"[..], b"\x00", b"\x00"]);
+    // Element types.
+    let e = array.read_optional_binary(..).await.unwrap_err();
+    assert!(matches!(e, Error::ElementType { .. }), "{e}");
+    let e = array.read_text(..).await.unwrap_err();
+    assert!(matches!(e, Error::ElementType { .. }), "{e}");
+
+    // Bytes, sharded, with a present fill value.
+    let binary = DataType::Optional(OptionalType::new(DataType::Bytes));
+    let blobs = ArrayBuilder::new(vec![8], binary, vec![8])
+        .sharding(vec![2])
+        .fill_value(FillValue::new(*b"\xff\x01"))
+        .create(Arc::clone(&store), "/blobs")
+        .await
+        .unwrap();
+    blobs
+        .write_optional_binary(1..4, &[None, Some(vec![]), Some(vec![0, 1, 2])])
+        .await
+        .unwrap();
+    let back = blobs.read_optional_binary(..).await.unwrap();
+    let fill = Some(vec![0xff]);
+    assert_eq!(
+        back,
+        [
+            fill.clone(),
+            None,
+            Some(vec![]),
+            Some(vec![0, 1, 2]),
+            fill.clone(),
+            fill.clone(),
+            fill.clone(),
+            fill
+        ]
     );
 }

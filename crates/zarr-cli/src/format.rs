@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use zarr::metadata::{DataType, FillValue};
+use zarr::metadata::{DataType, FillValue, OptionalType};
 
 /// How an element is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,14 +221,10 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
             out.push('}');
         }
         // A missing value as `null`, a present one as its inner type.
-        DataType::Optional(o) => {
-            let (inner, flag) = b.split_at(o.inner_size());
-            if flag.first() == Some(&1) {
-                element(out, o.inner(), inner, style);
-            } else {
-                out.push_str("null");
-            }
-        }
+        DataType::Optional(o) => match OptionalType::split(b) {
+            Some((inner, 1)) => element(out, o.inner(), inner, style),
+            _ => out.push_str("null"),
+        },
         // The rest (small integers, minifloats, binary in JSON) as Zarr writes fill values.
         other => match FillValue::new(b.to_vec()).to_json(other) {
             Ok(Value::String(s)) if style == Style::Text => out.push_str(&s),
@@ -250,6 +246,11 @@ fn byte_string(out: &mut String, bytes: &[u8]) {
 /// Append one variable-length element (`string` or `bytes`).
 pub(crate) fn variable_element(out: &mut String, data_type: &DataType, b: &[u8], style: Style) {
     match (data_type, style) {
+        // A missing value as `null`, a present one without its validity byte.
+        (DataType::Optional(o), _) => match OptionalType::split(b) {
+            Some((inner, 1)) => variable_element(out, o.inner(), inner, style),
+            _ => out.push_str("null"),
+        },
         (DataType::String, _) => json_string(out, &String::from_utf8_lossy(b)),
         (_, Style::Text) => byte_string(out, b),
         (other, Style::Json) => match FillValue::new(b.to_vec()).to_json(other) {
@@ -348,6 +349,11 @@ mod tests {
         let nested: DataType = "zarrs.optional<zarrs.optional<uint8>>".parse().unwrap();
         assert_eq!(json(&nested, &[0, 0, 1]), "null");
         assert_eq!(json(&nested, &[7, 1, 1]), "7");
+        let text: DataType = "zarrs.optional<string>".parse().unwrap();
+        let mut s = String::new();
+        variable_element(&mut s, &text, b"ice\x01", Style::Json);
+        variable_element(&mut s, &text, b"\x00", Style::Text);
+        assert_eq!(s, "\"ice\"null");
     }
 
     #[test]

@@ -107,6 +107,13 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
             metadata.data_type.name()
         );
     }
+    if format == Format::Npy && variable && matches!(metadata.data_type, DataType::Optional(_)) {
+        usage!(
+            "numpy has no dtype for {} (optional values of variable length); use --format \
+             json or text",
+            metadata.data_type
+        );
+    }
     // Variable-length elements take their npy dtype from the data (see `write_text_npy`).
     let npy = if format == Format::Npy && !variable {
         Some(npy_type(&metadata.data_type)?)

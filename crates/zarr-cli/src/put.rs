@@ -177,6 +177,12 @@ fn elements(descr: &str, data_type: &DataType, input: &str) -> Result<Elements> 
     let optional_record;
     let record = match data_type {
         DataType::Struct(st) => Some(st),
+        DataType::Optional(o) if o.inner_size().is_none() => {
+            usage!(
+                "put does not write {data_type} arrays: .npy has no records of \
+                 variable-length values"
+            )
+        }
         DataType::Optional(o) => {
             optional_record = StructType::new(vec![
                 StructField::new("value", o.inner().clone()),

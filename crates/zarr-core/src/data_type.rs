@@ -196,10 +196,10 @@ pub enum DataType {
     /// float takes one byte). `complex_float32` and `complex_float64` hold what
     /// [`DataType::Complex64`] and [`DataType::Complex128`] hold, under their own names.
     ComplexFloat(FloatFormat),
-    /// `zarrs.optional` (zarr-extensions `optional`): a nullable value of another fixed-size
-    /// type. In memory an element is the inner element followed by one validity byte, 1 for
-    /// a value and 0 for a missing one (whose inner bytes are zero); the `optional` codec
-    /// stores the validity mask and the present values apart.
+    /// `zarrs.optional` (zarr-extensions `optional`): a nullable value of another type. In
+    /// memory an element is the inner element followed by one validity byte, 1 for a value
+    /// and 0 for a missing one (whose inner bytes are zero, or empty for variable-length
+    /// types); the `optional` codec stores the validity mask and the present values apart.
     Optional(OptionalType),
 }
 
@@ -411,7 +411,7 @@ impl StructType {
 /// ```
 /// use zarr_core::{DataType, DataTypeSize, OptionalType};
 ///
-/// let dt = DataType::Optional(OptionalType::new(DataType::UInt16)?);
+/// let dt = DataType::Optional(OptionalType::new(DataType::UInt16));
 /// assert_eq!(dt.size(), DataTypeSize::Fixed(3));
 /// assert_eq!(dt.to_json()["name"], "zarrs.optional");
 /// assert_eq!(DataType::from_json(&dt.to_json(), "data_type")?, dt);
@@ -425,28 +425,11 @@ pub struct OptionalType {
 
 impl OptionalType {
     /// The optional form of `inner`, written as `zarrs.optional`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidField`] if `inner` has variable-length elements (`string`, `bytes`):
-    /// optional values of those are not supported.
-    pub fn new(inner: DataType) -> Result<Self> {
-        Self::checked(inner, false, "data_type.configuration")
-    }
-
-    fn checked(inner: DataType, registered: bool, field: &str) -> Result<Self> {
-        if inner.fixed_size().is_none() {
-            return Err(Error::invalid(
-                field,
-                format!(
-                    "optional values of {inner}, which has variable-length elements, are not \
-                     supported; the inner type must have a fixed size"
-                ),
-            ));
-        }
-        Ok(Self {
+    pub fn new(inner: DataType) -> Self {
+        Self {
             inner: Box::new(inner),
-            registered,
-        })
+            registered: false,
+        }
     }
 
     /// The same type under the zarr-extensions name `optional` (no released implementation
@@ -474,9 +457,25 @@ impl OptionalType {
         &self.inner
     }
 
-    /// The size of the inner element in bytes: where the validity byte sits.
-    pub fn inner_size(&self) -> usize {
-        self.inner.fixed_size().unwrap_or(0)
+    /// The size of the inner element in bytes (where the validity byte sits), `None` when
+    /// the inner type has variable-length elements.
+    pub fn inner_size(&self) -> Option<usize> {
+        self.inner.fixed_size()
+    }
+
+    /// One element split into the inner element and its validity byte (the last byte), or
+    /// `None` for an empty slice.
+    ///
+    /// ```
+    /// use zarr_core::OptionalType;
+    ///
+    /// assert_eq!(OptionalType::split(b"ab\x01"), Some((&b"ab"[..], 1)));
+    /// assert_eq!(OptionalType::split(&[]), None);
+    /// ```
+    pub fn split(element: &[u8]) -> Option<(&[u8], u8)> {
+        element
+            .split_last()
+            .map(|(&validity, inner)| (inner, validity))
     }
 }
 
@@ -538,7 +537,10 @@ impl DataType {
             Self::ComplexFloat(component) => 2 * component.size(),
             Self::RawBits(bytes) => *bytes,
             Self::Struct(st) => st.size(),
-            Self::Optional(o) => o.inner_size() + 1,
+            Self::Optional(o) => match o.inner_size() {
+                Some(n) => n + 1,
+                None => return DataTypeSize::Variable,
+            },
             Self::FixedLengthUtf32 { length_bytes }
             | Self::NullTerminatedBytes { length_bytes }
             | Self::RawBytes { length_bytes } => *length_bytes,
@@ -756,11 +758,12 @@ impl DataType {
                 .as_ref()
                 .ok_or_else(|| Error::missing(&config_field))?;
             let inner = Self::from_json(&Value::Object(config.clone()), &config_field)?;
-            return Ok(Self::Optional(OptionalType::checked(
-                inner,
-                name == "optional",
-                &config_field,
-            )?));
+            let optional = OptionalType::new(inner);
+            return Ok(Self::Optional(if name == "optional" {
+                optional.registered()
+            } else {
+                optional
+            }));
         }
         if name == "numpy.datetime64" || name == "numpy.timedelta64" {
             let config = ext
@@ -962,10 +965,12 @@ fn parse_data_type(text: &str, depth: usize) -> Result<DataType> {
                     format!("data types nest more than {MAX_STRUCT_DEPTH} deep"),
                 ));
             }
-            let inner = parse_data_type(inner, depth + 1)?;
-            return Ok(DataType::Optional(OptionalType::checked(
-                inner, registered, FIELD,
-            )?));
+            let optional = OptionalType::new(parse_data_type(inner, depth + 1)?);
+            return Ok(DataType::Optional(if registered {
+                optional.registered()
+            } else {
+                optional
+            }));
         }
     }
     for (prefix, structured) in [("struct{", false), ("structured{", true)] {
@@ -1539,10 +1544,6 @@ mod nesting_tests {
                 "data_type.configuration",
             ),
             (
-                json!({"name": "zarrs.optional", "configuration": {"name": "string"}}),
-                "variable-length",
-            ),
-            (
                 json!({"name": "zarrs.optional", "configuration": {"name": "nope"}}),
                 "nope",
             ),
@@ -1552,9 +1553,16 @@ mod nesting_tests {
                 .to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
+        let text: DataType = "zarrs.optional<string>".parse().unwrap();
+        assert_eq!(text.size(), DataTypeSize::Variable);
+        assert_eq!(text.swap_units(), None);
+        assert_eq!(
+            text.to_json(),
+            json!({"name": "zarrs.optional", "configuration": {"name": "string", "configuration": {}}})
+        );
         for (bad, says) in [
             ("optional<int8", "ends with `>`"),
-            ("optional<bytes>", "variable"),
+            ("optional<nope>", "nope"),
         ] {
             let err = bad.parse::<DataType>().unwrap_err().to_string();
             assert!(err.contains(says), "{bad:?}: {err}");

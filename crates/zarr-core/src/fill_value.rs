@@ -9,7 +9,7 @@ use half::{bf16, f16};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::data_type::DataType;
+use crate::data_type::{DataType, OptionalType};
 use crate::error::{Error, Result};
 use crate::minifloat::{self, MiniFloat};
 
@@ -273,12 +273,15 @@ impl FillValue {
     }
 
     /// The default fill value zarr-python chooses for a data type: zero, `false`, the empty
-    /// string, empty bytes, or NaT for datetimes and timedeltas.
+    /// string, empty bytes, or NaT for datetimes and timedeltas; for an optional type, a
+    /// missing value.
     pub fn default_for(data_type: &DataType) -> Self {
         match data_type {
             DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. } => {
                 Self::untyped(i64::MIN.to_ne_bytes().to_vec())
             }
+            // Missing.
+            DataType::Optional(o) => Self::untyped(vec![0; o.inner_size().unwrap_or(0) + 1]),
             dt => Self::untyped(vec![0; dt.fixed_size().unwrap_or(0)]),
         }
     }
@@ -327,8 +330,10 @@ impl FillValue {
                 .map(drop)
                 .map_err(|e| bad(format!("not UTF-8: {e}"))),
             DataType::Optional(o) => {
-                let (inner, flag) = self.bytes.split_at(o.inner_size());
-                match flag[0] {
+                let Some((inner, flag)) = OptionalType::split(&self.bytes) else {
+                    return Err(bad("the validity byte is missing".into()));
+                };
+                match flag {
                     0 if inner.iter().all(|&b| b == 0) => Ok(()),
                     0 => Err(bad("a missing value's inner bytes must be zero".into())),
                     1 => FillValue::untyped(inner.to_vec())
@@ -439,8 +444,8 @@ impl FillValue {
             DataType::String => Value::String(String::from_utf8_lossy(b).into_owned()),
             DataType::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
             DataType::Optional(o) => {
-                let (inner, flag) = b.split_at(o.inner_size());
-                if flag[0] == 0 {
+                let (inner, flag) = OptionalType::split(b).unwrap_or_default();
+                if flag == 0 {
                     Value::Null
                 } else {
                     Value::Array(vec![FillValue::untyped(inner.to_vec()).to_json(o.inner())?])
@@ -713,7 +718,7 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
             _ => return Err(ctx.err("expected a base64 string or an array of integers 0-255")),
         },
         DataType::Optional(o) => match value {
-            Value::Null => vec![0; o.inner_size() + 1],
+            Value::Null => vec![0; o.inner_size().unwrap_or(0) + 1],
             Value::Array(items) if items.len() == 1 => {
                 let texts: Option<Vec<&RawValue>> = text.and_then(|t| serde_json::from_str(t).ok());
                 let inner_text = texts.as_ref().and_then(|t| t.first()).map(|r| r.get());
@@ -1559,6 +1564,31 @@ mod tests {
                 "{bytes:?}: `{e}` should contain `{needle}`"
             );
         }
+        // Variable-length inner types: a missing value is the validity byte alone.
+        let text: DataType = "zarrs.optional<string>".parse().unwrap();
+        assert_eq!(fv(json!(null), &text), [0]);
+        assert_eq!(fv(json!(["ab"]), &text), *b"ab\x01");
+        assert_eq!(
+            FillValue::new(*b"ab\x01").to_json(&text).unwrap(),
+            json!(["ab"])
+        );
+        assert_eq!(FillValue::new([0]).to_json(&text).unwrap(), json!(null));
+        for (bytes, needle) in [
+            (vec![], "validity byte is missing"),
+            (vec![b'a', 0], "must be zero"),
+            (vec![0xff, 1], "UTF-8"),
+        ] {
+            let e = FillValue::new(bytes.clone())
+                .check(&text)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(needle),
+                "{bytes:?}: `{e}` should contain `{needle}`"
+            );
+        }
+        assert_eq!(FillValue::default_for(&text).as_bytes(), [0]);
+        assert_eq!(FillValue::default_for(&nested).as_bytes(), [0, 0, 0]);
         let bool_opt: DataType = "zarrs.optional<bool>".parse().unwrap();
         let e = FillValue::new([2, 1])
             .check(&bool_opt)

@@ -1142,3 +1142,34 @@ fn optional_arrays_take_and_give_records_of_value_and_presence() {
     let e = fails(&["put", &array, "-i", plain.to_str().unwrap()], 2);
     assert!(e.contains("present"), "{e}");
 }
+
+#[test]
+fn optional_strings_print_as_null_and_refuse_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("names.zarr").display().to_string();
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "3",
+        "--dtype",
+        "zarrs.optional<string>",
+        "--chunks",
+        "2",
+    ]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&ok(&["get", &array, "-f", "json"])).unwrap(),
+        json!([null, null, null])
+    );
+    let out = dir.path().join("out.npy");
+    let e = fails(
+        &["get", &array, "-f", "npy", "-o", out.to_str().unwrap()],
+        2,
+    );
+    assert!(e.contains("numpy has no dtype"), "{e}");
+    assert!(!out.exists(), "nothing written");
+    let npy = dir.path().join("in.npy");
+    write_npy(&npy, "|S2", &[3], b"abcdef");
+    let e = fails(&["put", &array, "-i", npy.to_str().unwrap()], 2);
+    assert!(e.contains("put does not write"), "{e}");
+}

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use zarr_core::{DataType, ExtensionObject, FillValue, OptionalType};
 
-use crate::array_bytes::{ArrayBytes, zeroed_bytes};
+use crate::array_bytes::{ArrayBytes, VlenBytes, zeroed_bytes};
 use crate::chain::CodecChain;
 use crate::codec::ArrayToBytesCodec;
 use crate::config::{Config, map};
@@ -37,7 +37,7 @@ const HEADER: usize = 16;
 /// use zarr_codecs::{ArrayBytes, ChunkRepresentation, CodecChain, CodecRegistry, OptionalCodec};
 /// use zarr_core::{DataType, FillValue, OptionalType};
 ///
-/// let optional = OptionalType::new(DataType::UInt16)?;
+/// let optional = OptionalType::new(DataType::UInt16);
 /// let repr = ChunkRepresentation::try_new(
 ///     vec![4],
 ///     DataType::Optional(optional.clone()),
@@ -122,10 +122,13 @@ impl OptionalCodec {
 
     /// The metadata of the codec zarrs writes by default for `optional`: the mask packed
     /// into bits (`packbits`), the values through `bytes` (little-endian where the order
-    /// matters), or through another optional codec for a nested optional type.
+    /// matters), `vlen-utf8` or `vlen-bytes` for strings and bytes, or another optional
+    /// codec for a nested optional type.
     pub fn default_metadata(optional: &OptionalType) -> ExtensionObject {
         let data = match optional.inner() {
             DataType::Optional(inner) => Self::default_metadata(inner),
+            DataType::String => ExtensionObject::new("vlen-utf8"),
+            DataType::Bytes => ExtensionObject::new("vlen-bytes"),
             inner if inner.swap_units().is_some_and(|units| !units.is_empty()) => {
                 ExtensionObject::with_configuration(
                     "bytes",
@@ -192,14 +195,14 @@ fn mask_repr(shape: &[u64]) -> Result<ChunkRepresentation> {
     ChunkRepresentation::try_new(shape.to_vec(), DataType::Bool, FillValue::new([0]))
 }
 
-/// `count` present values of the inner type; their fill value is zero (for a nested
-/// optional, missing).
+/// `count` present values of the inner type; their fill value is zero, or empty for
+/// variable-length types (for a nested optional, missing), as zarrs has it.
 fn data_repr(optional: &OptionalType, count: u64) -> Result<ChunkRepresentation> {
-    ChunkRepresentation::try_new(
-        vec![count],
-        optional.inner().clone(),
-        FillValue::new(vec![0; optional.inner_size()]),
-    )
+    let fill = match optional.inner() {
+        nested @ DataType::Optional(_) => FillValue::default_for(nested),
+        inner => FillValue::new(vec![0; inner.fixed_size().unwrap_or(0)]),
+    };
+    ChunkRepresentation::try_new(vec![count], optional.inner().clone(), fill)
 }
 
 impl ArrayToBytesCodec for OptionalCodec {
@@ -230,38 +233,72 @@ impl ArrayToBytesCodec for OptionalCodec {
 
     fn encode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<Bytes> {
         self.check(decoded)?;
-        let chunk = array.into_fixed(&self.name)?;
-        let inner = self.optional.inner_size();
-        let element = inner + 1;
         let count = decoded.num_elements_usize()?;
-        if chunk.len() != count * element {
-            return Err(Error::UnexpectedArray {
-                codec: self.name.clone(),
-                expected: format!("{} bytes", count * element),
-                found: format!("{} bytes", chunk.len()),
-            });
-        }
         let mut mask = Vec::with_capacity(count);
-        let mut data = Vec::new();
-        for (index, value) in chunk.chunks_exact(element).enumerate() {
-            match value[inner] {
-                0 => mask.push(0),
-                1 => {
-                    mask.push(1);
-                    data.extend_from_slice(&value[..inner]);
-                }
-                flag => {
-                    return Err(Error::InvalidElement {
+        let invalid = |index: usize, reason: String| Error::InvalidElement {
+            codec: self.name.clone(),
+            index: index as u64,
+            data_type: decoded.data_type().to_string(),
+            reason,
+        };
+        let flag = |index: usize, validity: u8| match validity {
+            0 | 1 => Ok(validity),
+            other => Err(invalid(
+                index,
+                format!("its validity byte is {other}, not 0 or 1"),
+            )),
+        };
+        let (data, present) = match (&array, self.optional.inner_size()) {
+            (ArrayBytes::Fixed(chunk), Some(inner)) => {
+                let element = inner + 1;
+                if chunk.len() != count * element {
+                    return Err(Error::UnexpectedArray {
                         codec: self.name.clone(),
-                        index: index as u64,
-                        data_type: decoded.data_type().to_string(),
-                        reason: format!("its validity byte is {flag}, not 0 or 1"),
+                        expected: format!("{} bytes", count * element),
+                        found: format!("{} bytes", chunk.len()),
                     });
                 }
+                let mut data = Vec::new();
+                for (index, value) in chunk.chunks_exact(element).enumerate() {
+                    let validity = flag(index, value[inner])?;
+                    mask.push(validity);
+                    if validity == 1 {
+                        data.extend_from_slice(&value[..inner]);
+                    }
+                }
+                // Every inner type has at least one byte.
+                let present = data.len() / inner.max(1);
+                (ArrayBytes::fixed(data), present)
             }
-        }
-        // Every inner type has at least one byte.
-        let present = data.len() / inner.max(1);
+            (ArrayBytes::Variable(chunk), None) if chunk.len() == count => {
+                let mut values = Vec::new();
+                for (index, element) in chunk.iter().enumerate() {
+                    let (value, validity) = OptionalType::split(element).ok_or_else(|| {
+                        invalid(index, "it is empty: it has no validity byte".into())
+                    })?;
+                    let validity = flag(index, validity)?;
+                    mask.push(validity);
+                    if validity == 1 {
+                        values.push(value);
+                    }
+                }
+                let present = values.len();
+                (
+                    ArrayBytes::Variable(VlenBytes::from_elements(values)),
+                    present,
+                )
+            }
+            _ => {
+                return Err(Error::UnexpectedArray {
+                    codec: self.name.clone(),
+                    expected: format!("{count} elements of {}", decoded.data_type()),
+                    found: match &array {
+                        ArrayBytes::Fixed(b) => format!("{} fixed-size bytes", b.len()),
+                        ArrayBytes::Variable(v) => format!("{} variable-length elements", v.len()),
+                    },
+                });
+            }
+        };
         let encoded_mask = self
             .mask_for(decoded.shape())?
             .encode(ArrayBytes::fixed(mask))?;
@@ -270,7 +307,7 @@ impl ArrayToBytesCodec for OptionalCodec {
         } else {
             self.data
                 .with_chunk_shape(vec![present as u64])?
-                .encode(ArrayBytes::fixed(data))?
+                .encode(data)?
         };
         let mut out = Vec::with_capacity(HEADER + encoded_mask.len() + encoded_data.len());
         out.extend_from_slice(&(encoded_mask.len() as u64).to_le_bytes());
@@ -339,30 +376,68 @@ impl ArrayToBytesCodec for OptionalCodec {
                 }
             }
         }
-        let inner = self.optional.inner_size();
-        let element = inner + 1;
-        let mut out = zeroed_bytes(decoded.fixed_size_usize()?)?;
-        if present == 0 {
+        let data = if present == 0 {
             // Nothing is present: a writer stores no data (zarrs), so whatever follows is
             // not read.
-            return Ok(ArrayBytes::fixed(out));
-        }
-        let data = self
-            .data
-            .with_chunk_shape(vec![present])?
-            .decode(bytes.slice(mask_end..))?
-            .into_fixed(&self.name)?;
-        // The chain checked the decoded size: one value per present element.
-        let mut values = data.chunks_exact(inner.max(1));
-        for (slot, &m) in out.chunks_exact_mut(element).zip(mask.iter()) {
-            if m == 1
-                && let Some(value) = values.next()
-            {
-                slot[..inner].copy_from_slice(value);
-                slot[inner] = 1;
+            None
+        } else {
+            Some(
+                self.data
+                    .with_chunk_shape(vec![present])?
+                    .decode(bytes.slice(mask_end..))?,
+            )
+        };
+        match self.optional.inner_size() {
+            Some(inner) => {
+                let mut out = zeroed_bytes(decoded.fixed_size_usize()?)?;
+                if let Some(data) = data {
+                    let data = data.into_fixed(&self.name)?;
+                    // The chain checked the decoded size: one value per present element.
+                    let mut values = data.chunks_exact(inner.max(1));
+                    for (slot, &m) in out.chunks_exact_mut(inner + 1).zip(mask.iter()) {
+                        if m == 1
+                            && let Some(value) = values.next()
+                        {
+                            slot[..inner].copy_from_slice(value);
+                            slot[inner] = 1;
+                        }
+                    }
+                }
+                Ok(ArrayBytes::fixed(out))
+            }
+            None => {
+                let values = match data {
+                    Some(ArrayBytes::Variable(values)) => values,
+                    Some(ArrayBytes::Fixed(_)) => {
+                        return Err(Error::UnexpectedArray {
+                            codec: self.name.clone(),
+                            expected: "variable-length values".into(),
+                            found: "fixed-size data".into(),
+                        });
+                    }
+                    None => VlenBytes::from_elements(std::iter::empty()),
+                };
+                let mut values = values.iter();
+                let mut offsets = Vec::with_capacity(mask.len() + 1);
+                let mut out = Vec::new();
+                offsets.push(0u64);
+                for &m in mask.iter() {
+                    if m == 1
+                        && let Some(value) = values.next()
+                    {
+                        out.extend_from_slice(value);
+                        out.push(1);
+                    } else {
+                        out.push(0);
+                    }
+                    offsets.push(out.len() as u64);
+                }
+                Ok(ArrayBytes::Variable(VlenBytes::try_new(
+                    offsets,
+                    out.into(),
+                )?))
             }
         }
-        Ok(ArrayBytes::fixed(out))
     }
 }
 
@@ -519,8 +594,7 @@ mod tests {
             chain.decode(encoded).unwrap().as_fixed().unwrap()[..],
             chunk[..]
         );
-        let with_endian =
-            OptionalCodec::default_metadata(&OptionalType::new(DataType::Float32).unwrap());
+        let with_endian = OptionalCodec::default_metadata(&OptionalType::new(DataType::Float32));
         assert_eq!(
             with_endian.to_json()["configuration"]["data_codecs"],
             json!([{"name": "bytes", "configuration": {"endian": "little"}}])

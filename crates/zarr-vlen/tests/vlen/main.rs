@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod fixtures;
+mod optional;
 mod partial;
 mod properties;
 mod spec;
