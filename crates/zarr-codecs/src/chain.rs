@@ -300,6 +300,17 @@ impl CodecChain {
         out
     }
 
+    /// [`to_metadata`](Self::to_metadata) as a JSON array, as `zarr.json` and codecs that
+    /// hold chains of their own (`sharding_indexed`, `zarrs.optional`) write it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Array(
+            self.to_metadata()
+                .iter()
+                .map(ExtensionObject::to_json)
+                .collect(),
+        )
+    }
+
     /// The size of every encoded chunk, when it is the same for all (no compression: e.g.
     /// `bytes` + `crc32c` gives `n + 4`). Sharding uses this for its index.
     pub fn encoded_size(&self) -> Option<u64> {

@@ -1160,17 +1160,8 @@ impl ShardingCodec {
     pub fn metadata(&self) -> ExtensionObject {
         let mut config = serde_json::Map::new();
         config.insert("chunk_shape".into(), Value::from(self.chunk_shape.clone()));
-        let list = |chain: &CodecChain| {
-            Value::Array(
-                chain
-                    .to_metadata()
-                    .iter()
-                    .map(ExtensionObject::to_json)
-                    .collect(),
-            )
-        };
-        config.insert("codecs".into(), list(&self.inner));
-        config.insert("index_codecs".into(), list(&self.index_chain));
+        config.insert("codecs".into(), self.inner.to_json());
+        config.insert("index_codecs".into(), self.index_chain.to_json());
         config.insert("index_location".into(), Value::from(self.location.as_str()));
         ExtensionObject::with_configuration(NAME, config)
     }

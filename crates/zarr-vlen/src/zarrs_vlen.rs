@@ -343,17 +343,9 @@ fn data_repr(len: u64) -> CodecResult<ChunkRepresentation> {
 
 impl ArrayToBytesCodec for ZarrsVlenCodec {
     fn to_metadata(&self) -> ExtensionObject {
-        let chain = |c: &CodecChain| {
-            Value::Array(
-                c.to_metadata()
-                    .iter()
-                    .map(ExtensionObject::to_json)
-                    .collect(),
-            )
-        };
         let mut config = Map::new();
-        config.insert("index_codecs".into(), chain(&self.index_chain));
-        config.insert("data_codecs".into(), chain(&self.data_chain));
+        config.insert("index_codecs".into(), self.index_chain.to_json());
+        config.insert("data_codecs".into(), self.data_chain.to_json());
         config.insert("index_data_type".into(), self.index_type.as_str().into());
         config.insert("index_location".into(), self.location.as_str().into());
         ExtensionObject::with_configuration(Self::NAME, config)

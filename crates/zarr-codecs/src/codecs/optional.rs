@@ -207,20 +207,11 @@ fn data_repr(optional: &OptionalType, count: u64) -> Result<ChunkRepresentation>
 
 impl ArrayToBytesCodec for OptionalCodec {
     fn to_metadata(&self) -> ExtensionObject {
-        let list = |chain: &CodecChain| {
-            Value::Array(
-                chain
-                    .to_metadata()
-                    .iter()
-                    .map(ExtensionObject::to_json)
-                    .collect(),
-            )
-        };
         ExtensionObject::with_configuration(
             self.name.clone(),
             map([
-                ("mask_codecs", list(&self.mask)),
-                ("data_codecs", list(&self.data)),
+                ("mask_codecs", self.mask.to_json()),
+                ("data_codecs", self.data.to_json()),
             ]),
         )
     }
@@ -510,16 +501,7 @@ mod tests {
             [0; 8]
         );
         // The metadata is written back as read, under either name.
-        assert_eq!(
-            Value::Array(
-                chain
-                    .to_metadata()
-                    .iter()
-                    .map(ExtensionObject::to_json)
-                    .collect()
-            ),
-            codecs
-        );
+        assert_eq!(chain.to_json(), codecs);
         let registered = json!([{"name": "optional", "configuration": {
             "mask_codecs": [{"name": "bytes"}], "data_codecs": [{"name": "bytes"}]}}]);
         let chain = super::tests::chain(registered.clone(), repr(&[4], &u8_opt)).unwrap();
