@@ -386,5 +386,66 @@ fn array(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, array);
+/// Small tiles read again and again (a viewer panning over an image): plain reads fetch and
+/// decode every chunk a tile touches each time; a warm `CachedArray` copies out of decoded
+/// chunks. A 2048^2 `uint16` image (256^2 under `cargo test`) in 128^2 zstd(1) chunks in
+/// memory; 256 tiles of 32^2 at pseudo-random places.
+fn cached(c: &mut Criterion) {
+    let side: u64 = if std::env::args().any(|a| a == "--bench") {
+        2048
+    } else {
+        256
+    };
+    let rt = runtime();
+    let store = Arc::new(zarr_store::MemoryStore::new());
+    let array = rt
+        .block_on(
+            ArrayBuilder::new(vec![side, side], DataType::UInt16, vec![128, 128])
+                .zstd(1)
+                .create(store, "/image"),
+        )
+        .unwrap();
+    let values: Vec<u16> = (0..side * side)
+        .map(|i| ((i / side + i % side) / 4 + (i.wrapping_mul(2_654_435_761) >> 7) % 16) as u16)
+        .collect();
+    rt.block_on(array.write(.., &values)).unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let tiles: Vec<[std::ops::Range<u64>; 2]> = (0..256)
+        .map(|_| {
+            let mut next = || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state % (side - 32)
+            };
+            let (y, x) = (next(), next());
+            [y..y + 32, x..x + 32]
+        })
+        .collect();
+    let cached = zarr_array::CachedArray::new(array.clone(), 512 << 20);
+    let read_all = |read: &dyn Fn(&[std::ops::Range<u64>; 2]) -> Vec<u16>| {
+        for tile in &tiles {
+            black_box(read(tile));
+        }
+    };
+    // Warm the cache, and check both give the same values.
+    for tile in &tiles {
+        assert_eq!(
+            rt.block_on(cached.read::<u16>(tile.clone())).unwrap(),
+            rt.block_on(array.read::<u16>(tile.clone())).unwrap()
+        );
+    }
+    let mut group = c.benchmark_group(format!("{side}^2 uint16, 128^2 zstd(1) chunks"));
+    group.throughput(Throughput::Elements(tiles.len() as u64));
+    group.sample_size(10);
+    group.bench_function("256 tiles of 32^2/read", |b| {
+        b.iter(|| read_all(&|t| rt.block_on(array.read::<u16>(t.clone())).unwrap()))
+    });
+    group.bench_function("256 tiles of 32^2/CachedArray read (warm)", |b| {
+        b.iter(|| read_all(&|t| rt.block_on(cached.read::<u16>(t.clone())).unwrap()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, array, cached);
 criterion_main!(benches);

@@ -851,6 +851,150 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
     }
 }
 
+/// A blocking handle to an array with a cache of decoded chunks (see
+/// [`crate::CachedArray`]). Clones share the cache.
+///
+/// ```
+/// use std::sync::Arc;
+/// use zarr_array::{ArrayBuilder, blocking};
+/// use zarr_core::DataType;
+/// use zarr_store::MemoryStore;
+///
+/// let builder = ArrayBuilder::new(vec![6], DataType::Int32, vec![3]);
+/// let array = blocking::Array::create(&builder, Arc::new(MemoryStore::new()), "/a")?;
+/// let cached = blocking::CachedArray::new(array, 1 << 20);
+/// cached.write(.., &[1, 2, 3, 4, 5, 6])?;
+/// assert_eq!(cached.read::<i32>(2..4)?, [3, 4]);
+/// assert_eq!(cached.read::<i32>(3..6)?, [4, 5, 6]);
+/// assert_eq!(cached.stats().hits, 1);
+/// # Ok::<(), zarr_array::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct CachedArray<S: ?Sized>(crate::CachedArray<S>);
+
+impl<S: ?Sized> Clone for CachedArray<S> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<S: ?Sized> From<crate::CachedArray<S>> for CachedArray<S> {
+    fn from(array: crate::CachedArray<S>) -> Self {
+        Self(array)
+    }
+}
+
+impl<S: ?Sized> CachedArray<S> {
+    /// [`crate::CachedArray::new`].
+    pub fn new(array: Array<S>, capacity: u64) -> Self {
+        Self(crate::CachedArray::new(array.0, capacity))
+    }
+
+    /// The async cached array inside.
+    pub fn as_async(&self) -> &crate::CachedArray<S> {
+        &self.0
+    }
+
+    /// The async cached array inside, by value.
+    pub fn into_async(self) -> crate::CachedArray<S> {
+        self.0
+    }
+
+    /// [`crate::CachedArray::stats`].
+    pub fn stats(&self) -> crate::ChunkCacheStats {
+        self.0.stats()
+    }
+
+    /// [`crate::CachedArray::clear`].
+    pub fn clear(&self) {
+        self.0.clear();
+    }
+
+    /// [`crate::CachedArray::invalidate`].
+    ///
+    /// # Errors
+    /// As [`crate::CachedArray::invalidate`].
+    pub fn invalidate(&self, region: impl IntoRegion) -> Result<()> {
+        self.0.invalidate(region)
+    }
+}
+
+impl<S: ReadableStore + ?Sized> CachedArray<S> {
+    /// [`crate::CachedArray::read`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read`], and [`Error::BlockingInAsync`].
+    pub fn read<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<T>> {
+        block_on(self.0.read(region))?
+    }
+
+    /// [`crate::CachedArray::read_into`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_into`], and [`Error::BlockingInAsync`].
+    pub fn read_into<T: Element>(&self, region: impl IntoRegion, out: &mut [T]) -> Result<()> {
+        block_on(self.0.read_into(region, out))?
+    }
+
+    /// [`crate::CachedArray::read_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_bytes`], and [`Error::BlockingInAsync`].
+    pub fn read_bytes(&self, region: impl IntoRegion) -> Result<Vec<u8>> {
+        block_on(self.0.read_bytes(region))?
+    }
+
+    /// [`crate::CachedArray::read_array_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn read_array_bytes(&self, region: impl IntoRegion) -> Result<ArrayBytes> {
+        block_on(self.0.read_array_bytes(region))?
+    }
+
+    /// [`crate::CachedArray::read_text`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_text`], and [`Error::BlockingInAsync`].
+    pub fn read_text(&self, region: impl IntoRegion) -> Result<Vec<String>> {
+        block_on(self.0.read_text(region))?
+    }
+
+    /// [`crate::CachedArray::read_binary`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_binary`], and [`Error::BlockingInAsync`].
+    pub fn read_binary<O: VlenOffset>(&self, region: impl IntoRegion) -> Result<VlenBinary<O>> {
+        block_on(self.0.read_binary(region))?
+    }
+}
+
+impl<S: WritableStore + ?Sized> CachedArray<S> {
+    /// [`crate::CachedArray::write`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write`], and [`Error::BlockingInAsync`].
+    pub fn write<T: Element>(&self, region: impl IntoRegion, values: &[T]) -> Result<()> {
+        block_on(self.0.write(region, values))?
+    }
+
+    /// [`crate::CachedArray::write_array_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_array_bytes(&self, region: impl IntoRegion, values: ArrayBytes) -> Result<()> {
+        block_on(self.0.write_array_bytes(region, values))?
+    }
+
+    /// [`crate::CachedArray::write_text`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_text`], and [`Error::BlockingInAsync`].
+    pub fn write_text<T: AsRef<str>>(&self, region: impl IntoRegion, values: &[T]) -> Result<()> {
+        block_on(self.0.write_text(region, values))?
+    }
+}
+
 /// A blocking handle to a group (see [`crate::Group`]).
 #[derive(Debug)]
 pub struct Group<S: ?Sized>(crate::Group<S>);

@@ -62,6 +62,7 @@ mod array;
 pub mod blocking;
 mod boxes;
 mod builder;
+mod cached;
 mod codecs;
 mod element;
 mod error;
@@ -79,6 +80,7 @@ pub use array::{
     Array, ArrayOptions, DEFAULT_DECODE_BUDGET, DEFAULT_IO_CONCURRENCY, DEFAULT_SELECTION_BUDGET,
 };
 pub use builder::{ArrayBuilder, default_array_to_bytes};
+pub use cached::{CachedArray, ChunkCacheStats};
 pub use codecs::default_registry;
 pub use element::Element;
 pub use error::{Error, Result};

@@ -67,8 +67,8 @@ pub mod prelude {
     pub use std::sync::Arc;
 
     pub use zarr_array::{
-        Array, ArrayBuilder, ArrayOptions, AxisSelection, Group, IntoRegion, Node, Selection,
-        blocking,
+        Array, ArrayBuilder, ArrayOptions, AxisSelection, CachedArray, Group, IntoRegion, Node,
+        Selection, blocking,
     };
     pub use zarr_core::{DataType, ErrorChain, FillValue, Region};
     pub use zarr_store::{

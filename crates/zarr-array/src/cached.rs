@@ -1,0 +1,662 @@
+//! [`CachedArray`]: an array whose reads keep recently decoded chunks in memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use futures::StreamExt;
+use tokio::sync::Semaphore;
+use zarr_codecs::{ArrayBytes, ArrayViewMut, VlenBytes};
+use zarr_core::{ChunkGrid, ChunkSelection, DataType, Region};
+use zarr_store::{ReadableStore, WritableStore};
+use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
+
+use crate::element::{Element, as_bytes, as_bytes_mut};
+use crate::error::{Error, Result};
+use crate::region::IntoRegion;
+use crate::{Array, vlen_partial};
+
+/// What an entry counts against the capacity beyond its data (so that many tiny blocks
+/// cannot grow the cache without bound).
+const ENTRY_OVERHEAD: u64 = 96;
+
+/// Counters of a [`CachedArray`]'s cache, from [`CachedArray::stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChunkCacheStats {
+    /// Blocks a read found in the cache (or that another read in flight fetched for it).
+    pub hits: u64,
+    /// Blocks a read fetched and decoded.
+    pub misses: u64,
+    /// Blocks held now.
+    pub entries: usize,
+    /// What the blocks held now count against the capacity, in bytes.
+    pub bytes: u64,
+    /// The capacity, in bytes.
+    pub capacity: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    block: Arc<ArrayBytes>,
+    /// The elements of the array the block holds (its chunk clipped to the array).
+    region: Region,
+    /// The entry's place in the recency order (`State::order`).
+    tick: u64,
+    cost: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    entries: HashMap<Vec<u64>, Entry>,
+    /// Least recently used first.
+    order: BTreeMap<u64, Vec<u64>>,
+    tick: u64,
+    bytes: u64,
+    /// Bumped by every write through the wrapper and by [`CachedArray::invalidate`] and
+    /// [`CachedArray::clear`]: a fetch that began before does not keep what it decoded.
+    epoch: u64,
+    hits: u64,
+    misses: u64,
+    /// Blocks being fetched: a read of the same block waits for the fetch (the semaphore is
+    /// closed when it ends) rather than decoding it again.
+    flights: HashMap<Vec<u64>, Arc<Semaphore>>,
+}
+
+impl State {
+    fn touch(&mut self, block: &[u64]) -> Option<Arc<ArrayBytes>> {
+        self.tick += 1;
+        let tick = self.tick;
+        let entry = self.entries.get_mut(block)?;
+        self.order.remove(&entry.tick);
+        entry.tick = tick;
+        self.order.insert(tick, block.to_vec());
+        Some(Arc::clone(&entry.block))
+    }
+
+    fn remove(&mut self, block: &[u64]) {
+        if let Some(entry) = self.entries.remove(block) {
+            self.order.remove(&entry.tick);
+            self.bytes -= entry.cost;
+        }
+    }
+
+    fn insert(&mut self, key: Vec<u64>, block: Arc<ArrayBytes>, region: Region, capacity: u64) {
+        let cost = cost_of(&block, key.len());
+        if cost > capacity {
+            return;
+        }
+        self.remove(&key);
+        while self.bytes + cost > capacity {
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some(entry) = self.entries.remove(&oldest) {
+                self.bytes -= entry.cost;
+            }
+        }
+        self.tick += 1;
+        self.order.insert(self.tick, key.clone());
+        self.entries.insert(
+            key,
+            Entry {
+                block,
+                region,
+                tick: self.tick,
+                cost,
+            },
+        );
+        self.bytes += cost;
+    }
+}
+
+fn cost_of(block: &ArrayBytes, rank: usize) -> u64 {
+    let data = match block {
+        ArrayBytes::Fixed(bytes) => bytes.len() as u64,
+        ArrayBytes::Variable(vlen) => {
+            (vlen.offsets().len() as u64) * 8 + vlen.values().len() as u64
+        }
+    };
+    data + ENTRY_OVERHEAD + 8 * rank as u64
+}
+
+/// Whether two regions of the same rank share an element.
+fn overlaps(a: &Region, b: &Region) -> bool {
+    a.ranges()
+        .iter()
+        .zip(b.ranges())
+        .all(|(a, b)| a.start < b.end && b.start < a.end && a.start < a.end && b.start < b.end)
+}
+
+#[derive(Debug)]
+struct Cache {
+    capacity: u64,
+    state: Mutex<State>,
+}
+
+impl Cache {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a read of a block that is not cached does.
+enum Next {
+    /// Wait for the fetch in flight (its semaphore closes when it ends).
+    Wait(Arc<Semaphore>),
+    /// Fetch it, as of this epoch.
+    Fetch(Arc<Semaphore>, u64),
+}
+
+/// Ends a fetch's flight however the fetch ends (done, failed or cancelled): removes it from
+/// the map and wakes the reads waiting for it.
+struct Flight<'a> {
+    cache: &'a Cache,
+    block: Vec<u64>,
+    semaphore: Arc<Semaphore>,
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        let mut state = self.cache.lock();
+        if state
+            .flights
+            .get(&self.block)
+            .is_some_and(|s| Arc::ptr_eq(s, &self.semaphore))
+        {
+            state.flights.remove(&self.block);
+        }
+        drop(state);
+        self.semaphore.close();
+    }
+}
+
+/// An [`Array`] whose reads keep the chunks they decode in memory, least recently used
+/// evicted first, so that reads of the same chunks again (a viewer panning over an image, a
+/// training loop sampling patches) cost a copy rather than a fetch and a decode.
+///
+/// The cache holds *blocks*: the array's chunks, or for a sharded array with a regular grid,
+/// the shards' inner chunks (the unit a read of a shard decodes), each clipped to the array
+/// and decoded. A read takes the blocks it finds, fetches and decodes the others
+/// concurrently (at most [`ArrayOptions::io_concurrency`](crate::ArrayOptions::io_concurrency)
+/// at a time, each through [`Array::read_array_bytes`]), copies its region out of them, and
+/// keeps them. A block bigger than the whole capacity is used but not kept. Reads of the
+/// same block at the same time decode it once.
+///
+/// Writes through the wrapper drop the blocks they touch (and a read that was decoding one
+/// of them when the write began does not keep it). Writes by anyone else (another handle,
+/// another process) are not seen until the blocks are evicted, [`CachedArray::invalidate`]d
+/// or [`CachedArray::clear`]ed. Clones share the cache.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use zarr_array::{ArrayBuilder, CachedArray};
+/// use zarr_core::DataType;
+/// use zarr_store::MemoryStore;
+///
+/// let array = ArrayBuilder::new(vec![8, 8], DataType::UInt16, vec![4, 4])
+///     .create(Arc::new(MemoryStore::new()), "/image")
+///     .await?;
+/// array.write(.., &(0..64).collect::<Vec<u16>>()).await?;
+///
+/// let cached = CachedArray::new(array, 64 << 20);
+/// assert_eq!(cached.read::<u16>([1..3, 3..5]).await?, [11, 12, 19, 20]);
+/// assert_eq!(cached.read::<u16>([2..3, 2..6]).await?, [18, 19, 20, 21]);
+/// let stats = cached.stats();
+/// assert_eq!((stats.misses, stats.hits), (2, 2)); // two chunks decoded, then found again
+/// # Ok::<(), zarr_array::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct CachedArray<S: ?Sized> {
+    array: Array<S>,
+    /// The grid of the cached blocks.
+    blocks: ChunkGrid,
+    cache: Arc<Cache>,
+}
+
+impl<S: ?Sized> Clone for CachedArray<S> {
+    fn clone(&self) -> Self {
+        Self {
+            array: self.array.clone(),
+            blocks: self.blocks.clone(),
+            cache: Arc::clone(&self.cache),
+        }
+    }
+}
+
+impl<S: ?Sized> CachedArray<S> {
+    /// Wrap `array` with a cache of decoded blocks holding at most `capacity` bytes (each
+    /// block counts its decoded bytes, its offsets for variable-length data, and about a
+    /// hundred bytes of bookkeeping).
+    pub fn new(array: Array<S>, capacity: u64) -> Self {
+        let grid = &array.metadata.chunk_grid;
+        let blocks = match (grid, array.inner_chunk_shape()) {
+            // Inner chunks of a regular grid of shards tile the array on a regular grid
+            // (the shard shape is a multiple of the inner chunk shape).
+            (ChunkGrid::Regular(_), Some(inner)) => {
+                ChunkGrid::regular(inner.to_vec()).unwrap_or_else(|_| grid.clone())
+            }
+            _ => grid.clone(),
+        };
+        Self {
+            array,
+            blocks,
+            cache: Arc::new(Cache {
+                capacity,
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    /// The array underneath.
+    pub fn array(&self) -> &Array<S> {
+        &self.array
+    }
+
+    /// The array underneath, leaving the cache.
+    pub fn into_inner(self) -> Array<S> {
+        self.array
+    }
+
+    /// The grid of the blocks the cache holds: the array's chunk grid, or the regular grid
+    /// of its shards' inner chunks.
+    pub fn block_grid(&self) -> &ChunkGrid {
+        &self.blocks
+    }
+
+    /// The cache's counters and size.
+    pub fn stats(&self) -> ChunkCacheStats {
+        let state = self.cache.lock();
+        ChunkCacheStats {
+            hits: state.hits,
+            misses: state.misses,
+            entries: state.entries.len(),
+            bytes: state.bytes,
+            capacity: self.cache.capacity,
+        }
+    }
+
+    /// Drop every cached block (after the array was changed by another handle, say).
+    pub fn clear(&self) {
+        let mut state = self.cache.lock();
+        state.epoch += 1;
+        state.entries.clear();
+        state.order.clear();
+        state.bytes = 0;
+    }
+
+    /// Drop the cached blocks holding any element of `region`.
+    ///
+    /// # Errors
+    /// Region errors (the region must lie inside the array).
+    pub fn invalidate(&self, region: impl IntoRegion) -> Result<()> {
+        let region = region.into_region_of(&self.array.metadata.shape)?;
+        region.check_within(&self.array.metadata.shape)?;
+        self.invalidate_region(&region);
+        Ok(())
+    }
+
+    fn invalidate_region(&self, region: &Region) {
+        let mut state = self.cache.lock();
+        state.epoch += 1;
+        let stale: Vec<Vec<u64>> = state
+            .entries
+            .iter()
+            .filter(|(_, entry)| overlaps(&entry.region, region))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in stale {
+            state.remove(&key);
+        }
+    }
+}
+
+impl<S: ReadableStore + ?Sized> CachedArray<S> {
+    /// [`Array::read`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read`].
+    pub async fn read<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<T>> {
+        self.array.check_element::<T>()?;
+        let region = region.into_region_of(&self.array.metadata.shape)?;
+        region.check_within(&self.array.metadata.shape)?;
+        let n =
+            usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
+                what: "the number of elements in the region".into(),
+            })?;
+        let mut out = crate::element::zeroed_vec::<T>(n).map_err(|e| self.array.codecs_error(e))?;
+        self.read_into(&region, &mut out).await?;
+        Ok(out)
+    }
+
+    /// [`Array::read_into`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_into`].
+    pub async fn read_into<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        out: &mut [T],
+    ) -> Result<()> {
+        self.array.check_element::<T>()?;
+        let region = region.into_region_of(&self.array.metadata.shape)?;
+        let bytes = as_bytes_mut(out);
+        self.read_bytes_into(&region, bytes).await?;
+        self.array.check_values::<T>(bytes, "")
+    }
+
+    /// [`Array::read_bytes`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_bytes`].
+    pub async fn read_bytes(&self, region: impl IntoRegion) -> Result<Vec<u8>> {
+        let region = region.into_region_of(&self.array.metadata.shape)?;
+        region.check_within(&self.array.metadata.shape)?;
+        let elem = self.array.element_size()?;
+        let n = region
+            .num_elements()?
+            .checked_mul(elem as u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| zarr_core::Error::Overflow {
+                what: "the size of the region in bytes".into(),
+            })?;
+        let mut out =
+            crate::element::zeroed_vec::<u8>(n).map_err(|e| self.array.codecs_error(e))?;
+        self.read_bytes_into(&region, &mut out).await?;
+        Ok(out)
+    }
+
+    /// [`Array::read_bytes_into`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_bytes_into`].
+    pub async fn read_bytes_into(&self, region: impl IntoRegion, out: &mut [u8]) -> Result<()> {
+        let shape = &self.array.metadata.shape;
+        let region = region.into_region_of(shape)?;
+        region.check_within(shape)?;
+        let elem = self.array.element_size()?;
+        let expected = region.num_elements()?;
+        if out.len() as u64 != expected.saturating_mul(elem as u64) {
+            return Err(Error::buffer_size(expected, elem, out.len()));
+        }
+        if expected == 0 {
+            return Ok(());
+        }
+        let view = ArrayViewMut::new(out, &region.shape(), elem)
+            .map_err(|e| self.array.codecs_error(e))?;
+        self.for_each_block(&region, |selection, block| {
+            let ArrayBytes::Fixed(bytes) = block else {
+                return Err(self.unexpected("variable-length data in a fixed-size array"));
+            };
+            // SAFETY: one view at a time: `target` is dropped before the next block is
+            // copied, and the parent view is not written while it lives.
+            let mut target = unsafe { view.subview(selection.within_output.clone()) }
+                .map_err(|e| self.array.codecs_error(e))?;
+            let block_shape = self.block_shape(&selection.chunk)?;
+            target
+                .copy_from(bytes, &block_shape, &selection.within_chunk)
+                .map_err(|e| self.array.codecs_error(e))
+        })
+        .await
+    }
+
+    /// [`Array::read_array_bytes`] through the cache: any data type, fixed-size or
+    /// variable-length.
+    ///
+    /// # Errors
+    /// As [`Array::read_array_bytes`].
+    pub async fn read_array_bytes(&self, region: impl IntoRegion) -> Result<ArrayBytes> {
+        let shape = &self.array.metadata.shape;
+        let region = region.into_region_of(shape)?;
+        region.check_within(shape)?;
+        if self.array.metadata.data_type.fixed_size().is_some() {
+            return Ok(ArrayBytes::fixed(self.read_bytes(&region).await?));
+        }
+        if region.num_elements()? == 0 {
+            return Ok(ArrayBytes::Variable(VlenBytes::from_elements(
+                std::iter::empty(),
+            )));
+        }
+        let mut parts: Vec<(Region, VlenBytes)> = Vec::new();
+        self.for_each_block(&region, |selection, block| {
+            let ArrayBytes::Variable(vlen) = block else {
+                return Err(self.unexpected("fixed-size data in a variable-length array"));
+            };
+            let block_shape = self.block_shape(&selection.chunk)?;
+            let part = crate::read::select_elements(vlen, &block_shape, &selection.within_chunk)?;
+            parts.push((selection.within_output.clone(), part));
+            Ok(())
+        })
+        .await?;
+        let elements = vlen_partial::assemble(&region.shape(), &parts).map_err(|e| match e {
+            Error::Codecs { source, .. } => Error::Codecs {
+                array: self.array.path.as_str().to_owned(),
+                source,
+            },
+            other => other,
+        })?;
+        Ok(ArrayBytes::Variable(elements))
+    }
+
+    /// [`Array::read_strings`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_strings`].
+    pub async fn read_strings<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<VlenStrings<O>> {
+        self.array.check_vlen(DataType::String, "VlenStrings")?;
+        let vlen = self.read_vlen(region).await?;
+        VlenStrings::from_vlen_bytes(&vlen).map_err(|e| self.array.vlen_error(e))
+    }
+
+    /// [`Array::read_text`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_text`].
+    pub async fn read_text(&self, region: impl IntoRegion) -> Result<Vec<String>> {
+        Ok(self.read_strings::<i64>(region).await?.to_strings())
+    }
+
+    /// [`Array::read_binary`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_binary`].
+    pub async fn read_binary<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<VlenBinary<O>> {
+        self.array.check_vlen(DataType::Bytes, "VlenBinary")?;
+        let vlen = self.read_vlen(region).await?;
+        VlenBinary::from_vlen_bytes(&vlen).map_err(|e| self.array.vlen_error(e))
+    }
+
+    async fn read_vlen(&self, region: impl IntoRegion) -> Result<VlenBytes> {
+        match self.read_array_bytes(region).await? {
+            ArrayBytes::Variable(vlen) => Ok(vlen),
+            ArrayBytes::Fixed(_) => {
+                Err(self.unexpected("fixed-size data where variable-length data was expected"))
+            }
+        }
+    }
+
+    fn unexpected(&self, what: &str) -> Error {
+        Error::unsupported(self.array.path.as_str(), what)
+    }
+
+    /// The shape of a block as cached: its chunk of the block grid clipped to the array.
+    fn block_shape(&self, block: &[u64]) -> Result<Vec<u64>> {
+        Ok(self
+            .blocks
+            .chunk_region_clipped(&self.array.metadata.shape, block)?
+            .shape())
+    }
+
+    /// Call `place` with every block `region` touches (and the part of it the region needs),
+    /// cached ones first, then the others as they are decoded.
+    async fn for_each_block<F>(&self, region: &Region, mut place: F) -> Result<()>
+    where
+        F: FnMut(&ChunkSelection, &ArrayBytes) -> Result<()>,
+    {
+        let shape = &self.array.metadata.shape;
+        let mut missing = Vec::new();
+        for selection in self.blocks.chunks_in_region(shape, region)? {
+            let found = {
+                let mut state = self.cache.lock();
+                let found = state.touch(&selection.chunk);
+                if found.is_some() {
+                    state.hits += 1;
+                }
+                found
+            };
+            match found {
+                Some(block) => place(&selection, &block)?,
+                None => missing.push(selection),
+            }
+        }
+        let in_flight = self.array.options.io_concurrency().max(1);
+        let mut fetches = futures::stream::iter(missing)
+            .map(|selection| async move {
+                let block = self.block(&selection.chunk).await?;
+                Ok::<_, Error>((selection, block))
+            })
+            .buffer_unordered(in_flight);
+        while let Some(fetched) = fetches.next().await {
+            let (selection, block) = fetched?;
+            place(&selection, &block)?;
+        }
+        Ok(())
+    }
+
+    /// One block: from the cache, from a fetch of it already in flight, or fetched and
+    /// decoded here (and kept).
+    async fn block(&self, key: &[u64]) -> Result<Arc<ArrayBytes>> {
+        loop {
+            let next = {
+                let mut state = self.cache.lock();
+                if let Some(block) = state.touch(key) {
+                    state.hits += 1;
+                    return Ok(block);
+                }
+                match state.flights.get(key) {
+                    Some(flight) => Next::Wait(Arc::clone(flight)),
+                    None => {
+                        let semaphore = Arc::new(Semaphore::new(0));
+                        state.flights.insert(key.to_vec(), Arc::clone(&semaphore));
+                        state.misses += 1;
+                        Next::Fetch(semaphore, state.epoch)
+                    }
+                }
+            };
+            let (semaphore, epoch) = match next {
+                Next::Wait(flight) => {
+                    // Closed when the fetch ends: then look again.
+                    let _ = flight.acquire().await;
+                    continue;
+                }
+                Next::Fetch(semaphore, epoch) => (semaphore, epoch),
+            };
+            let _flight = Flight {
+                cache: &self.cache,
+                block: key.to_vec(),
+                semaphore,
+            };
+            let region = self
+                .blocks
+                .chunk_region_clipped(&self.array.metadata.shape, key)?;
+            let block = Arc::new(self.array.read_array_bytes(&region).await?);
+            let mut state = self.cache.lock();
+            if state.epoch == epoch {
+                state.insert(
+                    key.to_vec(),
+                    Arc::clone(&block),
+                    region,
+                    self.cache.capacity,
+                );
+            }
+            return Ok(block);
+        }
+    }
+}
+
+impl<S: WritableStore + ?Sized> CachedArray<S> {
+    /// Run a write of `region`, dropping the blocks it touches before and after (so that no
+    /// read in flight keeps a block from before the write).
+    async fn writing<F>(&self, region: impl IntoRegion, write: F) -> Result<()>
+    where
+        F: AsyncFnOnce(Region) -> Result<()>,
+    {
+        let region = region.into_region_of(&self.array.metadata.shape)?;
+        region.check_within(&self.array.metadata.shape)?;
+        self.invalidate_region(&region);
+        let written = write(region.clone()).await;
+        self.invalidate_region(&region);
+        written
+    }
+
+    /// [`Array::write`], dropping the cached blocks it touches.
+    ///
+    /// # Errors
+    /// As [`Array::write`].
+    pub async fn write<T: Element>(&self, region: impl IntoRegion, values: &[T]) -> Result<()> {
+        self.array.check_element::<T>()?;
+        self.write_bytes(region, as_bytes(values)).await
+    }
+
+    /// [`Array::write_bytes`], dropping the cached blocks it touches.
+    ///
+    /// # Errors
+    /// As [`Array::write_bytes`].
+    pub async fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
+        self.writing(region, async |region| {
+            self.array.write_bytes(&region, values).await
+        })
+        .await
+    }
+
+    /// [`Array::write_array_bytes`], dropping the cached blocks it touches.
+    ///
+    /// # Errors
+    /// As [`Array::write_array_bytes`].
+    pub async fn write_array_bytes(
+        &self,
+        region: impl IntoRegion,
+        values: ArrayBytes,
+    ) -> Result<()> {
+        self.writing(region, async |region| {
+            self.array.write_array_bytes(&region, values).await
+        })
+        .await
+    }
+
+    /// [`Array::write_text`], dropping the cached blocks it touches.
+    ///
+    /// # Errors
+    /// As [`Array::write_text`].
+    pub async fn write_text<T: AsRef<str>>(
+        &self,
+        region: impl IntoRegion,
+        values: &[T],
+    ) -> Result<()> {
+        self.writing(region, async |region| {
+            self.array.write_text(&region, values).await
+        })
+        .await
+    }
+
+    /// [`Array::write_binary`], dropping the cached blocks it touches.
+    ///
+    /// # Errors
+    /// As [`Array::write_binary`].
+    pub async fn write_binary<O: VlenOffset>(
+        &self,
+        region: impl IntoRegion,
+        values: &VlenBinary<O>,
+    ) -> Result<()> {
+        self.writing(region, async |region| {
+            self.array.write_binary(&region, values).await
+        })
+        .await
+    }
+}
