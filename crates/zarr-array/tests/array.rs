@@ -1752,3 +1752,105 @@ async fn optional_strings_and_bytes_tell_missing_from_empty() {
         ]
     );
 }
+
+/// The zarr-extensions `pad`, `offset` and `singleton_dim` codecs through arrays: a chunk
+/// with a foreign header (an N5 block header) reads whatever the header holds; a custom
+/// prefix is written before every chunk; a dimension of length 1 is dropped so that a 2-D
+/// `transpose` applies to a 3-D array.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn framing_and_singleton_dim_codecs() {
+    use zarr_core::ExtensionObject;
+    let codec = |v: serde_json::Value| ExtensionObject::from_json(&v, "codecs").unwrap();
+    let store = Arc::new(MemoryStore::new());
+
+    // The `pad` proposal's N5 example: big-endian values, zstd, a 12-byte header skipped.
+    let n5 = ArrayBuilder::new(vec![6, 4], DataType::UInt16, vec![3, 4])
+        .codecs(vec![
+            codec(json!({"name": "bytes", "configuration": {"endian": "big"}})),
+            codec(json!({"name": "zstd", "configuration": {"level": 3, "checksum": false}})),
+            codec(json!({"name": "pad", "configuration": {"location": "start", "nbytes": 12}})),
+        ])
+        .create(Arc::clone(&store), "/n5")
+        .await
+        .unwrap();
+    let values: Vec<u16> = (0..24).map(|i| i * 1000 + 7).collect();
+    n5.write(.., &values).await.unwrap();
+    let key = StoreKey::new("n5/c/1/0");
+    let stored = store.get(&key).await.unwrap().unwrap();
+    assert_eq!(&stored[..12], &[0u8; 12], "zeros when no padding is given");
+    let frame = zarr_codecs::ZstdCodec::try_new(3, false)
+        .unwrap()
+        .decode(stored.slice(12..), ExpectedSize::Exact(24))
+        .unwrap();
+    assert_eq!(
+        &frame[..2],
+        &12_007u16.to_be_bytes(),
+        "big-endian under zstd"
+    );
+    // An N5 block header (mode 0, 2 dimensions, 4 x 3) in place of the zeros.
+    let mut foreign = vec![0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 3];
+    foreign.extend_from_slice(&stored[12..]);
+    store.set(&key, foreign.into()).await.unwrap();
+    let again = Array::open(Arc::clone(&store), "/n5").await.unwrap();
+    assert_eq!(again.read::<u16>(..).await.unwrap(), values);
+    assert_eq!(
+        again.read::<u16>([4..5, 1..3]).await.unwrap(),
+        [17_007, 18_007]
+    );
+    // A chunk shorter than its header is a typed error naming it.
+    store.set(&key, Bytes::from_static(b"short")).await.unwrap();
+    let err = again.read::<u16>([3..4, 0..1]).await.unwrap_err();
+    assert!(matches!(err, Error::Chunk { .. }), "{err:?}");
+    assert!(err.to_string().contains("n5/c/1/0"), "{err}");
+
+    // `singleton_dim` drops the middle dimension; `transpose` then has rank 2; every chunk
+    // starts with the `offset` prefix ("MY_CUSTOM_HEADER").
+    let framed = ArrayBuilder::new(vec![4, 1, 6], DataType::UInt16, vec![2, 1, 3])
+        .codecs(vec![
+            codec(
+                json!({"name": "singleton_dim", "configuration": {"operations": [{"remove": 1}]}}),
+            ),
+            codec(json!({"name": "transpose", "configuration": {"order": [1, 0]}})),
+            codec(json!({"name": "bytes", "configuration": {"endian": "little"}})),
+            codec(json!({"name": "offset", "configuration":
+                {"offset": 16, "prefix": "TVlfQ1VTVE9NX0hFQURFUg=="}})),
+        ])
+        .create(Arc::clone(&store), "/framed")
+        .await
+        .unwrap();
+    let values: Vec<u16> = (0..24).collect();
+    framed.write(.., &values).await.unwrap();
+    let stored = store
+        .get(&StoreKey::new("framed/c/0/0/0"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&stored[..16], b"MY_CUSTOM_HEADER");
+    // The 2 x 3 chunk [[0, 1, 2], [6, 7, 8]], transposed.
+    let data: Vec<u16> = stored[16..]
+        .chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    assert_eq!(data, [0, 6, 1, 7, 2, 8]);
+    let reopened = Array::open(Arc::clone(&store), "/framed").await.unwrap();
+    assert_eq!(reopened.read::<u16>(..).await.unwrap(), values);
+    assert_eq!(
+        reopened.read::<u16>([1..3, 0..1, 2..4]).await.unwrap(),
+        [8, 9, 14, 15]
+    );
+
+    // An operation the chunk shape does not allow is refused when the array is created.
+    let err = ArrayBuilder::new(vec![4, 6], DataType::UInt16, vec![2, 3])
+        .codecs(vec![
+            codec(
+                json!({"name": "singleton_dim", "configuration": {"operations": [{"remove": 0}]}}),
+            ),
+            codec(json!({"name": "bytes", "configuration": {"endian": "little"}})),
+        ])
+        .create(Arc::clone(&store), "/bad")
+        .await
+        .unwrap_err();
+    let text = zarr_core::ErrorChain(&err).to_string();
+    assert!(matches!(err, Error::Codecs { .. }), "{err:?}");
+    assert!(text.contains("singleton_dim") && text.contains("index 0"), "{text}");
+}

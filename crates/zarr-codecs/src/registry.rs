@@ -25,8 +25,10 @@ use crate::codecs::numcodecs::packbits::PackBitsCodec;
 use crate::codecs::numcodecs::pcodec::PcodecCodec;
 use crate::codecs::numcodecs::shuffle::ShuffleCodec;
 use crate::codecs::optional::OptionalCodec;
+use crate::codecs::pad::{OffsetCodec, PadCodec};
 use crate::codecs::reshape::ReshapeCodec;
 use crate::codecs::scale_offset::ScaleOffsetCodec;
+use crate::codecs::singleton_dim::SingletonDimCodec;
 use crate::codecs::squeeze::SqueezeCodec;
 use crate::codecs::transpose::TransposeCodec;
 use crate::codecs::zfp::{ZfpCodec, ZfpyCodec};
@@ -211,6 +213,21 @@ impl CodecRegistry {
             })
             .register(SqueezeCodec::NAME, |meta, _, _| {
                 Ok(Codec::ArrayToArray(Arc::new(SqueezeCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(SingletonDimCodec::NAME, |meta, _, _| {
+                Ok(Codec::ArrayToArray(Arc::new(
+                    SingletonDimCodec::from_metadata(meta)?,
+                )))
+            })
+            .register(PadCodec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(PadCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(OffsetCodec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(OffsetCodec::from_metadata(
                     meta,
                 )?)))
             })

@@ -497,6 +497,17 @@ fn regions_decode_like_the_whole_chunk() {
             true,
         ),
         (
+            json!([{"name": "singleton_dim", "configuration": {"operations": [{"insert": 1}, {"insert": 4}]}},
+                   {"name": "bytes", "configuration": {"endian": "big"}},
+                   {"name": "pad", "configuration": {"location": "end", "nbytes": 3, "padding": "AQID"}}]),
+            true,
+        ),
+        (
+            json!([{"name": "bytes", "configuration": {"endian": "little"}},
+                   {"name": "offset", "configuration": {"offset": 5}}]),
+            true,
+        ),
+        (
             json!([{"name": "transpose", "configuration": {"order": [2, 0, 1]}},
                    {"name": "bytes", "configuration": {"endian": "big"}},
                    {"name": "zstd", "configuration": {"level": 1}}]),
