@@ -540,6 +540,30 @@ impl<S: ?Sized> Array<S> {
         self.codecs.first()
     }
 
+    /// A zeroed buffer for the `T` elements of `region`, which must lie in the array.
+    pub(crate) fn output_for<T: Element>(&self, region: &Region) -> Result<Vec<T>> {
+        region.check_within(&self.metadata.shape)?;
+        let n =
+            usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
+                what: "the number of elements in the region".into(),
+            })?;
+        crate::element::zeroed_vec::<T>(n).map_err(|e| self.codecs_error(e))
+    }
+
+    /// A zeroed buffer for the bytes of `region` (a fixed-size data type's elements).
+    pub(crate) fn byte_output_for(&self, region: &Region) -> Result<Vec<u8>> {
+        region.check_within(&self.metadata.shape)?;
+        let elem = self.element_size()?;
+        let n = region
+            .num_elements()?
+            .checked_mul(elem as u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| zarr_core::Error::Overflow {
+                what: "the size of the region in bytes".into(),
+            })?;
+        crate::element::zeroed_vec::<u8>(n).map_err(|e| self.codecs_error(e))
+    }
+
     pub(crate) fn check_element<T: Element>(&self) -> Result<()> {
         if T::is_compatible(&self.metadata.data_type) {
             Ok(())
@@ -751,12 +775,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     pub async fn read<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<T>> {
         self.check_element::<T>()?;
         let region = region.into_region_of(&self.metadata.shape)?;
-        region.check_within(&self.metadata.shape)?;
-        let n =
-            usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
-                what: "the number of elements in the region".into(),
-            })?;
-        let mut out = crate::element::zeroed_vec::<T>(n).map_err(|e| self.codecs_error(e))?;
+        let mut out = self.output_for::<T>(&region)?;
         self.read_into(&region, &mut out).await?;
         Ok(out)
     }
@@ -1090,16 +1109,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// [`Error::Unsupported`] for variable-length data; as [`Array::read`].
     pub async fn read_bytes(&self, region: impl IntoRegion) -> Result<Vec<u8>> {
         let region = region.into_region_of(&self.metadata.shape)?;
-        region.check_within(&self.metadata.shape)?;
-        let elem = self.element_size()?;
-        let n = region
-            .num_elements()?
-            .checked_mul(elem as u64)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| zarr_core::Error::Overflow {
-                what: "the size of the region in bytes".into(),
-            })?;
-        let mut out = crate::element::zeroed_vec::<u8>(n).map_err(|e| self.codecs_error(e))?;
+        let mut out = self.byte_output_for(&region)?;
         self.read_bytes_into(&region, &mut out).await?;
         Ok(out)
     }

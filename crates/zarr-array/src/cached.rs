@@ -21,6 +21,7 @@ const ENTRY_OVERHEAD: u64 = 96;
 
 /// Counters of a [`CachedArray`]'s cache, from [`CachedArray::stats`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct ChunkCacheStats {
     /// Blocks a read found in the cache (or that another read in flight fetched for it).
     pub hits: u64,
@@ -319,12 +320,7 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
     pub async fn read<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<T>> {
         self.array.check_element::<T>()?;
         let region = region.into_region_of(&self.array.metadata.shape)?;
-        region.check_within(&self.array.metadata.shape)?;
-        let n =
-            usize::try_from(region.num_elements()?).map_err(|_| zarr_core::Error::Overflow {
-                what: "the number of elements in the region".into(),
-            })?;
-        let mut out = crate::element::zeroed_vec::<T>(n).map_err(|e| self.array.codecs_error(e))?;
+        let mut out = self.array.output_for::<T>(&region)?;
         self.read_into(&region, &mut out).await?;
         Ok(out)
     }
@@ -351,17 +347,7 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
     /// As [`Array::read_bytes`].
     pub async fn read_bytes(&self, region: impl IntoRegion) -> Result<Vec<u8>> {
         let region = region.into_region_of(&self.array.metadata.shape)?;
-        region.check_within(&self.array.metadata.shape)?;
-        let elem = self.array.element_size()?;
-        let n = region
-            .num_elements()?
-            .checked_mul(elem as u64)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| zarr_core::Error::Overflow {
-                what: "the size of the region in bytes".into(),
-            })?;
-        let mut out =
-            crate::element::zeroed_vec::<u8>(n).map_err(|e| self.array.codecs_error(e))?;
+        let mut out = self.array.byte_output_for(&region)?;
         self.read_bytes_into(&region, &mut out).await?;
         Ok(out)
     }

@@ -1852,5 +1852,8 @@ async fn framing_and_singleton_dim_codecs() {
         .unwrap_err();
     let text = zarr_core::ErrorChain(&err).to_string();
     assert!(matches!(err, Error::Codecs { .. }), "{err:?}");
-    assert!(text.contains("singleton_dim") && text.contains("index 0"), "{text}");
+    assert!(
+        text.contains("singleton_dim") && text.contains("index 0"),
+        "{text}"
+    );
 }

@@ -21,6 +21,52 @@ pub(crate) mod zstd;
 
 use std::io::{ErrorKind, Read};
 
+/// The [`ArrayToArrayCodec`](crate::codec::ArrayToArrayCodec) methods of a codec that only
+/// relabels the chunk's shape (`zarrs.squeeze`, `singleton_dim`): the elements stay as
+/// they are, in the same order, checked against the representation under the codec's
+/// `NAME`.
+macro_rules! relabel_codec_methods {
+    () => {
+        fn encode(
+            &self,
+            array: crate::array_bytes::ArrayBytes,
+            decoded: &crate::representation::ChunkRepresentation,
+        ) -> crate::error::Result<crate::array_bytes::ArrayBytes> {
+            array.validate_for(Self::NAME, decoded)?;
+            Ok(array)
+        }
+
+        fn decode(
+            &self,
+            array: crate::array_bytes::ArrayBytes,
+            decoded: &crate::representation::ChunkRepresentation,
+        ) -> crate::error::Result<crate::array_bytes::ArrayBytes> {
+            // Same elements, same order: the decoded chunk checks as the encoded one would.
+            array.validate_for(Self::NAME, decoded)?;
+            Ok(array)
+        }
+
+        fn decode_into(
+            &self,
+            array: crate::array_bytes::ArrayBytes,
+            decoded: &crate::representation::ChunkRepresentation,
+            out: &mut [u8],
+        ) -> crate::error::Result<()> {
+            array.validate_for(Self::NAME, decoded)?;
+            crate::codec::copy_exact(&array.into_fixed(Self::NAME)?, out)
+        }
+
+        fn decoded_position(
+            &self,
+            index: u64,
+            _decoded: &crate::representation::ChunkRepresentation,
+        ) -> Option<u64> {
+            Some(index)
+        }
+    };
+}
+pub(crate) use relabel_codec_methods;
+
 /// Flip each of `bits` in every byte of `encoded` and decode: an error, or a chunk of the
 /// right size, never a panic (test helper for array->bytes codecs).
 #[cfg(test)]

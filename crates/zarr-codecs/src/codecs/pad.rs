@@ -130,6 +130,43 @@ impl Frame {
     }
 }
 
+/// The [`BytesToBytesCodec`] methods both codecs share: everything but `to_metadata`,
+/// delegated to their [`Frame`] (the codec's `.0`) under the codec's `NAME`.
+macro_rules! frame_codec_methods {
+    () => {
+        fn encode(&self, decoded: Bytes) -> Result<Bytes> {
+            Ok(self.0.encode(&decoded))
+        }
+
+        fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
+            self.0.decode(Self::NAME, encoded, expected)
+        }
+
+        fn encoded_size(&self, decoded: ExpectedSize) -> Option<ExpectedSize> {
+            Some(decoded.plus(self.0.len() as u64))
+        }
+
+        fn decode_into(&self, encoded: Bytes, out: &mut [u8]) -> Result<()> {
+            self.0.decode_into(Self::NAME, &encoded, out)
+        }
+
+        fn can_partially_decode(&self) -> bool {
+            true
+        }
+
+        fn partial_decode_into(
+            &self,
+            encoded: &Bytes,
+            expected: ExpectedSize,
+            offset: u64,
+            out: &mut [u8],
+        ) -> Result<()> {
+            self.0
+                .partial_decode_into(Self::NAME, encoded, expected, offset, out)
+        }
+    };
+}
+
 /// The `pad` codec (bytes->bytes, a zarr-extensions proposal): `nbytes` bytes before
 /// (`"location": "start"`) or after (`"end"`) the data. Encoding adds `padding` (base64 in
 /// the metadata; zeros if left out); decoding drops that many bytes, whatever they hold,
@@ -210,36 +247,7 @@ impl BytesToBytesCodec for PadCodec {
         ExtensionObject::with_configuration(Self::NAME, config)
     }
 
-    fn encode(&self, decoded: Bytes) -> Result<Bytes> {
-        Ok(self.0.encode(&decoded))
-    }
-
-    fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
-        self.0.decode(Self::NAME, encoded, expected)
-    }
-
-    fn encoded_size(&self, decoded: ExpectedSize) -> Option<ExpectedSize> {
-        Some(decoded.plus(self.0.len() as u64))
-    }
-
-    fn decode_into(&self, encoded: Bytes, out: &mut [u8]) -> Result<()> {
-        self.0.decode_into(Self::NAME, &encoded, out)
-    }
-
-    fn can_partially_decode(&self) -> bool {
-        true
-    }
-
-    fn partial_decode_into(
-        &self,
-        encoded: &Bytes,
-        expected: ExpectedSize,
-        offset: u64,
-        out: &mut [u8],
-    ) -> Result<()> {
-        self.0
-            .partial_decode_into(Self::NAME, encoded, expected, offset, out)
-    }
+    frame_codec_methods!();
 }
 
 /// The `offset` codec (bytes->bytes, a zarr-extensions proposal): a header of `offset`
@@ -309,36 +317,7 @@ impl BytesToBytesCodec for OffsetCodec {
         ExtensionObject::with_configuration(Self::NAME, config)
     }
 
-    fn encode(&self, decoded: Bytes) -> Result<Bytes> {
-        Ok(self.0.encode(&decoded))
-    }
-
-    fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
-        self.0.decode(Self::NAME, encoded, expected)
-    }
-
-    fn encoded_size(&self, decoded: ExpectedSize) -> Option<ExpectedSize> {
-        Some(decoded.plus(self.0.len() as u64))
-    }
-
-    fn decode_into(&self, encoded: Bytes, out: &mut [u8]) -> Result<()> {
-        self.0.decode_into(Self::NAME, &encoded, out)
-    }
-
-    fn can_partially_decode(&self) -> bool {
-        true
-    }
-
-    fn partial_decode_into(
-        &self,
-        encoded: &Bytes,
-        expected: ExpectedSize,
-        offset: u64,
-        out: &mut [u8],
-    ) -> Result<()> {
-        self.0
-            .partial_decode_into(Self::NAME, encoded, expected, offset, out)
-    }
+    frame_codec_methods!();
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 
 use zarr_core::{ExtensionObject, Region};
 
-use crate::array_bytes::ArrayBytes;
 use crate::codec::ArrayToArrayCodec;
 use crate::config::Config;
 use crate::error::Result;
@@ -65,30 +64,7 @@ impl ArrayToArrayCodec for SqueezeCodec {
         decoded.with_shape(Self::squeezed_shape(decoded.shape()))
     }
 
-    fn encode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
-        array.validate_for(Self::NAME, decoded)?;
-        Ok(array)
-    }
-
-    fn decode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> Result<ArrayBytes> {
-        // Same elements, same order: the decoded chunk checks as the encoded one would.
-        array.validate_for(Self::NAME, decoded)?;
-        Ok(array)
-    }
-
-    fn decode_into(
-        &self,
-        array: ArrayBytes,
-        decoded: &ChunkRepresentation,
-        out: &mut [u8],
-    ) -> Result<()> {
-        array.validate_for(Self::NAME, decoded)?;
-        crate::codec::copy_exact(&array.into_fixed(Self::NAME)?, out)
-    }
-
-    fn decoded_position(&self, index: u64, _decoded: &ChunkRepresentation) -> Option<u64> {
-        Some(index)
-    }
+    crate::codecs::relabel_codec_methods!();
 
     fn encoded_region(&self, region: &Region, decoded: &ChunkRepresentation) -> Option<Region> {
         if region.rank() != decoded.rank() {
@@ -113,6 +89,7 @@ impl ArrayToArrayCodec for SqueezeCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::array_bytes::ArrayBytes;
     use serde_json::json;
     use zarr_core::{DataType, FillValue};
 
