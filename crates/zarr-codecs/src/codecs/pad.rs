@@ -42,7 +42,13 @@ impl Frame {
         let nbytes = usize::try_from(nbytes)
             .map_err(|_| Error::config(codec, format!("{nbytes} bytes do not fit in memory")))?;
         let padding = match padding {
-            None => Bytes::from(vec![0u8; nbytes]),
+            // Fallible: `nbytes` comes from metadata.
+            None => Bytes::from(crate::zeroed_bytes(nbytes).map_err(|_| {
+                Error::config(
+                    codec,
+                    format!("{nbytes} bytes of padding cannot be allocated"),
+                )
+            })?),
             Some(text) => {
                 let bytes = STANDARD.decode(text).map_err(|e| {
                     Error::config(codec, format!("`{key}` is not valid base64: {e}"))
@@ -69,8 +75,15 @@ impl Frame {
         self.padding.len()
     }
 
-    fn encode(&self, decoded: &[u8]) -> Bytes {
-        let mut out = Vec::with_capacity(decoded.len() + self.len());
+    fn encode(&self, decoded: &[u8]) -> Result<Bytes> {
+        let total = decoded.len().checked_add(self.len());
+        let mut out = Vec::new();
+        total
+            .and_then(|n| out.try_reserve_exact(n).ok())
+            .ok_or_else(|| Error::OutOfMemory {
+                what: "a padded chunk".into(),
+                bytes: total.unwrap_or(usize::MAX),
+            })?;
         match self.location {
             PadLocation::Start => {
                 out.extend_from_slice(&self.padding);
@@ -81,7 +94,7 @@ impl Frame {
                 out.extend_from_slice(&self.padding);
             }
         }
-        out.into()
+        Ok(out.into())
     }
 
     /// Where the data lies in `encoded`.
@@ -135,7 +148,7 @@ impl Frame {
 macro_rules! frame_codec_methods {
     () => {
         fn encode(&self, decoded: Bytes) -> Result<Bytes> {
-            Ok(self.0.encode(&decoded))
+            self.0.encode(&decoded)
         }
 
         fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
@@ -430,6 +443,7 @@ mod tests {
                 "3 bytes",
             ),
             (json!({"location": "start", "nbytes": 2, "fill": 0}), "fill"),
+            (json!({"location": "end", "nbytes": u64::MAX}), "bytes"),
         ] {
             let err =
                 PadCodec::from_metadata(&meta(json!({"name": "pad", "configuration": config})))
