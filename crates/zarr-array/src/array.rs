@@ -407,8 +407,10 @@ impl<S: ?Sized> Array<S> {
         &self.metadata.chunk_grid
     }
 
-    /// The shape of every chunk of a regular chunk grid; `None` for a rectilinear grid (ask
-    /// [`ChunkGrid::chunk_shape`] for one chunk's shape).
+    /// The shape of every chunk of a regular chunk grid; `None` for a rectilinear or a
+    /// `zarrs.regular_bounded` grid, whose chunks differ in shape (ask
+    /// [`ChunkGrid::chunk_shape`] for one chunk's shape, and
+    /// [`ChunkGrid::nominal_chunk_shape`] for a bounded grid's full chunks).
     ///
     /// These are the units stored under one key each. With the `sharding_indexed` codec
     /// they are the shards, and [`inner_chunk_shape`](Array::inner_chunk_shape) gives the
@@ -1737,6 +1739,12 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// the array again shows the fill value there, not old data. Growing writes only
     /// `zarr.json`.
     ///
+    /// On a `zarrs.regular_bounded` grid, whose edge chunks end at the array's end, the
+    /// chunks whose shape changes (the last one along a dimension whose length changes, in
+    /// the old shape and in the new) are re-encoded at their new shape before the shape is
+    /// stored, keeping their values; growing then rewrites those chunks too. Between the two
+    /// steps, readers of the old shape get a typed error for those chunks.
+    ///
     /// # Errors
     /// [`Error::Region`] if the new shape has another rank than the array; [`Error::Core`]
     /// if it does not suit the chunk grid (a rectilinear grid must still cover it); store
@@ -1753,18 +1761,20 @@ impl<S: WritableStore + ?Sized> Array<S> {
                 ),
             });
         }
-        let mut metadata = ArrayMetadata::clone(&self.metadata);
-        metadata.shape = shape.clone();
-        metadata.validate()?;
+        let resized = self.with_any_shape(shape.clone())?;
         let old = self.metadata.shape.clone();
         let span =
             tracing::debug_span!("zarr.resize", array = %self.path, from = ?old, to = ?shape);
-        if old.len() == shape.len() && old.iter().zip(&shape).any(|(o, n)| n < o) {
-            crate::write::clear_outside(self, &shape)
-                .instrument(span)
-                .await?;
+        async {
+            if old.iter().zip(&shape).any(|(o, n)| n < o) {
+                crate::write::clear_outside(self, &shape).await?;
+            }
+            crate::write::reshape_edge_chunks(self, &resized).await
         }
-        self.store_metadata(metadata).await
+        .instrument(span)
+        .await?;
+        self.store_metadata(ArrayMetadata::clone(&resized.metadata))
+            .await
     }
 
     /// Append `values` (C order) along `axis`, as zarr-python's `Array.append`: the array
@@ -1804,6 +1814,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     pub async fn append<T: Element>(&mut self, axis: usize, values: &[T]) -> Result<Region> {
         self.check_element::<T>()?;
         let (grown, region) = self.grown_along(axis, values.len() as u64)?;
+        crate::write::reshape_edge_chunks(self, &grown).await?;
         grown.write_bytes(&region, as_bytes(values)).await?;
         self.store_metadata(ArrayMetadata::clone(&grown.metadata))
             .await?;
@@ -1834,6 +1845,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
             ArrayBytes::Variable(vlen) => vlen.len() as u64,
         };
         let (grown, region) = self.grown_along(axis, elements)?;
+        crate::write::reshape_edge_chunks(self, &grown).await?;
         grown.write_array_bytes(&region, values).await?;
         self.store_metadata(ArrayMetadata::clone(&grown.metadata))
             .await?;
@@ -1876,7 +1888,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
             .ok_or_else(|| refuse("the length would pass 2^64".into()))?;
         let mut grown_shape = shape.clone();
         grown_shape[axis] = new;
-        let grown = self.with_shape(grown_shape)?;
+        let grown = self.with_any_shape(grown_shape)?;
         let ranges = grown
             .metadata
             .shape
@@ -1920,6 +1932,26 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Region`] for another rank than the array's; [`Error::Core`] if the shape does
     /// not suit the chunk grid.
     pub fn with_shape(&self, shape: Vec<u64>) -> Result<Self> {
+        let view = self.with_any_shape(shape)?;
+        let grid = &self.metadata.chunk_grid;
+        let (from, to) = (&self.metadata.shape, &view.metadata.shape);
+        if let Some(&(d, k)) = crate::write::reshaped_edges(grid, from, to)?.first() {
+            return Err(Error::unsupported(
+                self.path.as_str(),
+                format!(
+                    "a handle of shape {to:?}: the array's {} grid cuts its edge chunks at the \
+                     array's end, so chunk {k} along dimension {d} has another shape than in \
+                     the stored shape {from:?}; change the shape with `resize` or `append`, \
+                     which re-encode such chunks",
+                    grid.to_json()["name"].as_str().unwrap_or("chunk")
+                ),
+            ));
+        }
+        Ok(view)
+    }
+
+    /// [`Array::with_shape`] without the check for edge chunks that change shape.
+    fn with_any_shape(&self, shape: Vec<u64>) -> Result<Self> {
         if shape.len() != self.metadata.shape.len() {
             return Err(Error::Region {
                 reason: format!(
@@ -1933,6 +1965,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
         let mut metadata = ArrayMetadata::clone(&self.metadata);
         metadata.shape = shape;
         metadata.validate()?;
+        self.codecs.check_shape(self.path.as_str(), &metadata)?;
         let mut view = self.clone();
         view.metadata = Arc::new(metadata);
         Ok(view)

@@ -237,6 +237,11 @@ impl<S: ?Sized> CachedArray<S> {
             (ChunkGrid::Regular(_), Some(inner)) => {
                 ChunkGrid::regular(inner.to_vec()).unwrap_or_else(|_| grid.clone())
             }
+            // Shards cut at the array's end hold whole inner chunks (checked when the
+            // array was opened), so their inner chunks tile it the same way.
+            (ChunkGrid::RegularBounded(_), Some(inner)) => {
+                ChunkGrid::regular_bounded(inner.to_vec()).unwrap_or_else(|_| grid.clone())
+            }
             _ => grid.clone(),
         };
         Self {

@@ -54,9 +54,9 @@ impl ArrayCodecs {
         let origin = vec![0; metadata.rank()];
         let shape = if metadata.shape.contains(&0) {
             // No chunk exists; build for the grid's nominal shape where there is one.
-            match &metadata.chunk_grid {
-                zarr_core::ChunkGrid::Regular(grid) => grid.chunk_shape().to_vec(),
-                _ => vec![1; metadata.rank()],
+            match metadata.chunk_grid.nominal_chunk_shape() {
+                Some(shape) => shape.to_vec(),
+                None => vec![1; metadata.rank()],
             }
         } else {
             metadata.chunk_grid.chunk_shape(&metadata.shape, &origin)?
@@ -88,6 +88,16 @@ impl ArrayCodecs {
             sharding,
             other_shardings: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Check that the sharding codec's inner chunks divide every shard of the grid for
+    /// `metadata`'s shape (the array's, or another shape it is about to take), as opening
+    /// the array does.
+    pub(crate) fn check_shape(&self, path: &str, metadata: &ArrayMetadata) -> Result<()> {
+        match &self.sharding {
+            Some(sharding) => check_shard_edges(path, metadata, sharding, &self.first),
+            None => Ok(()),
+        }
     }
 
     /// The sharding codec for shards of the grid's first chunk shape, if the array is
@@ -159,8 +169,8 @@ impl ArrayCodecs {
 }
 
 /// Check, at open time, that the inner chunk shape of the sharding codec divides every shard
-/// of a rectilinear grid (a regular grid's one shard shape was checked when `first`, the chain
-/// for the first shard, was built). The constraint is per dimension, so each distinct edge
+/// of a rectilinear or `zarrs.regular_bounded` grid (a regular grid's one shard shape was
+/// checked when `first`, the chain for the first shard, was built). The constraint is per dimension, so each distinct edge
 /// length of each dimension is checked once.
 fn check_shard_edges(
     path: &str,
@@ -168,7 +178,7 @@ fn check_shard_edges(
     sharding: &ShardingCodec,
     first: &CodecChain,
 ) -> Result<()> {
-    if !matches!(metadata.chunk_grid, ChunkGrid::Rectilinear(_)) {
+    if matches!(metadata.chunk_grid, ChunkGrid::Regular(_)) {
         return Ok(());
     }
     let inner = sharding.inner_chunk_shape();

@@ -1238,8 +1238,11 @@ pub(crate) fn fill_bytes(buffer: &mut [u8], element: &[u8]) {
     }
 }
 
-/// After shrinking to `shape`: erase chunks wholly outside it, and reset the elements of
-/// edge chunks that lie outside it to the fill value.
+/// Erase the chunks of `array` that lie wholly outside `shape` (a smaller shape), and reset
+/// to the fill value the elements of the chunks it cuts through that fall outside it. On a
+/// grid whose chunk shapes depend on the array's shape (`zarrs.regular_bounded`) the chunks
+/// it cuts through are left to [`reshape_edge_chunks`], which re-encodes them at their new
+/// shape.
 pub(crate) async fn clear_outside<S: WritableStore + ?Sized>(
     array: &Array<S>,
     shape: &[u64],
@@ -1263,7 +1266,7 @@ pub(crate) async fn clear_outside<S: WritableStore + ?Sized>(
         let key = array.chunk_key_unchecked(&selection.chunk)?;
         if outside {
             erase.push(key);
-        } else if crosses {
+        } else if crosses && !grid.depends_on_shape() {
             straddling.push((selection.chunk, region));
         }
     }
@@ -1272,8 +1275,6 @@ pub(crate) async fn clear_outside<S: WritableStore + ?Sized>(
         sink.erase_many(array, keys).await?;
     }
     for (chunk, region) in straddling {
-        let key = array.chunk_key_unchecked(&chunk)?;
-        let chunk_shape = region.shape();
         // The part of the chunk still inside the new shape.
         let keep: Vec<std::ops::Range<u64>> = region
             .ranges()
@@ -1281,65 +1282,173 @@ pub(crate) async fn clear_outside<S: WritableStore + ?Sized>(
             .zip(shape)
             .map(|(r, &n)| 0..n.saturating_sub(r.start).min(r.end - r.start))
             .collect();
-        let keep = Region::try_new(keep)?;
-        if let Some(codec) = array.sharding(&chunk_shape)? {
-            // A shard: only the inner chunks the new edge cuts through are re-encoded.
-            let Some(existing) = array.read_store().get(&key).await? else {
-                continue;
-            };
-            let kept = codec
-                .retain_region(&existing, &keep)
-                .map_err(|e| array.shard_error_at(&key, &chunk, e))?;
-            let value = match kept {
-                None if array.options.write_empty_chunks() => Some(
-                    codec
-                        .empty_shard()
-                        .map_err(|e| array.shard_error(&key, e))?,
-                ),
-                kept => kept,
-            };
-            sink.put(array, key, value).await?;
-            continue;
-        }
-        if array.read_store().size(&key).await?.is_none() {
-            continue;
-        }
-        let values = array.read_chunk(&chunk).await?;
-        let chain = array.chain(&chunk_shape)?;
-        let mut fresh = ArrayBytes::fill(chain.decoded_representation())
-            .map_err(|e| array.chunk_error(&key, e))?;
-        match (&values, &mut fresh) {
-            (ArrayBytes::Fixed(old_bytes), ArrayBytes::Fixed(new_bytes)) => {
-                let elem = array.element_size()?;
-                let mut buffer = new_bytes.to_vec();
-                {
-                    let view = ArrayViewMut::new(&mut buffer, &chunk_shape, elem)
-                        .map_err(|e| codecs_error(array, e))?;
-                    // SAFETY: the only view of the buffer in use.
-                    let mut target = unsafe { view.subview(keep.clone()) }
-                        .map_err(|e| codecs_error(array, e))?;
-                    target
-                        .copy_from(old_bytes, &chunk_shape, &keep)
-                        .map_err(|e| codecs_error(array, e))?;
-                }
-                fresh = ArrayBytes::fixed(buffer);
-            }
-            (ArrayBytes::Variable(old_vlen), ArrayBytes::Variable(fill_vlen)) => {
-                let keep_ids = element_ids(&chunk_shape, &keep)?;
-                let mut elements: Vec<&[u8]> = fill_vlen.iter().collect();
-                for id in keep_ids {
-                    elements[id as usize] = old_vlen.get(id as usize).unwrap_or(&[]);
-                }
-                fresh = ArrayBytes::Variable(VlenBytes::from_elements(elements));
-            }
-            _ => {
-                return Err(Error::unsupported(
-                    array.path.as_str(),
-                    "a chunk decoded to the wrong kind of data",
-                ));
-            }
-        }
-        array.write_chunk(&chunk, fresh).await?;
+        rebuild_chunk(array, array, &chunk, &Region::try_new(keep)?).await?;
     }
     Ok(())
+}
+
+/// Re-encode the chunks whose shape differs between `old` and `new`, two handles of one
+/// array with different shapes on a grid whose chunk shapes depend on the array's shape
+/// (`zarrs.regular_bounded`, whose edge chunks end at the array's end). Each keeps the
+/// values of its elements inside both shapes; its elements new to the array are the fill
+/// value. Missing chunks stay missing, and chunks outside either shape are not touched
+/// (erasing those outside a smaller shape is [`clear_outside`]'s part).
+///
+/// Only the last chunk of each dimension (in either shape) can change shape, so this visits
+/// those slabs of the grid alone, up to `io_concurrency` chunks at a time.
+pub(crate) async fn reshape_edge_chunks<S: WritableStore + ?Sized>(
+    old: &Array<S>,
+    new: &Array<S>,
+) -> Result<()> {
+    let grid = &old.metadata.chunk_grid;
+    let (from, to) = (&old.metadata.shape, &new.metadata.shape);
+    if from.contains(&0) || to.contains(&0) {
+        return Ok(());
+    }
+    // Element extents both shapes share; their chunks are the chunks both grids have.
+    let common: Vec<u64> = from.iter().zip(to).map(|(a, b)| *a.min(b)).collect();
+    let mut chunks = std::collections::BTreeSet::new();
+    for (d, k) in reshaped_edges(grid, from, to)? {
+        // The slab of chunks with index `k` along `d`.
+        let mut ranges: Vec<std::ops::Range<u64>> = common.iter().map(|&n| 0..n).collect();
+        let along = grid.chunk_range_along(from, d, k)?;
+        ranges[d] = along.start..along.end.min(common[d]);
+        for selection in grid.chunks_in_region(from, &Region::try_new(ranges)?)? {
+            chunks.insert(selection.chunk);
+        }
+    }
+    let span = tracing::debug_span!(
+        "zarr.reshape_edge_chunks",
+        array = %old.path,
+        chunks = chunks.len()
+    );
+    stream::iter(chunks)
+        .map(|chunk| async move {
+            let old_region = grid.chunk_region(from, &chunk)?;
+            let new_region = grid.chunk_region(to, &chunk)?;
+            let keep = old_region
+                .ranges()
+                .iter()
+                .zip(new_region.ranges())
+                .map(|(a, b)| 0..(a.end - a.start).min(b.end - b.start))
+                .collect();
+            rebuild_chunk(old, new, &chunk, &Region::try_new(keep)?).await
+        })
+        .buffer_unordered(old.options.io_concurrency().max(1))
+        .try_collect::<Vec<()>>()
+        .instrument(span)
+        .await?;
+    Ok(())
+}
+
+/// The `(dimension, chunk index)` pairs along which a chunk both shapes have changes shape
+/// between `from` and `to`: on a grid whose chunk shapes depend on the array's shape, the
+/// last chunk of a dimension in either shape. Empty for other grids, and when either shape
+/// has no elements.
+pub(crate) fn reshaped_edges(
+    grid: &zarr_core::ChunkGrid,
+    from: &[u64],
+    to: &[u64],
+) -> Result<Vec<(usize, u64)>> {
+    if !grid.depends_on_shape() || from.contains(&0) || to.contains(&0) {
+        return Ok(Vec::new());
+    }
+    let (old_grid, new_grid) = (grid.grid_shape(from)?, grid.grid_shape(to)?);
+    let mut edges = Vec::new();
+    for d in 0..from.len() {
+        let mut candidates = vec![old_grid[d] - 1, new_grid[d] - 1];
+        candidates.dedup();
+        for k in candidates {
+            if k < old_grid[d].min(new_grid[d])
+                && grid.chunk_range_along(from, d, k)? != grid.chunk_range_along(to, d, k)?
+            {
+                edges.push((d, k));
+            }
+        }
+    }
+    Ok(edges)
+}
+
+/// Rewrite chunk `chunk` through `new` from its stored value, decoded through `old`: the
+/// elements of `keep` (counted from the chunk's origin, inside the chunk in both handles)
+/// keep their values, every other element becomes the fill value. `old` and `new` are
+/// handles of one array; the chunk's shape may differ between them. A missing chunk stays
+/// missing.
+async fn rebuild_chunk<S: WritableStore + ?Sized>(
+    old: &Array<S>,
+    new: &Array<S>,
+    chunk: &[u64],
+    keep: &Region,
+) -> Result<()> {
+    let key = new.chunk_key_unchecked(chunk)?;
+    let old_shape = old
+        .metadata
+        .chunk_grid
+        .chunk_shape(&old.metadata.shape, chunk)?;
+    let new_shape = new
+        .metadata
+        .chunk_grid
+        .chunk_shape(&new.metadata.shape, chunk)?;
+    if old_shape == new_shape
+        && let Some(codec) = new.sharding(&new_shape)?
+    {
+        // A shard of unchanged shape: only the inner chunks `keep` cuts through are
+        // re-encoded.
+        let Some(existing) = new.read_store().get(&key).await? else {
+            return Ok(());
+        };
+        let kept = codec
+            .retain_region(&existing, keep)
+            .map_err(|e| new.shard_error_at(&key, chunk, e))?;
+        let value = match kept {
+            None if new.options.write_empty_chunks() => {
+                Some(codec.empty_shard().map_err(|e| new.shard_error(&key, e))?)
+            }
+            kept => kept,
+        };
+        return new.sink().put(new, key, value).await;
+    }
+    let Some(stored) = old.read_store().get(&key).await? else {
+        return Ok(());
+    };
+    let values = old
+        .chain(&old_shape)?
+        .decode(stored)
+        .map_err(|e| old.chunk_error_at(&key, chunk, e))?;
+    let chain = new.chain(&new_shape)?;
+    let fresh =
+        ArrayBytes::fill(chain.decoded_representation()).map_err(|e| new.chunk_error(&key, e))?;
+    let fresh = match (&values, fresh) {
+        (ArrayBytes::Fixed(old_bytes), ArrayBytes::Fixed(new_bytes)) => {
+            let elem = new.element_size()?;
+            let mut buffer = new_bytes.to_vec();
+            {
+                let view = ArrayViewMut::new(&mut buffer, &new_shape, elem)
+                    .map_err(|e| codecs_error(new, e))?;
+                // SAFETY: the only view of the buffer in use.
+                let mut target =
+                    unsafe { view.subview(keep.clone()) }.map_err(|e| codecs_error(new, e))?;
+                target
+                    .copy_from(old_bytes, &old_shape, keep)
+                    .map_err(|e| codecs_error(new, e))?;
+            }
+            ArrayBytes::fixed(buffer)
+        }
+        (ArrayBytes::Variable(old_vlen), ArrayBytes::Variable(fill_vlen)) => {
+            let from_ids = element_ids(&old_shape, keep)?;
+            let to_ids = element_ids(&new_shape, keep)?;
+            let mut elements: Vec<&[u8]> = fill_vlen.iter().collect();
+            for (from, to) in from_ids.into_iter().zip(to_ids) {
+                elements[to as usize] = old_vlen.get(from as usize).unwrap_or(&[]);
+            }
+            ArrayBytes::Variable(VlenBytes::from_elements(elements))
+        }
+        _ => {
+            return Err(Error::unsupported(
+                new.path.as_str(),
+                "a chunk decoded to the wrong kind of data",
+            ));
+        }
+    };
+    new.write_chunk(chunk, fresh).await
 }

@@ -482,14 +482,16 @@ fn destination_metadata(
         ),
         (Some(Grid::Rectilinear(grid)), _, _) => Some((grid.clone(), false)),
         (_, Some(Some(Grid::Rectilinear(grid))), _) => Some((grid.clone(), true)),
-        (None, None, grid @ ChunkGrid::Rectilinear(_)) => {
+        // A `zarrs.regular_bounded` grid is kept like a rectilinear one.
+        (None, None, grid @ (ChunkGrid::Rectilinear(_) | ChunkGrid::RegularBounded(_))) => {
             Some((grid.clone(), source.inner.is_some()))
         }
         _ => None,
     };
-    if v2 && rectilinear.is_some() {
+    if v2 && let Some((grid, _)) = &rectilinear {
         usage!(
-            "Zarr v2 has no rectilinear chunk grids{}",
+            "Zarr v2 has only regular chunk grids, not {}{}",
+            grid.to_json()["name"].as_str().unwrap_or("this grid"),
             if chunk_flag.is_none() && shard_flag.is_none() {
                 "; the source has one: give --chunks (and --shards none if it is sharded)"
             } else {

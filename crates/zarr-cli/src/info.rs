@@ -275,6 +275,10 @@ fn print_array(name: &str, array: &Array<dyn Store>, stats: &ChunkStats) -> Resu
     let grid = array.grid_shape()?;
     match &metadata.chunk_grid {
         ChunkGrid::Regular(_) => outln!("chunking     {}", chunking_text(metadata)),
+        ChunkGrid::RegularBounded(_) => outln!(
+            "chunking     {}, cut at the array's end (zarrs.regular_bounded)",
+            chunking_text(metadata)
+        ),
         ChunkGrid::Rectilinear(_) => outln!(
             "chunking     rectilinear {}",
             metadata.chunk_grid.to_json()["configuration"]["chunk_shapes"]

@@ -101,8 +101,8 @@ pub(crate) fn check_inner_divides(
 /// How an array's elements are laid out in stored objects.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Layout {
-    /// The chunk shape of a regular grid (the shard shape when sharded), `None` for
-    /// rectilinear grids.
+    /// The chunk shape of a regular or `zarrs.regular_bounded` grid (the shard shape when
+    /// sharded), `None` for rectilinear grids.
     pub(crate) grid: Option<Vec<u64>>,
     /// The inner chunk shape when the array is sharded.
     pub(crate) inner: Option<Vec<u64>>,
@@ -114,7 +114,9 @@ impl Layout {
     /// The layout of existing metadata (only the outermost sharding level is unwrapped).
     pub(crate) fn of(metadata: &ArrayMetadata) -> Result<Self> {
         let grid = match &metadata.chunk_grid {
-            ChunkGrid::Regular(grid) => Some(grid.chunk_shape().to_vec()),
+            ChunkGrid::Regular(grid) | ChunkGrid::RegularBounded(grid) => {
+                Some(grid.chunk_shape().to_vec())
+            }
             ChunkGrid::Rectilinear(_) => None,
         };
         if let [only] = metadata.codecs.as_slice()

@@ -62,7 +62,9 @@ pub(crate) struct PutArgs {
     /// Append the file along this axis (0 for the first) instead of writing a region: the
     /// array grows by the file's length along it, and the file's other dimensions must be
     /// the array's. The new shape is stored once every value is written, so readers never
-    /// see it without its data, and a failed append leaves the shape as it was.
+    /// see it without its data, and a failed append leaves the shape as it was (except on
+    /// a `zarrs.regular_bounded` grid, whose edge chunks are re-encoded at the new shape
+    /// before the values are written).
     #[arg(long, value_name = "AXIS", conflicts_with = "region")]
     append: Option<usize>,
 }
@@ -607,14 +609,14 @@ async fn write_slabs(
     Ok(())
 }
 
-/// For `--append AXIS`: the array grown by the file's length along `axis` (not stored), and
-/// the region the file fills in it.
+/// For `--append AXIS`: the array's shape grown by the file's length along `axis`, and the
+/// region the file fills in it.
 fn appended(
     array: &Array<dyn Store>,
     axis: usize,
     file_shape: &[u64],
     name: &str,
-) -> Result<(Array<dyn Store>, Selection)> {
+) -> Result<(Vec<u64>, Selection)> {
     let shape = array.shape();
     if axis >= shape.len() {
         usage!(
@@ -650,15 +652,13 @@ fn appended(
     };
     let mut grown_shape = shape.to_vec();
     grown_shape[axis] = new;
-    let grown = array.with_shape(grown_shape)?;
-    let ranges = grown
-        .shape()
+    let ranges = grown_shape
         .iter()
         .enumerate()
         .map(|(d, &n)| if d == axis { old..new } else { 0..n })
         .collect();
     let region = Region::try_new(ranges)?;
-    Ok((grown, Selection::whole(region)))
+    Ok((grown_shape, Selection::whole(region)))
 }
 
 /// Where `put` reads its values, streamed: an `.npy` file, or an array of an `.npz` archive.
@@ -803,7 +803,21 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     // The handle written through: the array, or for `--append` the array with its grown
     // shape, stored only once every value is written.
     let (writer, selection) = match args.append {
-        Some(axis) => appended(&array, axis, &header.shape, &name)?,
+        Some(axis) => {
+            let (grown, selection) = appended(&array, axis, &header.shape, &name)?;
+            let writer = if array.chunk_grid().depends_on_shape() {
+                // The grid's edge chunks change shape with the array: resizing first
+                // re-encodes them, and the values are written into the grown array.
+                array
+                    .resize(grown)
+                    .await
+                    .with_context(|| format!("growing {}", target.describe()))?;
+                array.clone()
+            } else {
+                array.with_shape(grown)?
+            };
+            (writer, selection)
+        }
         None => {
             let selection = parse_selection(args.region.as_deref(), array.shape())?;
             let selected = selection.counts_in(&selection.region);

@@ -1,14 +1,17 @@
 //! Chunk grids: how an array is cut into chunks, and the arithmetic that maps elements and
 //! regions to chunks.
 //!
-//! Two grids are supported:
+//! Three grids are supported:
 //!
 //! - [`RegularChunkGrid`] (`"regular"`, core specification): every chunk has the same shape.
 //! - [`RectilinearChunkGrid`] (`"rectilinear"`, registered extension; also read from the
 //!   ZEP0003 draft's `"rectangular"` forms): along each dimension either a regular step or an
 //!   explicit list of edge lengths, kept run-length encoded.
+//! - `"zarrs.regular_bounded"` ([`ChunkGrid::RegularBounded`], zarrs' experimental grid):
+//!   a regular grid whose chunks at the array's upper edge are cut at the array's end, so
+//!   they are encoded at the smaller shape.
 //!
-//! Both share one implementation of the grid arithmetic: each dimension is an *axis* that
+//! All share one implementation of the grid arithmetic: each dimension is an *axis* that
 //! maps an element index to a chunk index and a chunk index to its origin and size; a regular
 //! grid is the special case where every axis is a regular step.
 //!
@@ -26,6 +29,9 @@ use crate::region::Region;
 
 /// The JSON path used in errors from the programmatic constructors.
 const DEFAULT_FIELD: &str = "chunk_grid";
+
+/// The name of zarrs' bounded regular grid.
+const REGULAR_BOUNDED: &str = "zarrs.regular_bounded";
 
 /// A chunk grid: how an array is divided into chunks.
 ///
@@ -64,6 +70,24 @@ pub enum ChunkGrid {
     Regular(RegularChunkGrid),
     /// `"rectilinear"`: per dimension, a regular step or explicit edge lengths.
     Rectilinear(RectilinearChunkGrid),
+    /// `"zarrs.regular_bounded"` (zarrs): chunks of the grid's shape, except at the array's
+    /// upper edge, where a chunk ends at the array's end and is encoded at that smaller
+    /// shape. The shapes of the edge chunks therefore change when the array is resized
+    /// (`zarr-array` re-encodes them).
+    ///
+    /// ```
+    /// use zarr_core::ChunkGrid;
+    ///
+    /// let grid = ChunkGrid::regular_bounded(vec![4, 3])?;
+    /// let shape = [10, 10];
+    /// assert_eq!(grid.grid_shape(&shape)?, vec![3, 4]);
+    /// assert_eq!(grid.chunk_shape(&shape, &[0, 0])?, vec![4, 3]);
+    /// assert_eq!(grid.chunk_shape(&shape, &[2, 3])?, vec![2, 1]);
+    /// assert!(grid.depends_on_shape());
+    /// assert_eq!(grid.to_json()["name"], "zarrs.regular_bounded");
+    /// # Ok::<(), zarr_core::Error>(())
+    /// ```
+    RegularBounded(RegularChunkGrid),
 }
 
 /// A regular chunk grid: every chunk has the shape `chunk_shape`, and chunks at the upper edge
@@ -391,6 +415,8 @@ fn regular_step(step: u64, field: &str) -> Result<Dimension> {
 enum Axis<'a> {
     /// Chunks of this length (at least 1), repeated forever.
     Regular(u64),
+    /// Chunks of `step` (at least 1), the last one cut at `len`, the dimension's length.
+    Bounded { step: u64, len: u64 },
     /// Explicit edge lengths.
     Explicit(&'a EdgeRuns),
 }
@@ -400,7 +426,9 @@ impl Axis<'_> {
     /// `n` (checked by [`ChunkGrid::validate`]).
     fn num_chunks(self, n: u64) -> u64 {
         match self {
-            Self::Regular(c) => n / c + u64::from(!n.is_multiple_of(c)),
+            Self::Regular(c) | Self::Bounded { step: c, .. } => {
+                n / c + u64::from(!n.is_multiple_of(c))
+            }
             Self::Explicit(_) if n == 0 => 0,
             Self::Explicit(_) => self.locate(n - 1).0 + 1,
         }
@@ -410,7 +438,7 @@ impl Axis<'_> {
     /// the covered length.
     fn locate(self, x: u64) -> (u64, u64) {
         match self {
-            Self::Regular(c) => (x / c, x % c),
+            Self::Regular(c) | Self::Bounded { step: c, .. } => (x / c, x % c),
             Self::Explicit(edges) => {
                 let run = edges.run_of_element(x);
                 let offset = x - run.start;
@@ -424,6 +452,10 @@ impl Axis<'_> {
     fn span(self, k: u64) -> (u64, u64) {
         match self {
             Self::Regular(c) => (k * c, c),
+            Self::Bounded { step, len } => {
+                let origin = k * step;
+                (origin, step.min(len.saturating_sub(origin)))
+            }
             Self::Explicit(edges) => {
                 let run = edges.run_of_chunk(k);
                 (run.start + (k - run.first_chunk) * run.size, run.size)
@@ -447,6 +479,32 @@ impl ChunkGrid {
     /// As [`RectilinearChunkGrid::try_new`].
     pub fn rectilinear(dimensions: Vec<DimensionChunks>) -> Result<Self> {
         RectilinearChunkGrid::try_new(dimensions).map(Self::Rectilinear)
+    }
+
+    /// A `zarrs.regular_bounded` grid with the given chunk shape: edge chunks end at the
+    /// array's end.
+    ///
+    /// # Errors
+    /// As [`RegularChunkGrid::try_new`].
+    pub fn regular_bounded(chunk_shape: Vec<u64>) -> Result<Self> {
+        RegularChunkGrid::try_new(chunk_shape).map(Self::RegularBounded)
+    }
+
+    /// Whether the shapes of some chunks depend on the array's shape (a
+    /// `zarrs.regular_bounded` grid): resizing the array then changes how its edge chunks
+    /// are encoded.
+    pub fn depends_on_shape(&self) -> bool {
+        matches!(self, Self::RegularBounded(_))
+    }
+
+    /// The chunk shape of a grid whose chunks all have one nominal shape (`regular` and
+    /// `zarrs.regular_bounded`; for the latter, edge chunks are smaller); `None` for a
+    /// rectilinear grid.
+    pub fn nominal_chunk_shape(&self) -> Option<&[u64]> {
+        match self {
+            Self::Regular(grid) | Self::RegularBounded(grid) => Some(grid.chunk_shape()),
+            Self::Rectilinear(_) => None,
+        }
     }
 
     /// Parse a `chunk_grid` value; `field` is its JSON path, normally `"chunk_grid"`.
@@ -482,7 +540,10 @@ impl ChunkGrid {
         }
         let extension = ExtensionObject::from_json_understood(value, field)?;
         let name = extension.name.as_str();
-        if !matches!(name, "regular" | "rectilinear" | "rectangular") {
+        if !matches!(
+            name,
+            "regular" | "rectilinear" | "rectangular" | REGULAR_BOUNDED
+        ) {
             return Err(Error::UnknownExtension {
                 kind: ExtensionKind::ChunkGrid,
                 name: name.to_owned(),
@@ -508,6 +569,10 @@ impl ChunkGrid {
             "regular" => {
                 json::deny_unknown(config, &["chunk_shape"], &config_field)?;
                 parse_regular(config, &config_field).map(Self::Regular)
+            }
+            REGULAR_BOUNDED => {
+                json::deny_unknown(config, &["chunk_shape"], &config_field)?;
+                parse_regular(config, &config_field).map(Self::RegularBounded)
             }
             "rectilinear" => {
                 json::deny_unknown(config, &["kind", "chunk_shapes"], &config_field)?;
@@ -567,6 +632,10 @@ impl ChunkGrid {
                 "name": "regular",
                 "configuration": {"chunk_shape": grid.chunk_shape},
             }),
+            Self::RegularBounded(grid) => json!({
+                "name": REGULAR_BOUNDED,
+                "configuration": {"chunk_shape": grid.chunk_shape},
+            }),
             Self::Rectilinear(grid) => {
                 let shapes: Vec<Value> = grid
                     .dimensions
@@ -597,15 +666,20 @@ impl ChunkGrid {
     /// The number of dimensions.
     pub fn rank(&self) -> usize {
         match self {
-            Self::Regular(grid) => grid.rank(),
+            Self::Regular(grid) | Self::RegularBounded(grid) => grid.rank(),
             Self::Rectilinear(grid) => grid.rank(),
         }
     }
 
-    /// The axis of dimension `i` (`i < self.rank()`).
-    fn axis(&self, i: usize) -> Axis<'_> {
+    /// The axis of dimension `i` (`i < self.rank()`) of an array of `shape` (of the grid's
+    /// rank).
+    fn axis(&self, i: usize, shape: &[u64]) -> Axis<'_> {
         match self {
             Self::Regular(grid) => Axis::Regular(grid.chunk_shape[i]),
+            Self::RegularBounded(grid) => Axis::Bounded {
+                step: grid.chunk_shape[i],
+                len: shape[i],
+            },
             Self::Rectilinear(grid) => match &grid.dimensions[i] {
                 Dimension::Regular(step) => Axis::Regular(*step),
                 Dimension::Explicit(edges) => Axis::Explicit(edges),
@@ -613,8 +687,10 @@ impl ChunkGrid {
         }
     }
 
-    fn axes(&self) -> impl Iterator<Item = Axis<'_>> + '_ {
-        (0..self.rank()).map(|i| self.axis(i))
+    /// The axes of an array of `shape`, which has the grid's rank (checked by
+    /// [`ChunkGrid::validate`]).
+    fn axes<'s, 'a>(&'s self, shape: &'a [u64]) -> impl Iterator<Item = Axis<'s>> + use<'s, 'a> {
+        (0..self.rank()).map(move |i| self.axis(i, shape))
     }
 
     /// Check that the grid fits an array of the given shape: the ranks agree, and explicit edge
@@ -634,7 +710,7 @@ impl ChunkGrid {
                 found: self.rank(),
             });
         }
-        for (i, (axis, &n)) in self.axes().zip(shape).enumerate() {
+        for (i, (axis, &n)) in self.axes(shape).zip(shape).enumerate() {
             if let Axis::Explicit(edges) = axis
                 && edges.total < n
             {
@@ -653,7 +729,8 @@ impl ChunkGrid {
 
     /// The distinct chunk lengths along each dimension, ascending: the full (unclipped)
     /// lengths of the chunks that start inside an array of `shape`. A regular grid has one
-    /// per dimension; a zero-length dimension has none.
+    /// per dimension, a `zarrs.regular_bounded` grid one or two (its last chunk is cut at
+    /// the array's end); a zero-length dimension has none.
     ///
     /// A codec with a constraint per dimension (the sharding codec's inner chunk shape must
     /// divide every shard) can check a rectilinear grid with these, without visiting every
@@ -676,12 +753,21 @@ impl ChunkGrid {
     pub fn edge_lengths(&self, shape: &[u64]) -> Result<Vec<Vec<u64>>> {
         self.validate(shape)?;
         Ok(self
-            .axes()
+            .axes(shape)
             .zip(shape)
             .map(|(axis, &n)| {
                 let mut lengths: Vec<u64> = match axis {
                     _ if n == 0 => Vec::new(),
                     Axis::Regular(c) => vec![c],
+                    Axis::Bounded { step, len } => {
+                        // Full chunks (if there are two or more), then the last one.
+                        let last = len - (axis.num_chunks(len) - 1) * step;
+                        if len > step {
+                            vec![step, last]
+                        } else {
+                            vec![last]
+                        }
+                    }
                     Axis::Explicit(edges) => edges
                         .runs
                         .iter()
@@ -706,7 +792,7 @@ impl ChunkGrid {
     pub fn grid_shape(&self, shape: &[u64]) -> Result<Vec<u64>> {
         self.validate(shape)?;
         Ok(self
-            .axes()
+            .axes(shape)
             .zip(shape)
             .map(|(axis, &n)| axis.num_chunks(n))
             .collect())
@@ -739,7 +825,7 @@ impl ChunkGrid {
             });
         }
         Ok(self
-            .axes()
+            .axes(shape)
             .zip(element)
             .map(|(axis, &x)| axis.locate(x))
             .unzip())
@@ -790,7 +876,7 @@ impl ChunkGrid {
                 shape: shape.to_vec(),
             });
         }
-        let axis = self.axis(dim);
+        let axis = self.axis(dim, shape);
         let (k, _) = axis.locate(x);
         let (origin, size) = axis.span(k);
         Ok((k, origin..origin.saturating_add(size)))
@@ -823,7 +909,7 @@ impl ChunkGrid {
             chunk[dim] = k;
             return Err(Error::ChunkOutOfBounds { chunk, grid_shape });
         }
-        let (origin, size) = self.axis(dim).span(k);
+        let (origin, size) = self.axis(dim, shape).span(k);
         Ok(origin..origin.saturating_add(size))
     }
 
@@ -844,7 +930,7 @@ impl ChunkGrid {
     fn spans(&self, shape: &[u64], chunk: &[u64]) -> Result<Vec<(u64, u64)>> {
         self.check_chunk(shape, chunk)?;
         Ok(self
-            .axes()
+            .axes(shape)
             .zip(chunk)
             .map(|(axis, &k)| axis.span(k))
             .collect())
@@ -929,7 +1015,7 @@ impl ChunkGrid {
     pub fn chunks_in_region(&self, shape: &[u64], region: &Region) -> Result<ChunkSelections<'_>> {
         self.validate(shape)?;
         region.check_within(shape)?;
-        let axes: Vec<Axis<'_>> = self.axes().collect();
+        let axes: Vec<Axis<'_>> = self.axes(shape).collect();
         let rank = axes.len();
         let mut first = Vec::with_capacity(rank);
         let mut last = Vec::with_capacity(rank);
@@ -1644,6 +1730,78 @@ mod tests {
         assert_eq!(grid.grid_shape(&[6]).unwrap(), vec![2]);
         assert_eq!(grid.grid_shape(&[7]).unwrap(), vec![3]);
         assert_eq!(grid.grid_shape(&[0]).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn regular_bounded_cuts_edge_chunks_at_the_array_end() {
+        let value = json!({
+            "name": "zarrs.regular_bounded", "configuration": {"chunk_shape": [1, 2, 3]}
+        });
+        let grid = parse(value.clone()).unwrap();
+        assert_eq!(grid, ChunkGrid::regular_bounded(vec![1, 2, 3]).unwrap());
+        assert_eq!(grid.to_json(), value);
+        assert!(grid.depends_on_shape());
+        assert!(!ChunkGrid::regular(vec![1]).unwrap().depends_on_shape());
+        assert_eq!(grid.nominal_chunk_shape(), Some(&[1, 2, 3][..]));
+        // zarrs' own example: an array of [5, 7, 52].
+        let shape = [5, 7, 52];
+        assert_eq!(grid.grid_shape(&shape).unwrap(), vec![5, 4, 18]);
+        assert_eq!(grid.chunk_shape(&shape, &[0, 0, 0]).unwrap(), vec![1, 2, 3]);
+        assert_eq!(
+            grid.chunk_shape(&shape, &[0, 3, 17]).unwrap(),
+            vec![1, 1, 1]
+        );
+        assert_eq!(
+            grid.chunk_origin(&shape, &[1, 1, 1]).unwrap(),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            grid.chunk_region(&shape, &[4, 3, 17]).unwrap().ranges(),
+            &[4..5, 6..7, 51..52]
+        );
+        assert_eq!(
+            grid.chunk_of(&shape, &[3, 5, 50]).unwrap(),
+            (vec![3, 2, 16], vec![0, 1, 2])
+        );
+        assert!(grid.chunk_shape(&shape, &[5, 0, 0]).is_err());
+        assert_eq!(
+            grid.edge_lengths(&shape).unwrap(),
+            [vec![1], vec![1, 2], vec![1, 3]]
+        );
+        assert_eq!(
+            grid.edge_lengths(&[1, 2, 2]).unwrap(),
+            [vec![1], vec![2], vec![2]]
+        );
+        assert_eq!(grid.edge_lengths(&[0, 4, 6]).unwrap()[0], Vec::<u64>::new());
+        assert_eq!(grid.chunk_along(&shape, 1, 6).unwrap(), (3, 6..7));
+        assert_eq!(grid.chunk_range_along(&shape, 2, 17).unwrap(), 51..52);
+        // A region's selections carry the cut shapes.
+        let region = Region::try_new(vec![0..1, 5..7, 50..52]).unwrap();
+        let selections: Vec<_> = grid.chunks_in_region(&shape, &region).unwrap().collect();
+        let shapes: Vec<_> = selections.iter().map(|s| s.chunk_shape.clone()).collect();
+        assert_eq!(
+            shapes,
+            [vec![1, 2, 3], vec![1, 2, 1], vec![1, 1, 3], vec![1, 1, 1]]
+        );
+        assert_eq!(selections[3].within_chunk.ranges(), &[0..1, 0..1, 0..1]);
+        // Near u64::MAX the last chunk is cut, so its region does not overflow.
+        let big = [u64::MAX];
+        let grid = ChunkGrid::regular_bounded(vec![10]).unwrap();
+        let last = grid.grid_shape(&big).unwrap()[0] - 1;
+        assert_eq!(
+            grid.chunk_region(&big, &[last]).unwrap().ranges(),
+            &[last * 10..u64::MAX]
+        );
+        // Errors name the field, like `regular`'s.
+        assert_invalid(
+            parse(json!({"name": "zarrs.regular_bounded", "configuration": {"chunk_shape": [0]}})),
+            "chunk_grid.configuration.chunk_shape[0]",
+        );
+        assert!(matches!(
+            parse(json!({"name": "zarrs.regular_bounded",
+                         "configuration": {"chunk_shape": [1], "x": 1}})),
+            Err(Error::UnknownField { .. })
+        ));
     }
 
     #[test]

@@ -85,46 +85,80 @@ fn dimension_json(dimension: &DimensionChunks, mask: u64) -> Value {
     }
 }
 
+/// The three kinds of grid a case may be.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Regular,
+    Rectilinear,
+    /// `zarrs.regular_bounded`: regular, with the last chunk of each dimension cut at the
+    /// array's end.
+    Bounded,
+}
+
 fn case() -> impl Strategy<Value = Case> {
     vec(0..=12u64, 0..=3).prop_flat_map(|shape| {
-        let regular = vec(1..=13u64, shape.len())
-            .prop_map(|chunk_shape| {
-                chunk_shape
+        let regular = (
+            vec(1..=13u64, shape.len()),
+            prop_oneof![Just(Kind::Regular), Just(Kind::Bounded)],
+        )
+            .prop_map(|(chunk_shape, kind)| {
+                let dims: Vec<DimensionChunks> = chunk_shape
                     .into_iter()
                     .map(DimensionChunks::Regular)
-                    .collect()
-            })
-            .prop_map(|dims: Vec<DimensionChunks>| (true, dims));
+                    .collect();
+                (kind, dims)
+            });
         let rectilinear = shape
             .iter()
             .map(|&n| dimension(n))
             .collect::<Vec<_>>()
-            .prop_map(|dims| (false, dims));
+            .prop_map(|dims| (Kind::Rectilinear, dims));
         (Just(shape), prop_oneof![regular, rectilinear], any::<u64>()).prop_map(
-            |(shape, (is_regular, dims), mask)| {
+            |(shape, (kind, dims), mask)| {
                 let edges = dims
                     .iter()
                     .zip(&shape)
-                    .map(|(d, &n)| naive_edges(d, n))
+                    .map(|(d, &n)| {
+                        let mut edges = naive_edges(d, n);
+                        if let (Kind::Bounded, Some(last)) = (kind, edges.last_mut()) {
+                            last.1 = n - last.0;
+                        }
+                        edges
+                    })
                     .collect();
-                let (grid, json) = if is_regular {
-                    let chunk_shape: Vec<u64> = dims
-                        .iter()
+                let chunk_shape = || -> Vec<u64> {
+                    dims.iter()
                         .map(|d| match d {
                             DimensionChunks::Regular(c) => *c,
                             DimensionChunks::Explicit(_) => unreachable!(),
                         })
-                        .collect();
-                    let json =
-                        json!({"name": "regular", "configuration": {"chunk_shape": chunk_shape}});
-                    (ChunkGrid::regular(chunk_shape).unwrap(), json)
-                } else {
-                    let shapes: Vec<Value> = dims.iter().map(|d| dimension_json(d, mask)).collect();
-                    let json = json!({
-                        "name": "rectilinear",
-                        "configuration": {"kind": "inline", "chunk_shapes": shapes}
-                    });
-                    (ChunkGrid::rectilinear(dims).unwrap(), json)
+                        .collect()
+                };
+                let (grid, json) = match kind {
+                    Kind::Regular => {
+                        let chunk_shape = chunk_shape();
+                        let json = json!({
+                            "name": "regular", "configuration": {"chunk_shape": chunk_shape}
+                        });
+                        (ChunkGrid::regular(chunk_shape).unwrap(), json)
+                    }
+                    Kind::Bounded => {
+                        let chunk_shape = chunk_shape();
+                        let json = json!({
+                            "name": "zarrs.regular_bounded",
+                            "configuration": {"chunk_shape": chunk_shape}
+                        });
+                        (ChunkGrid::regular_bounded(chunk_shape).unwrap(), json)
+                    }
+                    Kind::Rectilinear => {
+                        let shapes: Vec<Value> =
+                            dims.iter().map(|d| dimension_json(d, mask)).collect();
+                        let json = json!({
+                            "name": "rectilinear",
+                            "configuration": {"kind": "inline", "chunk_shapes": shapes}
+                        });
+                        (ChunkGrid::rectilinear(dims.clone()).unwrap(), json)
+                    }
                 };
                 Case {
                     shape,
@@ -364,6 +398,7 @@ fn any_json() -> impl Strategy<Value = Value> {
             "regular",
             "rectilinear",
             "rectangular",
+            "zarrs.regular_bounded",
             "inline",
             "/",
             "hexagonal",
@@ -406,6 +441,9 @@ fn grid_like_json() -> impl Strategy<Value = Value> {
         })),
         vec(edgy_number(), 0..4)
             .prop_map(|e| json!({"name": "regular", "configuration": {"chunk_shape": e}})),
+        vec(edgy_number(), 0..4).prop_map(
+            |e| json!({"name": "zarrs.regular_bounded", "configuration": {"chunk_shape": e}})
+        ),
         entries
             .clone()
             .prop_map(|e| json!({"type": "rectangular", "chunk_shape": e, "separator": "/"})),

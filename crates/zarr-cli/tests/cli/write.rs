@@ -913,6 +913,57 @@ fn put_appends_along_an_axis() {
 }
 
 #[test]
+fn put_appends_to_arrays_whose_edge_chunks_end_at_the_array_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("bounded.zarr");
+    let array = store.display().to_string();
+    ok(&[
+        "create",
+        &array,
+        "--shape",
+        "1,3",
+        "--dtype",
+        "int16",
+        "--chunks",
+        "2,2",
+        "--codecs",
+        r#"[{"name": "bytes", "configuration": {"endian": "little"}}]"#,
+    ]);
+    // zarrs' bounded grid: the chunks of the last row and column are cut at the end.
+    let meta_path = store.join("zarr.json");
+    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    meta["chunk_grid"]["name"] = json!("zarrs.regular_bounded");
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let npy = dir.path().join("rows.npy");
+    let file = npy.to_str().unwrap();
+    let rows =
+        |values: &[i16]| -> Vec<u8> { values.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    write_npy(&npy, "<i2", &[1, 3], &rows(&[1, 2, 3]));
+    ok(&["put", &array, "-i", file, "-r", "0:1,:"]);
+    // The chunk of row 0 holds one row; appending re-encodes it with two.
+    write_npy(&npy, "<i2", &[2, 3], &rows(&[4, 5, 6, 7, 8, 9]));
+    ok(&["put", &array, "-i", file, "--append", "0"]);
+    assert_eq!(
+        ok(&["get", &array, "-f", "json"]),
+        "[[1, 2, 3], [4, 5, 6], [7, 8, 9]]\n"
+    );
+    write_npy(&npy, "<i2", &[3, 1], &rows(&[-1, -2, -3]));
+    ok(&["put", &array, "-i", file, "--append", "1"]);
+    assert_eq!(
+        ok(&["get", &array, "-f", "json"]),
+        "[[1, 2, 3, -1], [4, 5, 6, -2], [7, 8, 9, -3]]\n"
+    );
+    let info = ok(&["info", &array]);
+    assert!(
+        info.contains("cut at the array's end (zarrs.regular_bounded)"),
+        "{info}"
+    );
+    // The corner chunk holds one row of two elements: four bytes with `bytes` alone.
+    assert_eq!(std::fs::read(store.join("c/1/1")).unwrap().len(), 4);
+    ok(&["verify", &array]);
+}
+
+#[test]
 fn create_makes_rectilinear_grids_of_chunks_and_of_shards() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("r.zarr");
