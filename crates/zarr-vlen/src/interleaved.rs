@@ -413,6 +413,176 @@ impl ArrayToBytesCodec for VlenBytesCodec {
     }
 }
 
+/// numcodecs' `vlen-array` codec (array->bytes; `numcodecs.vlen-array` in Zarr v3, the object
+/// codec `{"id": "vlen-array", "dtype": ...}` of a Zarr v2 `|O` array), for data type
+/// `bytes`: ragged arrays, each element a 1-D NumPy array of the codec's `dtype`, stored in
+/// the layout of [`VlenBytesCodec`] (a `u32` count, then each element's `u32` byte length and
+/// bytes). zarr-python 2 wrote these (zarr-python 3 does not read them; zarrs 0.23 refuses
+/// numcodecs' `dtype` key).
+///
+/// Elements are the raw bytes of their items in the `dtype`'s byte order: a `"<i4"` element
+/// of three items is 12 bytes, little-endian. With a `dtype`, an element whose length is
+/// not a whole number of items is `InvalidElement`, on encoding and on decoding.
+///
+/// ```
+/// use zarr_codecs::{ArrayBytes, ArrayToBytesCodec, ChunkRepresentation, VlenBytes};
+/// use zarr_core::{DataType, FillValue};
+/// use zarr_vlen::VlenArrayCodec;
+///
+/// let codec = VlenArrayCodec::with_dtype("<i2")?;
+/// assert_eq!(codec.item_size(), Some(2));
+/// let repr = ChunkRepresentation::try_new(vec![2], DataType::Bytes, FillValue::new(vec![]))?;
+/// // [1, 2] and []: int16 items, little-endian.
+/// let chunk = ArrayBytes::Variable(VlenBytes::from_elements([&[1u8, 0, 2, 0][..], &[]]));
+/// let stored = codec.encode(chunk.clone(), &repr)?;
+/// assert_eq!(&stored[..], b"\x02\0\0\0\x04\0\0\0\x01\0\x02\0\0\0\0\0");
+/// assert_eq!(codec.decode(stored, &repr)?, chunk);
+/// let odd = ArrayBytes::Variable(VlenBytes::from_elements([&[1u8, 0, 2][..], &[]]));
+/// assert!(codec.encode(odd, &repr).is_err()); // 3 bytes: not whole int16 items
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct VlenArrayCodec {
+    /// numcodecs' `dtype` and its item size in bytes.
+    dtype: Option<(String, usize)>,
+}
+
+impl VlenArrayCodec {
+    /// The codec's name in Zarr v3 metadata (numcodecs' `numcodecs.<id>` form).
+    pub const NAME: &'static str = "numcodecs.vlen-array";
+
+    /// The codec without a `dtype`: elements of any length.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The codec for items of NumPy type `dtype`, a type string such as `"<i4"`, `">f8"`,
+    /// `"|u1"`, `"|b1"` or `"<M8[ns]"` (booleans, integers, floats, complex numbers and
+    /// NumPy date-times).
+    ///
+    /// # Errors
+    /// [`zarr_codecs::Error::InvalidConfiguration`] for another type string.
+    pub fn with_dtype(dtype: &str) -> CodecResult<Self> {
+        let size = item_size(dtype).ok_or_else(|| CodecError::InvalidConfiguration {
+            codec: Self::NAME.to_owned(),
+            reason: format!(
+                "`dtype` {dtype:?} is not a NumPy type string of booleans, numbers or \
+                 date-times (such as \"<i4\" or \">f8\")"
+            ),
+        })?;
+        Ok(Self {
+            dtype: Some((dtype.to_owned(), size)),
+        })
+    }
+
+    /// numcodecs' `dtype` of the items, if the configuration names one.
+    pub fn dtype(&self) -> Option<&str> {
+        self.dtype.as_ref().map(|(d, _)| d.as_str())
+    }
+
+    /// The size in bytes of one item of [`dtype`](Self::dtype).
+    pub fn item_size(&self) -> Option<usize> {
+        self.dtype.as_ref().map(|&(_, size)| size)
+    }
+
+    /// Parse `{"name": "numcodecs.vlen-array"}` with an empty configuration or
+    /// `{"dtype": "<i4"}` (numcodecs' key).
+    ///
+    /// # Errors
+    /// [`zarr_codecs::Error::InvalidConfiguration`] for another key or a `dtype` that is not
+    /// a type string [`with_dtype`](Self::with_dtype) takes.
+    pub fn from_metadata(metadata: &ExtensionObject) -> CodecResult<Self> {
+        check_keys(metadata, &["dtype"])?;
+        match metadata.configuration.as_ref().and_then(|c| c.get("dtype")) {
+            None => Ok(Self::new()),
+            Some(serde_json::Value::String(dtype)) => Self::with_dtype(dtype),
+            Some(other) => Err(CodecError::InvalidConfiguration {
+                codec: Self::NAME.to_owned(),
+                reason: format!("`dtype` must be a NumPy type string, found {other}"),
+            }),
+        }
+    }
+
+    /// Check that every element is a whole number of items.
+    fn check_items(&self, elements: &VlenBytes) -> CodecResult<()> {
+        let Some((dtype, size)) = &self.dtype else {
+            return Ok(());
+        };
+        match elements.iter().position(|e| e.len() % size != 0) {
+            None => Ok(()),
+            Some(index) => Err(CodecError::InvalidElement {
+                codec: Self::NAME.to_owned(),
+                index: index as u64,
+                data_type: DataType::Bytes.to_string(),
+                reason: format!(
+                    "{} bytes are not a whole number of {dtype:?} items ({size} bytes each)",
+                    elements.get(index).map_or(0, <[u8]>::len)
+                ),
+            }),
+        }
+    }
+}
+
+/// The item size of a NumPy type string of booleans, numbers or date-times (`"<i4"`,
+/// `"|b1"`, `"<M8[ns]"`), `None` for another string.
+fn item_size(dtype: &str) -> Option<usize> {
+    let rest = dtype.strip_prefix(['<', '>', '|', '=']).unwrap_or(dtype);
+    let mut chars = rest.chars();
+    let kind = chars.next()?;
+    let rest = chars.as_str();
+    let (digits, unit) = match rest.find('[') {
+        Some(i) => (&rest[..i], Some(&rest[i..])),
+        None => (rest, None),
+    };
+    let size: usize = digits.parse().ok().filter(|&n| n > 0)?;
+    let valid = match kind {
+        'b' => size == 1 && unit.is_none(),
+        'i' | 'u' => matches!(size, 1 | 2 | 4 | 8) && unit.is_none(),
+        'f' => matches!(size, 2 | 4 | 8 | 16) && unit.is_none(),
+        'c' => matches!(size, 8 | 16 | 32) && unit.is_none(),
+        'm' | 'M' => {
+            size == 8
+                && unit.is_none_or(|u| {
+                    u.len() > 2
+                        && u.ends_with(']')
+                        && u[1..u.len() - 1].chars().all(|c| c.is_ascii_alphanumeric())
+                })
+        }
+        _ => false,
+    };
+    valid.then_some(size)
+}
+
+impl ArrayToBytesCodec for VlenArrayCodec {
+    fn to_metadata(&self) -> ExtensionObject {
+        let mut configuration = serde_json::Map::new();
+        if let Some(dtype) = self.dtype() {
+            configuration.insert("dtype".into(), dtype.into());
+        }
+        ExtensionObject::with_configuration(Self::NAME, configuration)
+    }
+
+    fn encoded_size(&self, decoded: &ChunkRepresentation) -> CodecResult<Option<u64>> {
+        check_data_type(Self::NAME, decoded, &[DataType::Bytes])?;
+        Ok(None)
+    }
+
+    fn encode(&self, array: ArrayBytes, decoded: &ChunkRepresentation) -> CodecResult<Bytes> {
+        if let ArrayBytes::Variable(elements) = &array {
+            self.check_items(elements)?;
+        }
+        encode_chunk(Self::NAME, false, array, decoded)
+    }
+
+    fn decode(&self, bytes: Bytes, decoded: &ChunkRepresentation) -> CodecResult<ArrayBytes> {
+        let array = decode_chunk(Self::NAME, false, &bytes, decoded)?;
+        if let ArrayBytes::Variable(elements) = &array {
+            self.check_items(elements)?;
+        }
+        Ok(array)
+    }
+}
+
 /// zarrs' `zarrs.vlen_v2` codec (array->bytes): the layout of [`VlenUtf8Codec`] and
 /// [`VlenBytesCodec`] under one name for both variable-length data types, `string` (whose
 /// values are checked as UTF-8) and `bytes`. zarrs writes and reads it; zarr-python does

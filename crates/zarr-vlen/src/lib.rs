@@ -112,13 +112,13 @@ use zarr_codecs::{Codec, CodecRegistry};
 
 pub use array::{BinaryIter, StringsIter, VlenBinary, VlenStrings};
 pub use error::{Error, Result};
-pub use interleaved::{VlenBytesCodec, VlenUtf8Codec, ZarrsVlenV2Codec};
+pub use interleaved::{VlenArrayCodec, VlenBytesCodec, VlenUtf8Codec, ZarrsVlenV2Codec};
 pub use offset::VlenOffset;
 pub use zarrs_vlen::{VlenIndexLocation, VlenIndexType, ZarrsVlenCodec};
 pub use zep0007::{OffsetType, VALUES_ALIGNMENT, VlenArrowCodec};
 
-/// Add `vlen-utf8`, `vlen-bytes`, `zarr-rs.vlen_arrow`, `zarrs.vlen` and `zarrs.vlen_v2` to
-/// `registry`.
+/// Add `vlen-utf8`, `vlen-bytes`, `zarr-rs.vlen_arrow`, `zarrs.vlen`, `zarrs.vlen_v2` and
+/// `numcodecs.vlen-array` to `registry`.
 /// `zarrs.vlen` builds its index and data chains with the registry it is built from, so
 /// codecs registered there are available inside it.
 ///
@@ -130,6 +130,7 @@ pub use zep0007::{OffsetType, VALUES_ALIGNMENT, VlenArrowCodec};
 /// assert!(registry.contains(zarr_vlen::VlenArrowCodec::NAME));
 /// assert!(registry.contains(zarr_vlen::ZarrsVlenCodec::NAME));
 /// assert!(registry.contains(zarr_vlen::ZarrsVlenV2Codec::NAME));
+/// assert!(registry.contains(zarr_vlen::VlenArrayCodec::NAME));
 /// ```
 pub fn register(registry: &mut CodecRegistry) {
     registry
@@ -156,6 +157,11 @@ pub fn register(registry: &mut CodecRegistry) {
         .register(ZarrsVlenV2Codec::NAME, |meta, _, _| {
             Ok(Codec::ArrayToBytes(Arc::new(
                 ZarrsVlenV2Codec::from_metadata(meta)?,
+            )))
+        })
+        .register(VlenArrayCodec::NAME, |meta, _, _| {
+            Ok(Codec::ArrayToBytes(Arc::new(
+                VlenArrayCodec::from_metadata(meta)?,
             )))
         });
 }

@@ -15,6 +15,8 @@
 //! Start with the [user guide](guide): create, write, read, groups, async and blocking; then
 //! the [sharding guide](sharding_guide): when to shard, shapes, the codec and the transformer;
 //! and the [stores guide](stores_guide): the backends, URLs, zip archives, your own backend.
+//! The [strings guide](strings_guide) covers variable-length strings and bytes: the chunk
+//! layouts, which to pick, and what each peer reads.
 //!
 //! ```
 //! use zarr::metadata::NodeMetadata;
@@ -39,6 +41,9 @@ pub mod codecs_guide {}
 
 #[doc = include_str!("../../../docs/metadata.md")]
 pub mod metadata_guide {}
+
+#[doc = include_str!("../../../docs/strings.md")]
+pub mod strings_guide {}
 
 pub use zarr_array as array;
 

@@ -29,6 +29,13 @@ Usage:
                                own (and read the arrays tensorstore's v2 driver can with it),
                                and OURS/.zmetadata with zarr-python's; print the problems
                                (JSON)
+  peer.py vlen-array DIR       write Zarr v2 ragged arrays (dtype |O, numcodecs' VLenArray
+                               object codec, as zarr-python 2 wrote them; zarr-python 3 cannot)
+                               with numcodecs into DIR, then DIR/manifest.json with each
+                               array's elements (hex of the items' bytes, null where missing)
+  peer.py vlen-array-read DIR  decode the chunks of the arrays DIR/manifest.json names
+                               (written by the Rust crate) with numcodecs and print each
+                               array's elements as numcodecs decodes them (JSON)
   peer.py verify DIR MANIFEST  open every node MANIFEST lists (written by the Rust crate) with
                                zarr-python, and with tensorstore where the entry asks for it,
                                and compare exactly; if the root has consolidated metadata,
@@ -2112,6 +2119,99 @@ def cmd_selection_write(out: Path) -> None:
     (out / "manifest.json").write_text(json.dumps(manifest))
 
 
+VLEN_ARRAY_CASES = [
+    # (path, item dtype, compressor, shape, chunks, chunks left missing)
+    ("int32", "<i4", {"id": "zstd", "level": 1}, [7], [3], []),
+    ("float64_be", ">f8", None, [5], [2], [1]),
+    ("uint8_2d", "|u1", {"id": "zlib", "level": 1}, [3, 4], [2, 3], [(0, 1)]),
+]
+
+
+def vlen_array_elements(dtype: str, n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        size = int(rng.integers(0, 5))
+        if np.dtype(dtype).kind == "f":
+            out.append((rng.standard_normal(size) * 100).astype(dtype))
+        else:
+            out.append(rng.integers(0, 200, size).astype(dtype))
+    return out
+
+
+def cmd_vlen_array(out: Path) -> None:
+    import numcodecs
+
+    manifest = []
+    for seed, (path, dtype, compressor, shape, chunks, missing) in enumerate(VLEN_ARRAY_CASES):
+        root = out / path
+        root.mkdir(parents=True)
+        (root / ".zarray").write_text(json.dumps({
+            "zarr_format": 2, "shape": shape, "chunks": chunks, "dtype": "|O",
+            "compressor": compressor, "fill_value": None, "order": "C",
+            "filters": [{"id": "vlen-array", "dtype": dtype}], "dimension_separator": ".",
+        }))
+        n = int(np.prod(shape))
+        flat = vlen_array_elements(dtype, n, seed)
+        values = np.empty(n, dtype=object)
+        values[:] = flat
+        values = values.reshape(shape)
+        codec = numcodecs.VLenArray(dtype)
+        comp = numcodecs.get_codec(compressor) if compressor else None
+        expected = [e.tobytes().hex() for e in flat]
+        grid = [-(-s // c) for s, c in zip(shape, chunks)]
+        for index in np.ndindex(*grid):
+            sl = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, chunks, shape))
+            if index in [tuple(m) if isinstance(m, tuple) else (m,) for m in missing]:
+                for flat_index in np.ravel_multi_index(np.indices(values[sl].shape).reshape(
+                        len(shape), -1) + np.array([s.start for s in sl])[:, None], shape):
+                    expected[flat_index] = None
+                continue
+            block = np.empty(chunks, dtype=object)
+            block.fill(np.array([], dtype=dtype))
+            part = values[sl]
+            block[tuple(slice(0, e) for e in part.shape)] = part
+            data = codec.encode(block)
+            if comp is not None:
+                data = comp.encode(data)
+            (root / ".".join(map(str, index))).write_bytes(bytes(data))
+        manifest.append({"path": path, "dtype": dtype, "shape": shape, "chunks": chunks,
+                         "elements": expected})
+    (out / "manifest.json").write_text(json.dumps(manifest))
+
+
+def cmd_vlen_array_read(root: Path) -> None:
+    import numcodecs
+
+    result = {}
+    for entry in json.loads((root / "manifest.json").read_text()):
+        path = root / entry["path"]
+        zarray = json.loads((path / ".zarray").read_text())
+        [obj] = zarray["filters"]
+        codec = numcodecs.get_codec(obj)
+        comp = numcodecs.get_codec(zarray["compressor"]) if zarray["compressor"] else None
+        shape, chunks = zarray["shape"], zarray["chunks"]
+        elements: list = [None] * int(np.prod(shape))
+        grid = [-(-s // c) for s, c in zip(shape, chunks)]
+        for index in np.ndindex(*grid):
+            key = path / ".".join(map(str, index))
+            if not key.exists():
+                continue
+            data = key.read_bytes()
+            if comp is not None:
+                data = comp.decode(data)
+            block = codec.decode(data).reshape(chunks)
+            sl = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, chunks, shape))
+            for local in np.ndindex(*[s.stop - s.start for s in sl]):
+                at = np.ravel_multi_index(tuple(s.start + l for s, l in zip(sl, local)), shape)
+                item = block[local]
+                if item.dtype != np.dtype(obj["dtype"]):
+                    sys.exit(f"peer.py vlen-array-read: {key}: items of {item.dtype}")
+                elements[at] = item.tobytes().hex()
+        result[entry["path"]] = elements
+    print(json.dumps(result))
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args == ["matrix"]:
@@ -2134,6 +2234,10 @@ def main() -> None:
         cmd_zfp_write(Path(args[1]).resolve())
     elif len(args) == 2 and args[0] == "selection-write":
         cmd_selection_write(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "vlen-array":
+        cmd_vlen_array(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "vlen-array-read":
+        cmd_vlen_array_read(Path(args[1]).resolve())
     elif len(args) == 3 and args[0] == "verify":
         cmd_verify(Path(args[1]).resolve(), Path(args[2]).resolve())
     else:

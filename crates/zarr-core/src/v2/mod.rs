@@ -9,7 +9,7 @@
 //! | v2 | v3 equivalent |
 //! |---|---|
 //! | `dtype` `"<u2"`, `">f8"`, `"\|b1"`, `"<M8[ns]"`, `"\|S12"`, `"<U5"`, `"\|V8"` | the data type, and `bytes` with the byte order |
-//! | `dtype` `"\|O"` with the `vlen-utf8` or `vlen-bytes` filter | `string` or `bytes` with that codec |
+//! | `dtype` `"\|O"` with the `vlen-utf8`, `vlen-bytes` or `vlen-array` filter | `string`, or `bytes` with that codec (`numcodecs.vlen-array` for `vlen-array`, keeping its `dtype`) |
 //! | structured `dtype` `[["a", "<i4"], ["p", [["x", "<f4"], ["y", "<f4"]]]]` (one byte order) | `struct` in the `structured` form, `bytes` with that order; a base64 `fill_value` in that order |
 //! | `order: "F"` | `transpose` with the axes reversed, before `bytes` |
 //! | `compressor` `blosc`, `zstd`, `gzip`, `zlib` | `blosc` (shuffle 0/1/2 as its names, -1 as numcodecs resolves it), `zstd`, `gzip`, `numcodecs.zlib` |
@@ -420,14 +420,15 @@ impl ArrayMetadataV2 {
     /// The v3 data type: the dtype's, or for `|O` the one its object codec gives.
     ///
     /// # Errors
-    /// [`Error::InvalidField`] for an object dtype without a `vlen-utf8` or `vlen-bytes`
-    /// filter; [`Error::UnknownExtension`] for another object codec.
+    /// [`Error::InvalidField`] for an object dtype without a `vlen-utf8`, `vlen-bytes` or
+    /// `vlen-array` filter; [`Error::UnknownExtension`] for another object codec.
     pub fn data_type(&self) -> Result<DataType> {
         match &self.dtype {
             DtypeV2::Fixed(data_type, _) => Ok(data_type.clone()),
             DtypeV2::Object => match self.filters.first().map(codec_id) {
                 Some("vlen-utf8") => Ok(DataType::String),
-                Some("vlen-bytes") => Ok(DataType::Bytes),
+                // numcodecs' ragged arrays: each element the bytes of a 1-D array.
+                Some("vlen-bytes" | "vlen-array") => Ok(DataType::Bytes),
                 Some(other) => Err(Error::UnknownExtension {
                     kind: ExtensionKind::Codec,
                     name: other.to_owned(),
@@ -435,7 +436,8 @@ impl ArrayMetadataV2 {
                 }),
                 None => Err(Error::invalid(
                     format!("{ZARRAY}: filters"),
-                    "dtype \"|O\" needs an object codec (vlen-utf8 or vlen-bytes) as its first filter",
+                    "dtype \"|O\" needs an object codec (vlen-utf8, vlen-bytes or vlen-array) as \
+                     its first filter",
                 )),
             },
         }
@@ -462,11 +464,13 @@ impl ArrayMetadataV2 {
         let mut element_size = element_size;
         match &self.dtype {
             DtypeV2::Object => {
-                filters.next();
-                codecs.push(ExtensionObject::new(match data_type {
-                    DataType::String => "vlen-utf8",
-                    _ => "vlen-bytes",
-                }));
+                let object_codec = filters.next().map(|(_, f)| f);
+                codecs.push(match (&data_type, object_codec) {
+                    (DataType::String, _) => ExtensionObject::new("vlen-utf8"),
+                    // `{"id": "vlen-array", "dtype": "<i4"}` keeps its `dtype`.
+                    (_, Some(f)) if codec_id(f) == "vlen-array" => numcodecs_v3(f),
+                    _ => ExtensionObject::new("vlen-bytes"),
+                });
             }
             DtypeV2::Fixed(_, order) => {
                 // numcodecs' element filters come first: they see the elements, and the last

@@ -114,7 +114,7 @@ impl ArrayMetadataV2 {
     /// | v3 | v2 |
     /// |---|---|
     /// | `bytes` (`endian`) | the `dtype`'s byte order (`<`, `>`, or `\|` for one-byte types) |
-    /// | `vlen-utf8` / `vlen-bytes` | `dtype` `"\|O"` with that codec as the first filter |
+    /// | `vlen-utf8` / `vlen-bytes` / `numcodecs.vlen-array` | `dtype` `"\|O"` with that codec (`vlen-array`, with its `dtype`) as the first filter |
     /// | `transpose` with the axes reversed (or unchanged) | `order: "F"` (or `"C"`) |
     /// | `zstd`, `gzip`, `blosc`, `crc32c` | `zstd`, `gzip`, `blosc` (shuffle as 0/1/2, `typesize` left to numcodecs), `crc32c` |
     /// | `numcodecs.<id>` | `<id>` with the same configuration |
@@ -242,10 +242,16 @@ impl ArrayMetadataV2 {
                 }
                 dtype
             }
-            Some((i, c)) if matches!(c.name.as_str(), "vlen-utf8" | "vlen-bytes") => {
+            Some((i, c))
+                if matches!(
+                    c.name.as_str(),
+                    "vlen-utf8" | "vlen-bytes" | "numcodecs.vlen-array"
+                ) =>
+            {
                 let fits = matches!(
                     (c.name.as_str(), data_type),
-                    ("vlen-utf8", DataType::String) | ("vlen-bytes", DataType::Bytes)
+                    ("vlen-utf8", DataType::String)
+                        | ("vlen-bytes" | "numcodecs.vlen-array", DataType::Bytes)
                 );
                 if !fits || !filters.is_empty() {
                     return Err(no_v2(
@@ -253,7 +259,8 @@ impl ArrayMetadataV2 {
                         format!("`{}` does not suit `{data_type}` here", c.name),
                     ));
                 }
-                filters.push(object(json!({ "id": c.name })));
+                // `vlen-array` keeps its configuration (`dtype`) beside numcodecs' id.
+                filters.push(numcodec(c));
                 DtypeV2::Object
             }
             Some((i, c)) => {
@@ -721,6 +728,23 @@ mod tests {
             ));
             assert_eq!(written["filters"], json!([{"id": id}]));
         }
+        // numcodecs' ragged arrays: `bytes` with `numcodecs.vlen-array`, keeping `dtype`.
+        let ragged = zarray(
+            json!("|O"),
+            json!({"filters": [{"id": "vlen-array", "dtype": "<i4"}], "fill_value": 0}),
+        );
+        let meta = ArrayMetadataV2::from_slice(&ragged).unwrap();
+        assert_eq!(meta.data_type().unwrap(), DataType::Bytes);
+        let v3 = meta.to_v3(Map::new()).unwrap();
+        assert_eq!(
+            v3.codecs[0].to_json(),
+            json!({"name": "numcodecs.vlen-array", "configuration": {"dtype": "<i4"}})
+        );
+        let (_, written) = round_trip(&ragged);
+        assert_eq!(
+            written["filters"],
+            json!([{"id": "vlen-array", "dtype": "<i4"}])
+        );
     }
 
     #[test]

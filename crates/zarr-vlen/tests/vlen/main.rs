@@ -10,6 +10,7 @@ mod optional;
 mod partial;
 mod properties;
 mod spec;
+mod vlen_array;
 mod zarrs_vlen;
 
 use zarr_codecs::{ChunkRepresentation, CodecChain, CodecRegistry};
