@@ -226,6 +226,13 @@ impl<S: ?Sized> Clone for Array<S> {
     }
 }
 
+/// Where a struct field lies in a record ([`Array::read_field`]): its byte offset, and its
+/// path as shown in errors.
+pub(crate) struct FieldPlan {
+    offset: usize,
+    shown: String,
+}
+
 impl<S: ?Sized> Array<S> {
     /// An array from metadata already read (or about to be written).
     ///
@@ -818,6 +825,14 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         region: impl IntoRegion,
         field: &[&str],
     ) -> Result<Vec<T>> {
+        let plan = self.field_plan::<T>(field)?;
+        let records = self.read_bytes(region).await?;
+        self.field_values(&records, &plan)
+    }
+
+    /// Where `field` lies in a record, checked against `T` (the checks of
+    /// [`Array::read_field`], made before anything is read).
+    pub(crate) fn field_plan<T: Element>(&self, field: &[&str]) -> Result<FieldPlan> {
         let (offset, data_type) = self.struct_field(field)?;
         let shown = field.join(".");
         if !T::is_compatible(&data_type) {
@@ -827,17 +842,25 @@ impl<S: ReadableStore + ?Sized> Array<S> {
                 T::NAME,
             ));
         }
+        Ok(FieldPlan { offset, shown })
+    }
+
+    /// The field `plan` names, taken out of each of `records` (native bytes).
+    pub(crate) fn field_values<T: Element>(
+        &self,
+        records: &[u8],
+        plan: &FieldPlan,
+    ) -> Result<Vec<T>> {
         let record = self.element_size()?;
         let width = size_of::<T>();
-        let records = self.read_bytes(region).await?;
         let n = records.len() / record.max(1);
         let mut out = crate::element::zeroed_vec::<T>(n).map_err(|e| self.codecs_error(e))?;
         let bytes = as_bytes_mut(&mut out);
         for (i, chunk) in bytes.chunks_exact_mut(width).enumerate() {
-            let start = i * record + offset;
+            let start = i * record + plan.offset;
             chunk.copy_from_slice(&records[start..start + width]);
         }
-        self.check_values::<T>(bytes, &format!("field {shown} of "))?;
+        self.check_values::<T>(bytes, &format!("field {} of ", plan.shown))?;
         Ok(out)
     }
 
@@ -877,9 +900,16 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         &self,
         region: impl IntoRegion,
     ) -> Result<Vec<Option<T>>> {
+        self.optional_inner::<T>()?;
+        let bytes = self.read_bytes(region).await?;
+        self.optional_values(&bytes)
+    }
+
+    /// Elements of an optional array (each the inner value, then its validity byte) as
+    /// `Option<T>`s; `T` was checked with `optional_inner`.
+    pub(crate) fn optional_values<T: Element>(&self, bytes: &[u8]) -> Result<Vec<Option<T>>> {
         let inner = self.optional_inner::<T>()?;
         let width = size_of::<T>();
-        let bytes = self.read_bytes(region).await?;
         let mut values = crate::element::zeroed_vec::<T>(bytes.len() / (width + 1))
             .map_err(|e| self.codecs_error(e))?;
         let mut present = Vec::with_capacity(values.len());
@@ -925,13 +955,14 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// validity byte of 0 or 1; as [`Array::read`].
     pub async fn read_optional_text(&self, region: impl IntoRegion) -> Result<Vec<Option<String>>> {
         self.optional_vlen(&DataType::String, "Option<String>")?;
-        let mut out = Vec::new();
-        for (i, value) in self
-            .read_optional_vlen(region)
-            .await?
-            .into_iter()
-            .enumerate()
-        {
+        let vlen = self.read_vlen(region).await?;
+        self.optional_texts(self.optional_elements(vlen)?)
+    }
+
+    /// Optional variable-length values as `Option<String>`s, each checked as UTF-8.
+    pub(crate) fn optional_texts(&self, values: Vec<Option<Bytes>>) -> Result<Vec<Option<String>>> {
+        let mut out = Vec::with_capacity(values.len());
+        for (i, value) in values.into_iter().enumerate() {
             out.push(match value {
                 None => None,
                 Some(bytes) => {
@@ -958,18 +989,20 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         region: impl IntoRegion,
     ) -> Result<Vec<Option<Vec<u8>>>> {
         self.optional_vlen(&DataType::Bytes, "Option<Vec<u8>>")?;
+        let vlen = self.read_vlen(region).await?;
         Ok(self
-            .read_optional_vlen(region)
-            .await?
+            .optional_elements(vlen)?
             .into_iter()
             .map(|value| value.map(|bytes| bytes.to_vec()))
             .collect())
     }
 
-    /// The elements of `region` of an optional array of a variable-length type, with their
-    /// validity bytes checked and taken off.
-    async fn read_optional_vlen(&self, region: impl IntoRegion) -> Result<Vec<Option<Bytes>>> {
-        let vlen = self.read_vlen(region).await?;
+    /// The elements of an optional array of a variable-length type, with their validity
+    /// bytes checked and taken off.
+    pub(crate) fn optional_elements(
+        &self,
+        vlen: zarr_codecs::VlenBytes,
+    ) -> Result<Vec<Option<Bytes>>> {
         let (offsets, values) = vlen.into_parts();
         let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
         for (i, range) in offsets.windows(2).enumerate() {
@@ -1006,7 +1039,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     }
 
     /// The inner type of an optional array, checked against `T`.
-    fn optional_inner<T: Element>(&self) -> Result<&DataType> {
+    pub(crate) fn optional_inner<T: Element>(&self) -> Result<&DataType> {
         match &self.metadata.data_type {
             DataType::Optional(optional) if T::is_compatible(optional.inner()) => {
                 Ok(optional.inner())

@@ -967,9 +967,49 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
     pub fn read_binary<O: VlenOffset>(&self, region: impl IntoRegion) -> Result<VlenBinary<O>> {
         block_on(self.0.read_binary(region))?
     }
+
+    /// [`crate::CachedArray::read_field`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_field`], and [`Error::BlockingInAsync`].
+    pub fn read_field<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        field: &[&str],
+    ) -> Result<Vec<T>> {
+        block_on(self.0.read_field(region, field))?
+    }
+
+    /// [`crate::CachedArray::read_optional`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_optional`], and [`Error::BlockingInAsync`].
+    pub fn read_optional<T: Element>(&self, region: impl IntoRegion) -> Result<Vec<Option<T>>> {
+        block_on(self.0.read_optional(region))?
+    }
+
+    /// [`crate::CachedArray::read_optional_text`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_optional_text`], and [`Error::BlockingInAsync`].
+    pub fn read_optional_text(&self, region: impl IntoRegion) -> Result<Vec<Option<String>>> {
+        block_on(self.0.read_optional_text(region))?
+    }
 }
 
 impl<S: WritableStore + ?Sized> CachedArray<S> {
+    /// [`crate::CachedArray::write_optional`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_optional`], and [`Error::BlockingInAsync`].
+    pub fn write_optional<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        block_on(self.0.write_optional(region, values))?
+    }
+
     /// [`crate::CachedArray::write`].
     ///
     /// # Errors

@@ -463,6 +463,80 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
         VlenBinary::from_vlen_bytes(&vlen).map_err(|e| self.array.vlen_error(e))
     }
 
+    /// [`Array::read_field`] through the cache: the records come from the cached blocks,
+    /// and the field is taken out of each.
+    ///
+    /// # Errors
+    /// As [`Array::read_field`].
+    pub async fn read_field<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        field: &[&str],
+    ) -> Result<Vec<T>> {
+        let plan = self.array.field_plan::<T>(field)?;
+        let records = self.read_bytes(region).await?;
+        self.array.field_values(&records, &plan)
+    }
+
+    /// [`Array::read_optional`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_optional`].
+    pub async fn read_optional<T: Element>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<Vec<Option<T>>> {
+        self.array.optional_inner::<T>()?;
+        let bytes = self.read_bytes(region).await?;
+        self.array.optional_values(&bytes)
+    }
+
+    /// [`Array::read_optional_text`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_optional_text`].
+    pub async fn read_optional_text(&self, region: impl IntoRegion) -> Result<Vec<Option<String>>> {
+        self.array
+            .optional_vlen(&DataType::String, "Option<String>")?;
+        let vlen = self.read_vlen(region).await?;
+        self.array
+            .optional_texts(self.array.optional_elements(vlen)?)
+    }
+
+    /// [`Array::read_optional_binary`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_optional_binary`].
+    pub async fn read_optional_binary(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        self.array
+            .optional_vlen(&DataType::Bytes, "Option<Vec<u8>>")?;
+        let vlen = self.read_vlen(region).await?;
+        Ok(self
+            .array
+            .optional_elements(vlen)?
+            .into_iter()
+            .map(|value| value.map(|bytes| bytes.to_vec()))
+            .collect())
+    }
+
+    /// [`Array::read_ndarray`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_ndarray`].
+    #[cfg(feature = "ndarray")]
+    pub async fn read_ndarray<T: Element>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<ndarray::ArrayD<T>> {
+        let region = region.into_region_of(&self.array.metadata.shape)?;
+        let values = self.read(&region).await?;
+        self.array
+            .to_ndarray(&region.shape(), values, "the region's shape")
+    }
+
     async fn read_vlen(&self, region: impl IntoRegion) -> Result<VlenBytes> {
         match self.read_array_bytes(region).await? {
             ArrayBytes::Variable(vlen) => Ok(vlen),
@@ -647,6 +721,51 @@ impl<S: WritableStore + ?Sized> CachedArray<S> {
     ) -> Result<()> {
         self.writing(region, async |region| {
             self.array.write_binary(&region, values).await
+        })
+        .await
+    }
+
+    /// [`Array::write_optional`], dropping the cached blocks it touches.
+    ///
+    /// # Errors
+    /// As [`Array::write_optional`].
+    pub async fn write_optional<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        self.writing(region, async |region| {
+            self.array.write_optional(&region, values).await
+        })
+        .await
+    }
+
+    /// [`Array::write_optional_text`], dropping the cached blocks it touches.
+    ///
+    /// # Errors
+    /// As [`Array::write_optional_text`].
+    pub async fn write_optional_text<T: AsRef<str>>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        self.writing(region, async |region| {
+            self.array.write_optional_text(&region, values).await
+        })
+        .await
+    }
+
+    /// [`Array::write_optional_binary`], dropping the cached blocks it touches.
+    ///
+    /// # Errors
+    /// As [`Array::write_optional_binary`].
+    pub async fn write_optional_binary<T: AsRef<[u8]>>(
+        &self,
+        region: impl IntoRegion,
+        values: &[Option<T>],
+    ) -> Result<()> {
+        self.writing(region, async |region| {
+            self.array.write_optional_binary(&region, values).await
         })
         .await
     }

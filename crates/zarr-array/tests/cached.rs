@@ -432,3 +432,154 @@ async fn zero_dimensional_and_empty_arrays() {
         (0, 0, 0, 0, 1 << 10)
     );
 }
+
+/// Optional (nullable) values, struct fields and `ndarray` regions read through the cache
+/// give what uncached reads give, and warm reads make no store calls; optional writes
+/// through the wrapper drop the blocks they touch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optional_values_struct_fields_and_ndarrays_through_the_cache() {
+    use zarr_core::{OptionalType, StructField, StructType};
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+
+    // Nullable floats, one chunk never written (all missing).
+    let nullable = DataType::Optional(OptionalType::new(DataType::Float32));
+    let floats = ArrayBuilder::new(vec![10], nullable, vec![4])
+        .create(Arc::clone(&store), "/f")
+        .await
+        .unwrap();
+    let values: Vec<Option<f32>> = (0..8)
+        .map(|i| (i % 3 != 1).then_some(i as f32 * 1.5))
+        .collect();
+    floats.write_optional(0..8, &values).await.unwrap();
+    let cached = CachedArray::new(floats.clone(), 1 << 20);
+    for region in [0..10, 3..9, 9..10, 5..5] {
+        assert_eq!(
+            cached.read_optional::<f32>(region.clone()).await.unwrap(),
+            floats.read_optional::<f32>(region.clone()).await.unwrap(),
+            "{region:?}"
+        );
+    }
+    let err = cached.read_optional::<u32>(..).await.unwrap_err();
+    assert!(matches!(err, Error::ElementType { .. }), "{err}");
+    store.clear();
+    assert_eq!(cached.read_optional::<f32>(0..8).await.unwrap(), values);
+    assert_eq!(store.stats().calls(), 0, "warm optional reads");
+    cached.write_optional(2..3, &[Some(-1.0f32)]).await.unwrap();
+    assert_eq!(
+        cached.read_optional::<f32>(1..4).await.unwrap(),
+        [None, Some(-1.0), Some(4.5)]
+    );
+
+    // Nullable strings.
+    let texts = ArrayBuilder::new(
+        vec![5],
+        DataType::Optional(OptionalType::new(DataType::String)),
+        vec![2],
+    )
+    .create(Arc::clone(&store), "/s")
+    .await
+    .unwrap();
+    let words = [Some("a"), None, Some(""), Some("héllo"), None];
+    texts.write_optional_text(0..5, &words).await.unwrap();
+    let cached = CachedArray::new(texts.clone(), 1 << 20);
+    let expected: Vec<Option<String>> = words.iter().map(|w| w.map(String::from)).collect();
+    assert_eq!(cached.read_optional_text(..).await.unwrap(), expected);
+    store.clear();
+    assert_eq!(
+        cached.read_optional_text(1..4).await.unwrap(),
+        &expected[1..4]
+    );
+    assert_eq!(
+        cached
+            .read_optional_binary(..)
+            .await
+            .unwrap_err()
+            .to_string(),
+        texts
+            .read_optional_binary(..)
+            .await
+            .unwrap_err()
+            .to_string()
+    );
+    assert_eq!(store.stats().calls(), 0, "warm optional string reads");
+    cached
+        .write_optional_text(4..5, &[Some("z")])
+        .await
+        .unwrap();
+    assert_eq!(
+        cached.read_optional_text(3..5).await.unwrap(),
+        [Some("héllo".to_owned()), Some("z".to_owned())]
+    );
+
+    // Struct fields.
+    let point = StructType::new(vec![
+        StructField::new("id", DataType::UInt16),
+        StructField::new("x", DataType::Float64),
+    ])
+    .unwrap();
+    let points = ArrayBuilder::new(vec![3, 4], DataType::Struct(point), vec![2, 3])
+        .create(Arc::clone(&store), "/p")
+        .await
+        .unwrap();
+    let records: Vec<u8> = (0..12u16)
+        .flat_map(|i| {
+            let mut r = i.to_ne_bytes().to_vec();
+            r.extend((f64::from(i) / 4.0).to_ne_bytes());
+            r
+        })
+        .collect();
+    points.write_bytes(.., &records).await.unwrap();
+    let cached = CachedArray::new(points.clone(), 1 << 20);
+    let region = [1..3, 1..4];
+    let ids: Vec<u16> = cached.read_field(region.clone(), &["id"]).await.unwrap();
+    assert_eq!(ids, [5, 6, 7, 9, 10, 11]);
+    let uncached: Vec<f64> = points.read_field(region.clone(), &["x"]).await.unwrap();
+    assert_eq!(uncached, [1.25, 1.5, 1.75, 2.25, 2.5, 2.75]);
+    store.clear();
+    let xs: Vec<f64> = cached.read_field(region.clone(), &["x"]).await.unwrap();
+    assert_eq!(xs, uncached);
+    assert_eq!(store.stats().calls(), 0, "warm struct field reads");
+    let err = cached.read_field::<u32>(.., &["id"]).await.unwrap_err();
+    assert!(matches!(err, Error::ElementType { .. }), "{err}");
+    assert!(cached.read_field::<u16>(.., &["nope"]).await.is_err());
+
+    // `ndarray` regions.
+    let plain = array(Arc::clone(&store)).await;
+    let cached = CachedArray::new(plain.clone(), 1 << 20);
+    let region = [2..9, 1..6];
+    let first = cached.read_ndarray::<u16>(region.clone()).await.unwrap();
+    assert_eq!(
+        first,
+        plain.read_ndarray::<u16>(region.clone()).await.unwrap()
+    );
+    assert_eq!(first.shape(), &[7, 5]);
+    store.clear();
+    assert_eq!(cached.read_ndarray::<u16>(region).await.unwrap(), first);
+    assert_eq!(store.stats().calls(), 0, "warm ndarray reads");
+
+    // The blocking wrapper, on a thread outside the runtime.
+    let floats_blocking = blocking::CachedArray::from(CachedArray::new(floats, 1 << 20));
+    let texts_blocking = blocking::CachedArray::from(CachedArray::new(texts, 1 << 20));
+    let points_blocking = blocking::CachedArray::from(CachedArray::new(points, 1 << 20));
+    std::thread::spawn(move || {
+        floats_blocking
+            .write_optional(9..10, &[Some(2.5f32)])
+            .unwrap();
+        assert_eq!(
+            floats_blocking.read_optional::<f32>(8..10).unwrap(),
+            [None, Some(2.5)]
+        );
+        assert_eq!(
+            texts_blocking.read_optional_text(3..5).unwrap(),
+            [Some("héllo".to_owned()), Some("z".to_owned())]
+        );
+        assert_eq!(
+            points_blocking
+                .read_field::<u16>([0..1, 0..2], &["id"])
+                .unwrap(),
+            [0, 1]
+        );
+    })
+    .join()
+    .unwrap();
+}
