@@ -214,6 +214,30 @@ pub enum Error {
         actual: u32,
     },
 
+    /// A reference set (kerchunk's JSON, fsspec's reference specification) is malformed, or
+    /// uses what [`References`](crate::References) cannot evaluate.
+    #[error("invalid reference set: {reason}")]
+    InvalidReferences {
+        /// What is wrong, and where.
+        reason: String,
+    },
+
+    /// The file a reference points into cannot be read: no rule of its
+    /// [`ReferenceStore`](crate::ReferenceStore) resolves the URL, the file is missing or
+    /// shorter than the reference, or reading it failed.
+    #[error("reference {key} points into {url:?}, which cannot be read: {reason}")]
+    UnreachableReference {
+        /// The reference's key.
+        key: StoreKey,
+        /// The file's URL or path.
+        url: String,
+        /// Why it cannot be read.
+        reason: String,
+        /// The error reading it, when there is one.
+        #[source]
+        source: Option<Box<Error>>,
+    },
+
     /// An error from a store wrapper defined in another crate (such as the sharding storage
     /// transformer finding a corrupt shard index), kept whole as the source so callers can
     /// downcast it.

@@ -14,15 +14,15 @@ use zarr_store::{
 
 /// A request as the server received it.
 #[derive(Clone, Debug)]
-struct Received {
-    method: String,
-    path: String,
-    range: Option<String>,
+pub(crate) struct Received {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) range: Option<String>,
 }
 
 /// A minimal HTTP/1.1 file server over a map of paths to contents.
 #[derive(Clone, Default)]
-struct RangeServer {
+pub(crate) struct RangeServer {
     files: Arc<HashMap<String, Bytes>>,
     log: Arc<Mutex<Vec<Received>>>,
 }
@@ -70,7 +70,7 @@ fn answer_range(header: Option<&str>, size: u64) -> Answer {
 }
 
 impl RangeServer {
-    async fn start(files: HashMap<String, Bytes>) -> (Self, String) {
+    pub(crate) async fn start(files: HashMap<String, Bytes>) -> (Self, String) {
         let server = Self {
             files: Arc::new(files),
             log: Arc::default(),
@@ -87,7 +87,7 @@ impl RangeServer {
         (server, format!("http://{addr}"))
     }
 
-    fn take_log(&self) -> Vec<Received> {
+    pub(crate) fn take_log(&self) -> Vec<Received> {
         std::mem::take(&mut *self.log.lock().unwrap())
     }
 
