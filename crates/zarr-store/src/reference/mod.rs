@@ -298,7 +298,7 @@ impl ReferenceStore {
     pub fn with_target(mut self, prefix: impl Into<String>, store: Arc<dyn ReadableStore>) -> Self {
         self.targets.push((prefix.into(), store));
         // The longest prefix first, so the most specific mapping wins.
-        self.targets.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.targets.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
         self
     }
 
