@@ -2250,3 +2250,315 @@ async fn vlen_array_ragged_arrays_round_trip_with_numcodecs() {
         );
     }
 }
+
+/// The hex of bytes, as `le_hex` in peer.py writes it.
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compare every array a manifest lists (`path`, and `hex` or `strings`) with what we read
+/// from `store`.
+async fn check_manifest_values<S>(store: &Arc<S>, manifest: &[Value], what: &str)
+where
+    S: zarr_store::ReadableStore + zarr_store::ListableStore + zarr_store::WritableStore,
+{
+    for entry in manifest {
+        let path = format!("/{}", entry["path"].as_str().unwrap());
+        let array = Array::open(Arc::clone(store), &path)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: opening {path}: {e}"));
+        assert_eq!(
+            array.shape(),
+            &shape_of(&entry["shape"])[..],
+            "{what}: {path}"
+        );
+        if let Some(strings) = entry["strings"].as_array() {
+            let read = array.read_text(array.full_region()).await.unwrap();
+            let expected: Vec<&str> = strings.iter().map(|s| s.as_str().unwrap()).collect();
+            assert_eq!(read, expected, "{what}: {path}");
+        } else {
+            let read = array
+                .read_bytes(array.full_region())
+                .await
+                .unwrap_or_else(|e| panic!("{what}: reading {path}: {e}"));
+            assert_eq!(
+                hex_of(&read),
+                entry["hex"].as_str().unwrap(),
+                "{what}: {path}"
+            );
+        }
+    }
+}
+
+/// kerchunk's reference sets for an HDF5 file (h5py writes it: every numeric type in both
+/// byte orders, float16, complex, bool, fixed-length bytes, UTF-8 strings, a scalar; gzip,
+/// shuffle, edge chunks, chunks never written, a contiguous dataset, nested groups with
+/// attributes) read as Zarr v2 through `ReferenceStore`: every value as h5py wrote it.
+#[tokio::test(flavor = "multi_thread")]
+async fn kerchunk_references_to_an_hdf5_file_read_as_zarr() {
+    use zarr_store::{Reference, ReferenceStore, References, StoreKey};
+
+    let Some(python) = python("kerchunk_references_to_an_hdf5_file_read_as_zarr") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("kerchunk_hdf5");
+    run_peer(&python, &["kerchunk-hdf5", dir.to_str().unwrap()]);
+    let manifest: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest.len() >= 17, "{}", manifest.len());
+    let h5 = dir.join("data.h5");
+
+    // Absolute URLs need no base directory; relative ones start from the one given.
+    for (file, base) in [
+        ("refs.json", PathBuf::from("/")),
+        ("refs-relative.json", dir.clone()),
+    ] {
+        let json = std::fs::read(dir.join(file)).unwrap();
+        let references = References::from_json(&json).unwrap();
+        // The contiguous dataset is one range of the HDF5 file; the chunks never written
+        // have no reference at all.
+        let url = match file {
+            "refs.json" => h5.to_str().unwrap(),
+            _ => "data.h5",
+        };
+        match references.get(&StoreKey::new("ints/u8_contiguous/0")) {
+            Some(Reference::Range {
+                url: Some(u),
+                length: 40_000,
+                ..
+            }) => assert_eq!(u, url),
+            other => panic!("{file}: {other:?}"),
+        }
+        assert!(references.get(&StoreKey::new("sparse/0.0")).is_some());
+        assert!(references.get(&StoreKey::new("sparse/0.1")).is_none());
+
+        let store = Arc::new(ReferenceStore::new(references).with_local_files(&base));
+        check_manifest_values(&store, &manifest, file).await;
+
+        let root = Group::open(Arc::clone(&store), "/").await.unwrap();
+        assert_eq!(root.attributes()["title"], "kerchunk interop", "{file}");
+        assert_eq!(root.attributes()["version"], 3, "{file}");
+        let tree: Vec<String> = root
+            .tree()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(path, _)| path.to_string())
+            .collect();
+        for node in [
+            "/ints",
+            "/ints/i8",
+            "/empty/group",
+            "/strings/utf8",
+            "/scalar",
+        ] {
+            assert!(
+                tree.iter().any(|p| p == node),
+                "{file}: {node} not in {tree:?}"
+            );
+        }
+        let i8 = Array::open(Arc::clone(&store), "/ints/i8").await.unwrap();
+        assert_eq!(i8.attributes()["units"], "counts");
+    }
+
+    // Without permission to read local files, chunks fail with an error naming the file;
+    // metadata (inline) still reads.
+    let json = std::fs::read(dir.join("refs.json")).unwrap();
+    let closed = Arc::new(ReferenceStore::new(References::from_json(&json).unwrap()));
+    let array = Array::open(Arc::clone(&closed), "/ints/u8_contiguous")
+        .await
+        .unwrap();
+    let error = array.read_bytes(array.full_region()).await.unwrap_err();
+    let chain = zarr_core::ErrorChain(&error).to_string();
+    assert!(
+        chain.contains("data.h5") && chain.contains("not allowed"),
+        "{chain}"
+    );
+}
+
+/// Version 1 reference sets with templates and generators (integer arithmetic with Python's
+/// floor division and modulo, string concatenation, list and range dimensions): we resolve
+/// every key as fsspec does with Jinja.
+#[test]
+fn reference_generators_resolve_as_fsspec_resolves_them() {
+    use zarr_store::{Reference, References, StoreKey};
+
+    let Some(python) = python("reference_generators_resolve_as_fsspec_resolves_them") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("reference_generators");
+    let set = json!({
+        "version": 1,
+        "templates": {"u": "/data/run", "ext": ".nc"},
+        "gen": [
+            {
+                "key": "temp/{{t}}.{{ y }}",
+                "url": "{{u}}_{{ t // 4 }}{{ext}}",
+                "offset": "{{ 1024 + (t % 4) * 4096 + y * 512 }}",
+                "length": "{{ 512 - y }}",
+                "dimensions": {"t": {"start": 0, "stop": 10}, "y": {"stop": 3}}
+            },
+            {
+                "key": "band/{{name}}/{{k}}",
+                "url": "{{u + '_' + name}}.tif",
+                "offset": "100",
+                "length": "{{(k + 1) * 10}}",
+                "dimensions": {"name": ["red", "nir"], "k": {"start": 7, "stop": -5, "step": -4}}
+            },
+            {"key": "whole/{{ -k // 3 }}", "url": "{{u}}/{{k}}.bin", "dimensions": {"k": [5, -7, 11]}}
+        ],
+        "refs": {
+            ".zgroup": "{\"zarr_format\": 2}",
+            "temp/0.0": "replaced by the generator",
+            "blob": "base64:AP8Q",
+            "ranged": ["{{u}}{{ext}}", 3, 4]
+        }
+    });
+    let input = dir.join("refs.json");
+    std::fs::write(&input, set.to_string()).unwrap();
+    let output = dir.join("resolved.json");
+    run_peer(
+        &python,
+        &[
+            "references-render",
+            input.to_str().unwrap(),
+            output.to_str().unwrap(),
+        ],
+    );
+    let theirs: Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+    let ours = References::from_json(set.to_string().as_bytes()).unwrap();
+    assert_eq!(ours.len(), theirs.len(), "{theirs:?}");
+    assert_eq!(ours.len(), 4 + 30 - 1 + 6 + 3);
+    for (key, reference) in &theirs {
+        let expected = match reference {
+            Value::Object(inline) => {
+                use base64::Engine as _;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(inline["inline"].as_str().unwrap())
+                    .unwrap();
+                Reference::Inline(bytes.into())
+            }
+            Value::Array(parts) if parts.len() == 1 => Reference::Whole {
+                url: parts[0].as_str().map(str::to_owned),
+            },
+            Value::Array(parts) => Reference::Range {
+                url: parts[0].as_str().map(str::to_owned),
+                offset: parts[1].as_u64().unwrap(),
+                length: parts[2].as_u64().unwrap(),
+            },
+            other => panic!("{key}: {other}"),
+        };
+        assert_eq!(ours.get(&StoreKey::new(key)), Some(&expected), "{key}");
+    }
+}
+
+/// A reference set we write (`References::to_json`) for a Zarr v3 hierarchy whose chunks
+/// were packed into one file: zarr-python reads it through fsspec's ReferenceFileSystem,
+/// and we read it through `ReferenceStore`, both giving the values we wrote.
+#[tokio::test(flavor = "multi_thread")]
+async fn zarr_python_reads_the_reference_sets_we_write() {
+    use zarr_store::{
+        ListableStore as _, ReadableStore as _, Reference, ReferenceStore, References,
+    };
+
+    let Some(python) = python("zarr_python_reads_the_reference_sets_we_write") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("reference_write");
+    let source = Arc::new(FilesystemStore::new(dir.join("source.zarr")).unwrap());
+    let attributes = json!({"made by": "zarr-rs"}).as_object().unwrap().clone();
+    Group::create_with(
+        Arc::clone(&source),
+        "/",
+        GroupMetadata::new().with_attributes(attributes),
+    )
+    .await
+    .unwrap();
+    let mut manifest = Vec::new();
+
+    let a = ArrayBuilder::new(vec![37, 23], DataType::UInt16, vec![10, 8])
+        .zstd(3)
+        .fill_value(FillValue::from(7_u16))
+        .create(Arc::clone(&source), "/plain/u16")
+        .await
+        .unwrap();
+    let values: Vec<u16> = (0..37 * 23).map(|i| (i * 37 % 65_521) as u16).collect();
+    a.write(a.full_region(), &values).await.unwrap();
+    // One chunk back to the fill value: it is erased, and stays out of the references.
+    a.write(vec![0..10, 0..8], &[7_u16; 80]).await.unwrap();
+    let mut expected = values.clone();
+    for r in 0..10 {
+        for c in 0..8 {
+            expected[r * 23 + c] = 7;
+        }
+    }
+    manifest.push(json!({"path": "plain/u16", "shape": [37, 23],
+        "hex": hex_of(&expected.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>())}));
+
+    let s = ArrayBuilder::new(vec![64, 64], DataType::Float32, vec![32, 32])
+        .sharding(vec![8, 16])
+        .create(Arc::clone(&source), "/sharded")
+        .await
+        .unwrap();
+    let floats: Vec<f32> = (0..64 * 64).map(|i| i as f32 * 0.25 - 100.0).collect();
+    s.write(s.full_region(), &floats).await.unwrap();
+    manifest.push(json!({"path": "sharded", "shape": [64, 64],
+        "hex": hex_of(&floats.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>())}));
+
+    let t = ArrayBuilder::new(vec![5], DataType::String, vec![2])
+        .create(Arc::clone(&source), "/text")
+        .await
+        .unwrap();
+    let strings = ["", "héllo", "日本", "a longer string", "z"];
+    t.write_text(t.full_region(), &strings).await.unwrap();
+    manifest.push(json!({"path": "text", "shape": [5], "strings": strings}));
+
+    // Metadata inline; every chunk packed into one file, with a gap before each.
+    let blob_path = dir.join("chunks.bin");
+    let blob_url = blob_path.to_str().unwrap().to_owned();
+    let mut blob = Vec::new();
+    let mut references = References::new();
+    for key in source.list().await.unwrap() {
+        let value = source.get(&key).await.unwrap().unwrap();
+        let reference = if key.name() == "zarr.json" {
+            Reference::Inline(value)
+        } else {
+            blob.extend_from_slice(b"gap");
+            let offset = blob.len() as u64;
+            blob.extend_from_slice(&value);
+            Reference::Range {
+                url: Some(blob_url.clone()),
+                offset,
+                length: value.len() as u64,
+            }
+        };
+        references.insert(key, reference).unwrap();
+    }
+    std::fs::write(&blob_path, &blob).unwrap();
+    let refs_path = dir.join("refs.json");
+    std::fs::write(&refs_path, references.to_json().to_string()).unwrap();
+
+    // We read our set back.
+    let store = Arc::new(ReferenceStore::open(&refs_path).unwrap());
+    check_manifest_values(&store, &manifest, "ReferenceStore").await;
+
+    // zarr-python reads it through fsspec.
+    let mut args = vec!["references-read", refs_path.to_str().unwrap()];
+    args.extend(manifest.iter().map(|entry| entry["path"].as_str().unwrap()));
+    let theirs: Map<String, Value> = serde_json::from_str(&run_peer(&python, &args)).unwrap();
+    assert_eq!(theirs["attributes"], json!({"made by": "zarr-rs"}));
+    for entry in &manifest {
+        let path = entry["path"].as_str().unwrap();
+        let expected = entry
+            .get("hex")
+            .cloned()
+            .unwrap_or_else(|| entry["strings"].clone());
+        assert_eq!(
+            theirs.get(path),
+            Some(&expected),
+            "zarr-python reading {path}"
+        );
+    }
+    assert_eq!(theirs.len(), manifest.len() + 1, "{theirs:?}");
+}

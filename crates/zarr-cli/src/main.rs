@@ -67,8 +67,9 @@ pub(crate) use outln;
 /// TARGET is a local path (`data.zarr/images/raw`: the store root is found by walking up
 /// while the parent directories are Zarr groups) or a URL (`s3://bucket/data.zarr`,
 /// `gs://`, `az://`, `http(s)://`, `file://`, `memory://`) with the node given by `--path`.
-/// A zip archive is a store too (`data.zip/images/raw`; `zarr copy data.zarr data.zip`).
-/// Cloud credentials come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
+/// A zip archive is a store too (`data.zip/images/raw`; `zarr copy data.zarr data.zip`), and
+/// so, read-only, is a reference set (kerchunk's JSON for HDF5 or netCDF files:
+/// `refs.json/temperature`; `zarr copy refs.json data.zarr`). Cloud credentials come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
 #[derive(Parser)]
 #[command(name = "zarr", version, about, long_about, after_help = EXIT_CODES)]
 struct Cli {

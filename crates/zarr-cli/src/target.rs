@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use zarr::array::{Array, Node};
 use zarr::metadata::NodePath;
 use zarr::store::{
-    FilesystemStore, ListableStore as _, ObjectStoreAdapter, ReadableStoreExt as _, Store,
-    StoreKey, StorePrefix, ZipStore,
+    FilesystemStore, ListableStore as _, ObjectStoreAdapter, ReadableStore as _,
+    ReadableStoreExt as _, ReferenceStore, References, Store, StoreKey, StorePrefix, ZipStore,
 };
 
 use crate::TargetArgs;
@@ -109,6 +109,11 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         if let Some(target) = zip_url_target(args, access, &display, node(args.path.as_deref())?)? {
             return Ok(target);
         }
+        if let Some(target) =
+            reference_url_target(args, access, &display, node(args.path.as_deref())?)?
+        {
+            return Ok(target);
+        }
         // Opening a file:// store creates its directory; a target to be read must exist.
         if access != Access::Write
             && let Some(dir) = args.target.strip_prefix("file://")
@@ -143,6 +148,9 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
     }
     let given = Path::new(&args.target);
     if let Some(target) = zip_target(args, access, &display)? {
+        return Ok(target);
+    }
+    if let Some(target) = reference_target(args, access, &display)? {
         return Ok(target);
     }
     if let Some(path) = &args.path {
@@ -318,22 +326,7 @@ fn zip_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option
     } else {
         return Ok(None);
     };
-    let path = match &args.path {
-        Some(path) if inner.is_empty() => {
-            let path = format!("/{}", path.trim_matches('/'));
-            NodePath::new(&path).with_context(|| format!("--path {path:?}"))?;
-            path
-        }
-        Some(_) => crate::usage!(
-            "{display}: give the node either inside the archive's path or with --path, not both"
-        ),
-        None => {
-            let path = format!("/{}", inner.join("/"));
-            NodePath::new(&path)
-                .with_context(|| format!("{display}: not a valid node path in the archive"))?;
-            path
-        }
-    };
+    let path = inside_path(args, &inner, display)?;
     let store = match (access, create) {
         (Access::Read, _) => ZipStore::open(&archive),
         (_, false) => ZipStore::append(&archive),
@@ -355,6 +348,126 @@ fn zip_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option
             path: archive,
             created: create,
         }),
+    }))
+}
+
+/// Whether `name` names a reference set: a `.json` file other than a node's metadata.
+fn is_reference_name(name: &Path) -> bool {
+    name.extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("json"))
+        && name
+            .file_name()
+            .is_some_and(|n| n != "zarr.json" && n != ".zmetadata")
+}
+
+fn read_only_reference(display: &str) -> Result<()> {
+    crate::usage!(
+        "{display}: a reference set can only be read (copy it to a store to change the data: \
+         `zarr copy {display} data.zarr`)"
+    )
+}
+
+/// A target inside a reference set (kerchunk's JSON): `refs.json` (the root),
+/// `refs.json/group/array`, or `refs.json --path /group/array`. The files it points into are
+/// read as fsspec does: relative paths from the current directory, absolute paths, and
+/// `s3://`, `gs://`, `az://` and `http(s)://` URLs. `None` when no `.json` file is involved.
+fn reference_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option<Target>> {
+    let given = absolute(Path::new(&args.target))?;
+    let (existing, missing) = up_to(&given, Path::exists);
+    let (file, mut inner) = up_to(&existing, Path::is_file);
+    if !file.is_file() || !is_reference_name(&file) {
+        return Ok(None);
+    }
+    if access != Access::Read {
+        read_only_reference(display)?;
+    }
+    inner.extend(missing);
+    let path = inside_path(args, &inner, display)?;
+    let store = ReferenceStore::open(&file)
+        .with_context(|| format!("opening the reference set {}", file.display()))?
+        .with_remote_urls(true);
+    let mut location =
+        std::fs::canonicalize(&file).with_context(|| format!("resolving {}", file.display()))?;
+    location.extend(path.split('/').filter(|name| !name.is_empty()));
+    Ok(Some(Target {
+        store: Arc::new(store),
+        display_is_node: args.path.is_none(),
+        path,
+        display: display.to_owned(),
+        location: Location::Local(location),
+        created: None,
+        zip: None,
+    }))
+}
+
+/// The node path of a target inside a file (an archive or a reference set): the names below
+/// the file, or `--path`, not both.
+fn inside_path(args: &TargetArgs, inner: &[String], display: &str) -> Result<String> {
+    match &args.path {
+        Some(path) if inner.is_empty() => {
+            let path = format!("/{}", path.trim_matches('/'));
+            NodePath::new(&path).with_context(|| format!("--path {path:?}"))?;
+            Ok(path)
+        }
+        Some(_) => crate::usage!(
+            "{display}: give the node either inside the file's path or with --path, not both"
+        ),
+        None => {
+            let path = format!("/{}", inner.join("/"));
+            NodePath::new(&path)
+                .with_context(|| format!("{display}: not a valid node path in the file"))?;
+            Ok(path)
+        }
+    }
+}
+
+/// A reference set at a URL (`s3://bucket/refs.json`): read through the object store of its
+/// parent; the files it points into must be URLs too (a relative path in a remote set names
+/// no file here). `None` unless the URL's last segment is a `.json` file other than a node's
+/// metadata.
+fn reference_url_target(
+    args: &TargetArgs,
+    access: Access,
+    display: &str,
+    path: String,
+) -> Result<Option<Target>> {
+    let url = args.target.trim_end_matches('/');
+    let Some((parent, name)) = url.rsplit_once('/') else {
+        return Ok(None);
+    };
+    if !is_reference_name(Path::new(name)) || !parent.contains("://") {
+        return Ok(None);
+    }
+    if access != Access::Read {
+        read_only_reference(display)?;
+    }
+    let parent_store =
+        ObjectStoreAdapter::from_url(parent).with_context(|| format!("opening {parent}"))?;
+    let key = StoreKey::try_new(name).with_context(|| format!("{display}: file name"))?;
+    let json = tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(parent_store.get(&key))
+    })
+    .with_context(|| format!("reading {url}"))?
+    .with_context(|| format!("{url}: no such file"))?;
+    let references = References::from_json(&json).with_context(|| format!("reading {url}"))?;
+    let store = ReferenceStore::new(references)
+        .with_name(url)
+        .with_remote_urls(true);
+    let location = Location::Url(
+        url.split('/')
+            .chain(path.split('/'))
+            .filter(|part| !part.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    );
+    Ok(Some(Target {
+        store: Arc::new(store),
+        path,
+        display: display.to_owned(),
+        display_is_node: false,
+        location,
+        created: None,
+        zip: None,
     }))
 }
 

@@ -36,6 +36,22 @@ Usage:
   peer.py vlen-array-read DIR  decode the chunks of the arrays DIR/manifest.json names
                                (written by the Rust crate) with numcodecs and print each
                                array's elements as numcodecs decodes them (JSON)
+  peer.py kerchunk-hdf5 DIR    write DIR/data.h5 with h5py (integers, floats of both byte
+                               orders, float16, complex, bool, fixed-length bytes, UTF-8
+                               strings, a scalar; chunked with edge chunks, gzip, shuffle,
+                               chunks never written, contiguous; nested groups with
+                               attributes), index it with kerchunk into DIR/refs.json
+                               (absolute URL) and DIR/refs-relative.json (relative URL), and
+                               write DIR/manifest.json with each dataset's values
+  peer.py references-render IN OUT
+                               resolve the reference set IN with fsspec's ReferenceFileSystem
+                               (Jinja templates and generators on) and write every key's
+                               reference to OUT (inline values as base64)
+  peer.py references-read REFS PATH...
+                               open the reference set REFS (written by the Rust crate) with
+                               fsspec's ReferenceFileSystem and zarr-python, and print the
+                               root's attributes and each array's values (JSON: path ->
+                               little-endian hex, or strings)
   peer.py verify DIR MANIFEST  open every node MANIFEST lists (written by the Rust crate) with
                                zarr-python, and with tensorstore where the entry asks for it,
                                and compare exactly; if the root has consolidated metadata,
@@ -73,6 +89,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import traceback
 import warnings
@@ -2212,6 +2229,121 @@ def cmd_vlen_array_read(root: Path) -> None:
     print(json.dumps(result))
 
 
+def cmd_kerchunk_hdf5(out: Path) -> None:
+    import h5py
+    from kerchunk.hdf import SingleHdf5ToZarr
+
+    out.mkdir(parents=True, exist_ok=True)
+    h5 = out / "data.h5"
+    rng = np.random.default_rng(20261122)
+    expected: dict[str, Any] = {}
+
+    with h5py.File(h5, "w") as f:
+        f.attrs["title"] = "kerchunk interop"
+        f.attrs["version"] = 3
+
+        def add(path: str, data: np.ndarray, **kwargs: Any) -> Any:
+            d = f.create_dataset(path, data=data, **kwargs)
+            expected[path] = data
+            return d
+
+        add("ints/i1", rng.integers(-128, 128, (7, 5), dtype="i1"), chunks=(3, 2))
+        add("ints/u1", rng.integers(0, 256, (300,), dtype="u1"), chunks=(64,),
+            compression="gzip")
+        add("ints/u2_be", rng.integers(0, 1 << 16, (100,), dtype="<u2").astype(">u2"), chunks=(30,),
+            compression="gzip", shuffle=True)
+        add("ints/i4_be", rng.integers(-(1 << 31), 1 << 31, (9, 11), dtype="<i4").astype(">i4"),
+            chunks=(4, 4))
+        d = add("ints/i8", np.arange(-50, 50, dtype="<i8").reshape(10, 10), chunks=(4, 4),
+                compression="gzip", compression_opts=9)
+        d.attrs["units"] = "counts"
+        add("ints/u8_contiguous", np.arange(5000, dtype="<u8") * 3)
+        add("floats/f4", rng.standard_normal((20, 30, 4)).astype("<f4"), chunks=(7, 8, 3),
+            shuffle=True, compression="gzip")
+        add("floats/f8_be", rng.standard_normal((33,)).astype(">f8"), chunks=(10,))
+        add("floats/f2", rng.standard_normal((17,)).astype("<f2"), chunks=(5,))
+        add("floats/special", np.array([np.nan, np.inf, -np.inf, -0.0, 1e-310, 5.0], "<f8"),
+            chunks=(4,))
+        add("complex/c8", (rng.standard_normal(12) + 1j * rng.standard_normal(12))
+            .astype("<c8"), chunks=(5,))
+        add("complex/c16", (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4)))
+            .astype("<c16"))
+        add("bool", rng.integers(0, 2, (50,)).astype(bool), chunks=(16,))
+        add("bytes/fixed", np.array([b"a", b"bcd", b"", b"efgh"], dtype="S4"))
+        add("strings/utf8", np.array(["x", "h\u00e9llo", "", "\u65e5\u672c"], dtype=object),
+            dtype=h5py.string_dtype())
+        add("scalar", np.float64(2.5))
+        # Chunks never written are not allocated: kerchunk leaves their keys out, and they
+        # read as the fill value.
+        sparse = f.create_dataset("sparse", shape=(10, 12), dtype="<i2", chunks=(5, 5),
+                                  fillvalue=-3)
+        sparse[0:5, 0:5] = 7
+        sparse[6, 11] = 9
+        expected["sparse"] = sparse[...]
+        f.create_group("empty/group").attrs["note"] = "nothing here"
+
+    def translate(url: str) -> dict[str, Any]:
+        return SingleHdf5ToZarr(url, inline_threshold=64).translate()
+
+    (out / "refs.json").write_text(json.dumps(translate(str(h5))))
+    here = Path.cwd()
+    try:
+        os.chdir(out)
+        (out / "refs-relative.json").write_text(json.dumps(translate("data.h5")))
+    finally:
+        os.chdir(here)
+
+    manifest = []
+    for path, data in expected.items():
+        data = np.asarray(data)
+        entry: dict[str, Any] = {"path": path, "shape": list(data.shape)}
+        if data.dtype == object:
+            entry["strings"] = [str(x) for x in data.reshape(-1)]
+        else:
+            entry["dtype"] = data.dtype.str
+            entry["hex"] = le_hex(data)
+        manifest.append(entry)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def reference_filesystem(refs: Path, **kwargs: Any) -> Any:
+    import fsspec
+
+    return fsspec.filesystem("reference", fo=str(refs), remote_protocol="file", **kwargs)
+
+
+def cmd_references_render(refs: Path, out: Path) -> None:
+    import base64
+
+    fs = reference_filesystem(refs, simple_templates=False)
+    result: dict[str, Any] = {}
+    for key in sorted(fs.references):
+        ref = fs.references[key]
+        if isinstance(ref, (str, bytes)):
+            result[key] = {"inline": base64.b64encode(fs.cat_file(key)).decode()}
+        else:
+            result[key] = list(ref)
+    out.write_text(json.dumps(result, indent=1))
+
+
+def cmd_references_read(refs: Path, paths: list[str]) -> None:
+    from zarr.storage import FsspecStore
+
+    fs = reference_filesystem(refs, asynchronous=True)
+    store = FsspecStore(fs, read_only=True, path="")
+    # Each array is opened by its path: listing below the root through fsspec's reference
+    # file system finds nothing, so zarr-python's recursive `members` does not reach them.
+    root = zarr.open_group(store, mode="r")
+    result: dict[str, Any] = {"attributes": dict(root.attrs)}
+    for path in paths:
+        data = np.asarray(zarr.open_array(store, path=path, mode="r")[...])
+        if data.dtype.kind in "OTU":
+            result[path] = [str(x) for x in data.reshape(-1)]
+        else:
+            result[path] = le_hex(data)
+    print(json.dumps(result))
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args == ["matrix"]:
@@ -2238,6 +2370,12 @@ def main() -> None:
         cmd_vlen_array(Path(args[1]).resolve())
     elif len(args) == 2 and args[0] == "vlen-array-read":
         cmd_vlen_array_read(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "kerchunk-hdf5":
+        cmd_kerchunk_hdf5(Path(args[1]).resolve())
+    elif len(args) == 3 and args[0] == "references-render":
+        cmd_references_render(Path(args[1]).resolve(), Path(args[2]).resolve())
+    elif len(args) >= 2 and args[0] == "references-read":
+        cmd_references_read(Path(args[1]).resolve(), args[2:])
     elif len(args) == 3 and args[0] == "verify":
         cmd_verify(Path(args[1]).resolve(), Path(args[2]).resolve())
     else:

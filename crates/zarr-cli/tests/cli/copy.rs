@@ -1023,3 +1023,73 @@ fn raw_with_path(store: &str, path: &str) -> Vec<u8> {
     ]);
     std::fs::read(file).unwrap()
 }
+
+/// A reference set (kerchunk's JSON) naming the chunk files of `src` by absolute path, its
+/// metadata inline.
+fn reference_set_for(src: &Path, refs: &Path) {
+    let mut map = serde_json::Map::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let key = path.strip_prefix(src).unwrap().to_str().unwrap().to_owned();
+            let value = if key.ends_with("zarr.json") {
+                Value::String(std::fs::read_to_string(&path).unwrap())
+            } else {
+                let len = std::fs::metadata(&path).unwrap().len();
+                serde_json::json!([path.to_str().unwrap(), 0, len])
+            };
+            map.insert(key, value);
+        }
+    }
+    let set = serde_json::json!({"version": 1, "refs": map});
+    std::fs::write(refs, set.to_string()).unwrap();
+}
+
+#[test]
+fn reference_sets_are_read_only_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let original = raw(&src);
+    let refs = dir.path().join("refs.json");
+    reference_set_for(Path::new(&src), &refs);
+    let refs_text = refs.display().to_string();
+
+    assert_eq!(raw(&refs_text), original);
+    assert_eq!(raw_with_path(&refs_text, "/"), original);
+    let described = info(&refs_text);
+    assert_eq!(described["metadata"]["shape"], serde_json::json!([37, 23]));
+    let verified = ok(&["verify", &refs_text]);
+    assert!(verified.contains("0 problems"), "{verified}");
+    // Copied out into a store of its own, the same values.
+    let out = dir.path().join("out.zarr").display().to_string();
+    ok(&["copy", &refs_text, &out]);
+    assert_eq!(raw(&out), original);
+
+    // Writing into a reference set is bad usage.
+    let npy = dir.path().join("ones.npy");
+    write_npy(&npy, "<u2", &[1, 23], &[1u8, 0].repeat(23));
+    let err = fails(
+        &["put", &refs_text, "-i", npy.to_str().unwrap(), "-r", "0:1"],
+        2,
+    );
+    assert!(err.contains("can only be read"), "{err}");
+    let err = fails(&["rm", &refs_text], 2);
+    assert!(err.contains("can only be read"), "{err}");
+
+    // A chunk file gone: the read fails naming the reference and the file.
+    std::fs::remove_file(Path::new(&src).join("c/1/1")).unwrap();
+    let err = fails(&["get", &refs_text, "-f", "raw", "-o", "/dev/null"], 1);
+    assert!(err.contains("c/1/1") && err.contains("no file"), "{err}");
+    // A malformed set is an error naming the file.
+    std::fs::write(&refs, br#"{"version": 7}"#).unwrap();
+    let err = fails(&["info", &refs_text], 1);
+    assert!(
+        err.contains("refs.json") && err.contains("version 7"),
+        "{err}"
+    );
+}

@@ -298,7 +298,8 @@ impl ReferenceStore {
     pub fn with_target(mut self, prefix: impl Into<String>, store: Arc<dyn ReadableStore>) -> Self {
         self.targets.push((prefix.into(), store));
         // The longest prefix first, so the most specific mapping wins.
-        self.targets.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
+        self.targets
+            .sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
         self
     }
 
@@ -605,8 +606,13 @@ async fn read_batch(batch: Batch) -> Result<Vec<(usize, Bytes)>> {
         .into_iter()
         .zip(answers)
         .map(|((i, key, url, range, expected), bytes)| {
-            let bytes =
-                bytes.ok_or_else(|| failed(&key, &url, "the file does not exist".into(), None))?;
+            let bytes = bytes.ok_or_else(|| {
+                let reason = match &target {
+                    Target::Local(path) => format!("there is no file {}", path.display()),
+                    Target::Store { .. } => "the file does not exist".into(),
+                };
+                failed(&key, &url, reason, None)
+            })?;
             if let Some(expected) = expected
                 && bytes.len() as u64 != expected
             {

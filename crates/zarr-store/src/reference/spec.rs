@@ -241,9 +241,9 @@ fn generate(
         match generator.get(name) {
             None => Ok(None),
             Some(Value::String(text)) => Ok(Some(text)),
-            // fsspec renders offsets and lengths as text; plain numbers mean the same.
-            Some(Value::Number(_)) if matches!(name, "offset" | "length") => Ok(None),
-            Some(other) => Err(what(format!("{name:?} is {other}, not a string"))),
+            Some(other) => Err(what(format!(
+                "{name:?} is {other}, not a string (a template)"
+            ))),
         }
     };
     for name in generator.keys() {
@@ -256,14 +256,8 @@ fn generate(
     }
     let key = field("key")?.ok_or_else(|| what("no \"key\"".into()))?;
     let url = field("url")?.ok_or_else(|| what("no \"url\"".into()))?;
-    let number_text = |name: &str| -> Result<Option<String>> {
-        Ok(match generator.get(name) {
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => field(name)?.map(str::to_owned),
-        })
-    };
-    let offset = number_text("offset")?;
-    let length = number_text("length")?;
+    let offset = field("offset")?;
+    let length = field("length")?;
     if offset.is_some() != length.is_some() {
         return Err(what(
             "has only one of \"offset\" and \"length\" (give both or neither)".into(),
@@ -301,7 +295,7 @@ fn generate(
         let key_text = render_field("key", key)?;
         let url_text = render_field("url", url)?;
         let store_key = store_key(&key_text)?;
-        let reference = match (&offset, &length) {
+        let reference = match (offset, length) {
             (Some(offset), Some(length)) => {
                 let number = |name: &str, template: &str| -> Result<u64> {
                     let text = render_field(name, template)?;

@@ -194,6 +194,11 @@ fn malformed_sets_are_typed_errors_naming_the_problem() {
             json!({"version": 1, "gen": [{"url": "u", "dimensions": {}}]}),
             "no \"key\"",
         ),
+        (
+            json!({"version": 1, "gen": [{"key": "k", "url": "u", "offset": 1, "length": "2",
+                   "dimensions": {}}]}),
+            "not a string (a template)",
+        ),
     ];
     for (value, expected) in cases {
         match References::from_json(value.to_string().as_bytes()) {
