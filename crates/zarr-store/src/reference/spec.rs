@@ -749,4 +749,28 @@ mod tests {
             assert!(eval(bad).is_err(), "{bad}");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn rendering_arbitrary_text_never_panics(text in "\\PC{0,40}") {
+            let _ = eval(&format!("{{{{{text}}}}}"));
+            let _ = eval(&text);
+        }
+
+        #[test]
+        fn floor_division_and_modulo_are_pythons(a in -10_000_i64..10_000, b in -60_i64..60) {
+            proptest::prop_assume!(b != 0);
+            let q: i64 = eval(&format!("{{{{ {a} // ({b}) }}}}")).unwrap().parse().unwrap();
+            let r: i64 = eval(&format!("{{{{ {a} % ({b}) }}}}")).unwrap().parse().unwrap();
+            // Python: a == q * b + r, r has the sign of b, and |r| < |b|.
+            proptest::prop_assert_eq!(q * b + r, a);
+            proptest::prop_assert!(r == 0 || (r < 0) == (b < 0));
+            proptest::prop_assert!(r.abs() < b.abs());
+        }
+
+        #[test]
+        fn arbitrary_json_never_panics(json in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let _ = parse(&json);
+        }
+    }
 }

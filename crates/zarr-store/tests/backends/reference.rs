@@ -491,3 +491,36 @@ fn written_sets_read_back_the_same() {
     assert_eq!(json["refs"]["w"], json!([null]));
     assert_eq!(References::from_json_value(&json).unwrap(), set);
 }
+
+#[tokio::test]
+async fn reference_stores_pass_the_read_checks_of_the_conformance_suite() {
+    let values = zarr_store::testing::sample_values();
+    // Every value a range of one packed file, behind a mapped store.
+    let files = Arc::new(MemoryStore::new());
+    let mut blob = Vec::new();
+    let mut ranged = References::new();
+    let mut inline = References::new();
+    for (k, value) in &values {
+        blob.extend_from_slice(b"--");
+        let offset = blob.len() as u64;
+        blob.extend_from_slice(value);
+        ranged
+            .insert(
+                k.clone(),
+                range("m://packed.bin", offset, value.len() as u64),
+            )
+            .unwrap();
+        inline
+            .insert(k.clone(), Reference::Inline(value.clone()))
+            .unwrap();
+    }
+    blob.extend_from_slice(b"trailing bytes no reference covers");
+    files
+        .set(&key("packed.bin"), Bytes::from(blob))
+        .await
+        .unwrap();
+    let store = ReferenceStore::new(ranged).with_target("m://", files as _);
+    zarr_store::testing::check_readable(&store, &values).await;
+    // The same values inline.
+    zarr_store::testing::check_readable(&ReferenceStore::new(inline), &values).await;
+}
