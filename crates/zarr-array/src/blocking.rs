@@ -988,6 +988,25 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
         block_on(self.0.read_optional(region))?
     }
 
+    /// [`crate::CachedArray::read_selection`].
+    ///
+    /// # Errors
+    /// As [`crate::CachedArray::read_selection`], and [`Error::BlockingInAsync`].
+    pub fn read_selection<T: Element>(&self, selection: &crate::Selection) -> Result<Vec<T>> {
+        block_on(self.0.read_selection(selection))?
+    }
+
+    /// [`crate::CachedArray::read_points`].
+    ///
+    /// # Errors
+    /// As [`crate::CachedArray::read_points`], and [`Error::BlockingInAsync`].
+    pub fn read_points<T: Element, P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+    ) -> Result<Vec<T>> {
+        block_on(self.0.read_points(points))?
+    }
+
     /// [`crate::CachedArray::read_optional_text`].
     ///
     /// # Errors

@@ -13,7 +13,7 @@ use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 use crate::element::{Element, as_bytes, as_bytes_mut};
 use crate::error::{Error, Result};
 use crate::region::IntoRegion;
-use crate::{Array, vlen_partial};
+use crate::{Array, Selection, vlen_partial};
 
 /// What an entry counts against the capacity beyond its data (so that many tiny blocks
 /// cannot grow the cache without bound).
@@ -537,6 +537,202 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
             .to_ndarray(&region.shape(), values, "the region's shape")
     }
 
+    /// [`Array::read_selection`] through the cache: the blocks holding selected elements are
+    /// taken from the cache or fetched (and kept) whole, and the elements copied out of them.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, AxisSelection, CachedArray, Selection};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let array = ArrayBuilder::new(vec![6, 6], DataType::Int32, vec![3, 3])
+    ///     .create(Arc::new(MemoryStore::new()), "/a")
+    ///     .await?;
+    /// array.write(.., &(0..36).collect::<Vec<i32>>()).await?;
+    /// let cached = CachedArray::new(array, 1 << 20);
+    /// let selection = Selection::new([AxisSelection::indices([5, 0]), AxisSelection::step(1.., 2)]);
+    /// assert_eq!(cached.read_selection::<i32>(&selection).await?, [31, 33, 35, 1, 3, 5]);
+    /// assert_eq!(cached.read_points::<i32, _>([[4, 4], [0, 0]]).await?, [28, 0]);
+    /// assert_eq!(cached.stats().misses, 4); // every chunk decoded once, then found again
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::read_selection`]; [`Error::Unsupported`] for variable-length data.
+    pub async fn read_selection<T: Element>(&self, selection: &Selection) -> Result<Vec<T>> {
+        self.array.check_element::<T>()?;
+        let bytes = self.read_selection_bytes(selection).await?;
+        let mut out = crate::element::zeroed_vec::<T>(bytes.len() / size_of::<T>().max(1))
+            .map_err(|e| self.array.codecs_error(e))?;
+        as_bytes_mut(&mut out).copy_from_slice(&bytes);
+        self.array.check_values::<T>(as_bytes(&out), "")?;
+        Ok(out)
+    }
+
+    /// [`Array::read_selection_bytes`] through the cache.
+    ///
+    /// # Errors
+    /// As [`CachedArray::read_selection`].
+    pub async fn read_selection_bytes(&self, selection: &Selection) -> Result<Vec<u8>> {
+        let shape = self.array.metadata.shape.clone();
+        let out_shape = selection.shape_in(&shape)?;
+        if let Some(region) = selection.as_region(&shape)? {
+            return self.read_bytes(region).await;
+        }
+        let elem = self.array.element_size()?;
+        let count = Region::full(&out_shape).num_elements()?;
+        let mut out =
+            zarr_codecs::zeroed_bytes(self.array.bytes_of_elements(count, "the selection")?)
+                .map_err(|e| self.array.codecs_error(e))?;
+        if count == 0 {
+            return Ok(out);
+        }
+        // Per dimension: the selected indices grouped by block, each with its place in the
+        // output and in the block.
+        let mut axes: Vec<Vec<AxisBlock>> = Vec::with_capacity(shape.len());
+        for (dim, (axis, &len)) in selection.axes().iter().zip(&shape).enumerate() {
+            let mut groups: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+            for (place, x) in axis.indices_in(len)?.into_iter().enumerate() {
+                let (block, covered) = self.blocks.chunk_along(&shape, dim, x)?;
+                groups
+                    .entry(block)
+                    .or_default()
+                    .push((place as u64, x - covered.start));
+            }
+            axes.push(groups.into_iter().collect());
+        }
+        let out_strides = strides(&out_shape);
+        let mut combination = vec![0_usize; axes.len()];
+        let mut items = Vec::new();
+        'blocks: loop {
+            let key: Vec<u64> = axes
+                .iter()
+                .zip(&combination)
+                .map(|(a, &i)| a[i].0)
+                .collect();
+            items.push((key, combination.clone()));
+            for d in (0..axes.len()).rev() {
+                combination[d] += 1;
+                if combination[d] < axes[d].len() {
+                    continue 'blocks;
+                }
+                combination[d] = 0;
+            }
+            break;
+        }
+        self.with_blocks(items, |key, combination, block| {
+            let ArrayBytes::Fixed(bytes) = block else {
+                return Err(self.unexpected("variable-length data in a fixed-size array"));
+            };
+            let block_strides = strides(&self.block_shape(key)?);
+            let members: Vec<&[(u64, u64)]> = axes
+                .iter()
+                .zip(&combination)
+                .map(|(a, &i)| a[i].1.as_slice())
+                .collect();
+            let mut at = vec![0_usize; members.len()];
+            'elements: loop {
+                let (mut o, mut b) = (0_u64, 0_u64);
+                for (d, &i) in at.iter().enumerate() {
+                    let (place, within) = members[d][i];
+                    o += place * out_strides[d];
+                    b += within * block_strides[d];
+                }
+                let (o, b) = (o as usize * elem, b as usize * elem);
+                out[o..o + elem].copy_from_slice(&bytes[b..b + elem]);
+                for d in (0..at.len()).rev() {
+                    at[d] += 1;
+                    if at[d] < members[d].len() {
+                        continue 'elements;
+                    }
+                    at[d] = 0;
+                }
+                return Ok(());
+            }
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// [`Array::read_points`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_points`]; [`Error::Unsupported`] for variable-length data.
+    pub async fn read_points<T: Element, P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+    ) -> Result<Vec<T>> {
+        self.array.check_element::<T>()?;
+        let bytes = self.read_points_bytes(points).await?;
+        let mut out = crate::element::zeroed_vec::<T>(bytes.len() / size_of::<T>().max(1))
+            .map_err(|e| self.array.codecs_error(e))?;
+        as_bytes_mut(&mut out).copy_from_slice(&bytes);
+        self.array.check_values::<T>(as_bytes(&out), "")?;
+        Ok(out)
+    }
+
+    /// [`Array::read_points_bytes`] through the cache.
+    ///
+    /// # Errors
+    /// As [`CachedArray::read_points`].
+    pub async fn read_points_bytes<P: AsRef<[u64]>>(
+        &self,
+        points: impl IntoIterator<Item = P>,
+    ) -> Result<Vec<u8>> {
+        let shape = self.array.metadata.shape.clone();
+        let elem = self.array.element_size()?;
+        let mut groups: BTreeMap<Vec<u64>, Vec<(usize, Vec<u64>)>> = BTreeMap::new();
+        let mut count = 0_usize;
+        for (i, point) in points.into_iter().enumerate() {
+            let point = point.as_ref();
+            if point.len() != shape.len() {
+                return Err(crate::selection::region_error(format!(
+                    "point {i} has {} indices, the array {} dimensions",
+                    point.len(),
+                    shape.len()
+                )));
+            }
+            let (block, within) = self.blocks.chunk_of(&shape, point)?;
+            groups.entry(block).or_default().push((i, within));
+            count += 1;
+        }
+        let mut out =
+            zarr_codecs::zeroed_bytes(self.array.bytes_of_elements(count as u64, "the points")?)
+                .map_err(|e| self.array.codecs_error(e))?;
+        self.with_blocks(
+            groups
+                .into_iter()
+                .map(|(key, members)| (key.clone(), (key, members)))
+                .collect(),
+            |_, (key, members), block| {
+                let ArrayBytes::Fixed(bytes) = block else {
+                    return Err(self.unexpected("variable-length data in a fixed-size array"));
+                };
+                let block_strides = strides(&self.block_shape(&key)?);
+                for (i, within) in members {
+                    let b: u64 = within.iter().zip(&block_strides).map(|(x, s)| x * s).sum();
+                    let (o, b) = (i * elem, b as usize * elem);
+                    out[o..o + elem].copy_from_slice(&bytes[b..b + elem]);
+                }
+                Ok(())
+            },
+        )
+        .await?;
+        Ok(out)
+    }
+
+    /// [`Array::read_blocks`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_blocks`].
+    pub async fn read_blocks<T: Element>(&self, blocks: impl IntoRegion) -> Result<Vec<T>> {
+        let region = self.array.blocks_region(blocks)?;
+        self.read(region).await
+    }
+
     async fn read_vlen(&self, region: impl IntoRegion) -> Result<VlenBytes> {
         match self.read_array_bytes(region).await? {
             ArrayBytes::Variable(vlen) => Ok(vlen),
@@ -565,31 +761,47 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
         F: FnMut(&ChunkSelection, &ArrayBytes) -> Result<()>,
     {
         let shape = &self.array.metadata.shape;
+        let items = self
+            .blocks
+            .chunks_in_region(shape, region)?
+            .map(|selection| (selection.chunk.clone(), selection))
+            .collect();
+        self.with_blocks(items, |_, selection, block| place(&selection, block))
+            .await
+    }
+
+    /// Call `place` with each item's block (`items` pairs a block's key with what `place`
+    /// needs of it): cached blocks first, then the others as they are decoded, at most
+    /// `io_concurrency` at a time.
+    async fn with_blocks<K, F>(&self, items: Vec<(Vec<u64>, K)>, mut place: F) -> Result<()>
+    where
+        F: FnMut(&[u64], K, &ArrayBytes) -> Result<()>,
+    {
         let mut missing = Vec::new();
-        for selection in self.blocks.chunks_in_region(shape, region)? {
+        for (key, item) in items {
             let found = {
                 let mut state = self.cache.lock();
-                let found = state.touch(&selection.chunk);
+                let found = state.touch(&key);
                 if found.is_some() {
                     state.hits += 1;
                 }
                 found
             };
             match found {
-                Some(block) => place(&selection, &block)?,
-                None => missing.push(selection),
+                Some(block) => place(&key, item, &block)?,
+                None => missing.push((key, item)),
             }
         }
         let in_flight = self.array.options.io_concurrency().max(1);
         let mut fetches = futures::stream::iter(missing)
-            .map(|selection| async move {
-                let block = self.block(&selection.chunk).await?;
-                Ok::<_, Error>((selection, block))
+            .map(|(key, item)| async move {
+                let block = self.block(&key).await?;
+                Ok::<_, Error>((key, item, block))
             })
             .buffer_unordered(in_flight);
         while let Some(fetched) = fetches.next().await {
-            let (selection, block) = fetched?;
-            place(&selection, &block)?;
+            let (key, item, block) = fetched?;
+            place(&key, item, &block)?;
         }
         Ok(())
     }
@@ -769,4 +981,17 @@ impl<S: WritableStore + ?Sized> CachedArray<S> {
         })
         .await
     }
+}
+
+/// Along one dimension of a selection: a block's index, and the selected indices it holds
+/// as `(place in the output, index within the block)`.
+type AxisBlock = (u64, Vec<(u64, u64)>);
+
+/// C-order strides, in elements, of an array of `shape`.
+fn strides(shape: &[u64]) -> Vec<u64> {
+    let mut strides = vec![1_u64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
 }

@@ -187,7 +187,7 @@ fn check_indices(dim: usize, indices: &[u64], len: u64) -> Result<()> {
     }
 }
 
-fn region_error(reason: String) -> Error {
+pub(crate) fn region_error(reason: String) -> Error {
     Error::Region { reason }
 }
 
@@ -752,7 +752,7 @@ impl<S: ?Sized> Array<S> {
     }
 
     /// The bytes of `n` elements, as a `usize`.
-    fn bytes_of_elements(&self, n: u64, what: &str) -> Result<usize> {
+    pub(crate) fn bytes_of_elements(&self, n: u64, what: &str) -> Result<usize> {
         let elem = self.element_size()?;
         n.checked_mul(elem as u64)
             .and_then(|n| usize::try_from(n).ok())

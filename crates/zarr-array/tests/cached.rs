@@ -583,3 +583,113 @@ async fn optional_values_struct_fields_and_ndarrays_through_the_cache() {
     .join()
     .unwrap();
 }
+
+/// Orthogonal selections, points and blocks through the cache give what the array gives,
+/// on a plain array (with a missing chunk) and a sharded one (blocks are inner chunks), and
+/// cost no requests once their blocks are cached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selections_points_and_blocks_through_the_cache() {
+    use zarr_array::{AxisSelection, Selection};
+
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let plain = array(Arc::clone(&store)).await;
+    let sharded = ArrayBuilder::new(vec![13, 11], DataType::UInt16, vec![8, 8])
+        .sharding(vec![4, 2])
+        .zstd(1)
+        .fill_value(FillValue::from(7u16))
+        .create(Arc::clone(&store), "/s")
+        .await
+        .unwrap();
+    let many: Vec<u16> = (0..143u16).map(|i| i.wrapping_mul(331)).collect();
+    sharded.write(.., &many).await.unwrap();
+
+    for array in [plain, sharded] {
+        let shape = array.shape().to_vec();
+        let cached = CachedArray::new(array.clone(), 1 << 20);
+        let selections = [
+            Selection::new([
+                AxisSelection::indices([shape[0] - 1, 0, 5, 5, 2]),
+                AxisSelection::step(1.., 2),
+            ]),
+            Selection::new([
+                AxisSelection::step(.., 3),
+                AxisSelection::indices([6, 0, 3]),
+            ]),
+            Selection::new([
+                AxisSelection::mask((0..shape[0]).map(|y| y % 4 == 1)),
+                AxisSelection::from(2..5),
+            ]),
+            Selection::new([AxisSelection::from(1..4), AxisSelection::from(0..2)]),
+            Selection::new([AxisSelection::indices([]), AxisSelection::all()]),
+            Selection::new([AxisSelection::from(3), AxisSelection::indices([4, 1])]),
+        ];
+        for (i, selection) in selections.iter().enumerate() {
+            let want: Vec<u16> = array.read_selection(selection).await.unwrap();
+            assert_eq!(
+                cached.read_selection::<u16>(selection).await.unwrap(),
+                want,
+                "{i}"
+            );
+            assert_eq!(
+                cached.read_selection_bytes(selection).await.unwrap(),
+                array.read_selection_bytes(selection).await.unwrap(),
+                "{i}"
+            );
+        }
+        let points = [
+            [0, 0],
+            [shape[0] - 1, shape[1] - 1],
+            [8, 1],
+            [3, 4],
+            [8, 1],
+            [9, 2],
+        ];
+        let want: Vec<u16> = array.read_points(points).await.unwrap();
+        assert_eq!(cached.read_points::<u16, _>(points).await.unwrap(), want);
+        let want: Vec<u16> = array.read_blocks([1..2, 0..2]).await.unwrap();
+        assert_eq!(cached.read_blocks::<u16>([1..2, 0..2]).await.unwrap(), want);
+
+        // Everything is cached now: no more requests.
+        cached.read_bytes(..).await.unwrap();
+        store.clear();
+        for selection in &selections {
+            cached.read_selection::<u16>(selection).await.unwrap();
+        }
+        cached.read_points::<u16, _>(points).await.unwrap();
+        assert_eq!(store.stats().calls(), 0, "{:?}", store.operations());
+
+        // Typed errors, as the array's.
+        assert!(matches!(
+            cached.read_selection::<u32>(&selections[0]).await,
+            Err(Error::ElementType { .. })
+        ));
+        assert!(cached.read_points::<u16, _>([[shape[0], 0]]).await.is_err());
+        assert!(cached.read_points::<u16, _>([[0_u64]]).await.is_err());
+        assert!(
+            cached
+                .read_selection::<u16>(&Selection::new([AxisSelection::all()]))
+                .await
+                .is_err()
+        );
+    }
+
+    let selection = Selection::new([AxisSelection::indices([12, 0]), AxisSelection::from(9..11)]);
+    let points = [[12_u64, 10], [0, 9]];
+    // The blocking API, on a thread of its own (not inside the runtime).
+    std::thread::spawn(move || {
+        let blocking_array = blocking::CachedArray::new(
+            blocking::Array::open(Arc::clone(&store), "/s").unwrap(),
+            1 << 20,
+        );
+        assert_eq!(
+            blocking_array.read_selection::<u16>(&selection).unwrap(),
+            [many[12 * 11 + 9], many[12 * 11 + 10], many[9], many[10]]
+        );
+        assert_eq!(
+            blocking_array.read_points::<u16, _>(points).unwrap(),
+            [many[12 * 11 + 10], many[9]]
+        );
+    })
+    .join()
+    .unwrap();
+}
