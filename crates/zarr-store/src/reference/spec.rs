@@ -405,9 +405,10 @@ fn python_range(name: &str, range: &Map<String, Value>) -> std::result::Result<V
             "dimension {name:?} has more than {MAX_GENERATED_REFERENCES} values"
         ));
     }
-    // `len` fits in a u64 and each value lies between start and stop.
-    Ok((0..len as i64)
-        .map(|i| Datum::Int(start + i * step))
+    // Each value lies between start and stop, so it fits in an i64; the product is taken in
+    // i128, where it cannot overflow (len < 2^25, |step| < 2^64).
+    Ok((0..len)
+        .map(|i| Datum::Int((i128::from(start) + i * i128::from(step)) as i64))
         .collect())
 }
 
@@ -725,6 +726,33 @@ mod tests {
         assert_eq!(eval("{{ u + '_' + \"x\" }}").unwrap(), "host/path_x");
         assert_eq!(eval("{{ 2 + 3 * 4 - 10 // 3 }}").unwrap(), "11");
         assert_eq!(eval("no braces").unwrap(), "no braces");
+    }
+
+    #[test]
+    fn ranges_spanning_all_of_i64_generate_without_overflow() {
+        let range: Map<String, Value> = serde_json::from_str(&format!(
+            "{{\"start\": {}, \"stop\": {}, \"step\": {}}}",
+            i64::MIN + 1,
+            i64::MAX,
+            1_i64 << 62
+        ))
+        .unwrap();
+        let values = python_range("i", &range).unwrap();
+        let expected: Vec<Datum> = (0..4_i128)
+            .map(|i| Datum::Int((i128::from(i64::MIN + 1) + i * (1 << 62)) as i64))
+            .collect();
+        assert_eq!(values, expected);
+        let down: Map<String, Value> = serde_json::from_str(&format!(
+            "{{\"start\": {}, \"stop\": {}, \"step\": {}}}",
+            i64::MAX,
+            i64::MIN,
+            i64::MIN
+        ))
+        .unwrap();
+        assert_eq!(
+            python_range("i", &down).unwrap(),
+            [Datum::Int(i64::MAX), Datum::Int(-1)]
+        );
     }
 
     #[test]
