@@ -51,6 +51,19 @@ enum Location {
     Url(Vec<String>),
 }
 
+impl Location {
+    /// The node at `path` below the store at `url`.
+    fn at_url(url: &str, path: &str) -> Self {
+        Self::Url(
+            url.split('/')
+                .chain(path.split('/'))
+                .filter(|part| !part.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+}
+
 /// What a target to be written holds before the command writes anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Occupant {
@@ -128,14 +141,7 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         let store = ObjectStoreAdapter::from_url(&args.target)
             .with_context(|| format!("opening {}", args.target))?;
         let path = node(args.path.as_deref())?;
-        let location = Location::Url(
-            args.target
-                .split('/')
-                .chain(path.split('/'))
-                .filter(|part| !part.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        );
+        let location = Location::at_url(&args.target, &path);
         return Ok(Target {
             store: Arc::new(store),
             path,
@@ -261,13 +267,7 @@ fn zip_url_target(
             .block_on(ZipStore::from_store(Arc::new(parent_store), key))
     })
     .with_context(|| format!("opening the zip archive {url}"))?;
-    let location = Location::Url(
-        url.split('/')
-            .chain(path.split('/'))
-            .filter(|part| !part.is_empty())
-            .map(str::to_owned)
-            .collect(),
-    );
+    let location = Location::at_url(url, &path);
     Ok(Some(Target {
         store: Arc::new(zip),
         path,
@@ -453,13 +453,7 @@ fn reference_url_target(
     let store = ReferenceStore::new(references)
         .with_name(url)
         .with_remote_urls(true);
-    let location = Location::Url(
-        url.split('/')
-            .chain(path.split('/'))
-            .filter(|part| !part.is_empty())
-            .map(str::to_owned)
-            .collect(),
-    );
+    let location = Location::at_url(url, &path);
     Ok(Some(Target {
         store: Arc::new(store),
         path,
