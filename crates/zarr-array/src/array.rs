@@ -1694,7 +1694,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
         self.sink().put(self, key, None).await
     }
 
-    /// Replace the attributes and write `zarr.json`.
+    /// Replace the attributes and write `zarr.json` (`.zattrs` for Zarr v2). Consolidated
+    /// records above that list the array get them too (see [`Array::resize`]).
     ///
     /// # Errors
     /// Store errors.
@@ -1738,7 +1739,10 @@ impl<S: WritableStore + ?Sized> Array<S> {
                 }
             }
         }
+        let document = NodeMetadata::Array(Box::new(metadata.clone()));
         self.metadata = Arc::new(metadata);
+        crate::records::refresh_in_records(&*self.store, &self.path, &document, self.format)
+            .await?;
         Ok(())
     }
 
@@ -1777,6 +1781,12 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// the old shape and in the new) are re-encoded at their new shape before the shape is
     /// stored, keeping their values; growing then rewrites those chunks too. Between the two
     /// steps, readers of the old shape get a typed error for those chunks.
+    ///
+    /// Consolidated records of the groups above that list the array get its new metadata,
+    /// after the array's own metadata is written, so readers of a record never see the old
+    /// shape (zarr-python leaves them as they were). That costs one metadata read per group
+    /// above (`zarr.json`, or `.zmetadata` for Zarr v2) and a write per record that lists the
+    /// array; attribute changes and appends do the same.
     ///
     /// # Errors
     /// [`Error::Region`] if the new shape has another rank than the array; [`Error::Core`]

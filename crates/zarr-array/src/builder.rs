@@ -481,6 +481,12 @@ impl ArrayBuilder {
                     reason: "a node is already there (use `overwrite(true)` to replace it)".into(),
                 });
             }
+            // Records that list the node it replaces lose it (and any node below it), as
+            // `Group::remove` does: they must not describe the new node with the old one's
+            // metadata.
+            for group in path.ancestors() {
+                crate::records::forget_in_record(store, &group, &path).await?;
+            }
             store.erase_prefix(&node_prefix(&path)?).await?;
         }
         ensure_ancestors(store, &path, self.zarr_format).await?;

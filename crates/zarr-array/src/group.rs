@@ -12,6 +12,7 @@ use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableSt
 use crate::array::{Array, ArrayOptions};
 use crate::builder::ArrayBuilder;
 use crate::error::{Error, Result};
+use crate::records::{forget_in_record, refresh_in_records};
 
 /// The store key of a node's `zarr.json`.
 pub(crate) fn metadata_key(path: &NodePath) -> Result<StoreKey> {
@@ -317,10 +318,13 @@ impl<S: ReadableStore + ?Sized> Group<S> {
     /// for a consolidated hierarchy. This is what makes opening a deep hierarchy on object
     /// storage cheap.
     ///
-    /// The record is a snapshot: a node created, resized or given new attributes after the
-    /// last [`consolidate_metadata`](Self::consolidate_metadata) is seen as it was then
-    /// (a node the record does not list is still opened from the store). Use
-    /// [`Group::open`] for the store's current state.
+    /// The record lists the nodes that were there at the last
+    /// [`consolidate_metadata`](Self::consolidate_metadata): a node created since is not
+    /// listed (it is still opened from the store, but `children` and `tree` do not show
+    /// it). Changes this library makes to a listed node do reach the record: new attributes,
+    /// a resize or an append give it the node's new metadata, and a removed or replaced node
+    /// leaves it. Changes by other writers (zarr-python does not update records) are seen
+    /// as recorded; use [`Group::open`] for the store's current state.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -528,19 +532,20 @@ impl<S: WritableStore + ?Sized> Group<S> {
         format: ZarrFormat,
     ) -> Result<Self> {
         let path = NodePath::new(path)?;
-        if let Some((_, existing)) = read_node(&*store, &path).await?
-            && existing != format
+        let existing = read_node(&*store, &path).await?;
+        // A node of the other format, or an array, would shadow the new group's documents.
+        if let Some((node, existing)) = &existing
+            && (*existing != format || matches!(node, NodeMetadata::Array(_)))
         {
-            erase_metadata(&*store, &path, existing).await?;
+            erase_metadata(&*store, &path, *existing).await?;
         }
         ensure_ancestors(&*store, &path, format).await?;
-        write_metadata(
-            &*store,
-            &path,
-            &NodeMetadata::Group(Box::new(metadata.clone())),
-            format,
-        )
-        .await?;
+        let document = NodeMetadata::Group(Box::new(metadata.clone()));
+        write_metadata(&*store, &path, &document, format).await?;
+        if existing.is_some() {
+            // Records above that list the node it replaces get the new group's metadata.
+            refresh_in_records(&*store, &path, &document, format).await?;
+        }
         tracing::debug!(group = %path, %format, "created group");
         Ok(Self {
             store,
@@ -612,10 +617,23 @@ impl<S: WritableStore + ?Sized> Group<S> {
 
     /// Replace the group's attributes and write its `zarr.json` (`.zattrs` for Zarr v2).
     ///
+    /// The rest of a v3 group's `zarr.json` is kept as it is stored now (read first), so a
+    /// consolidated record written or refreshed since this handle was opened is not lost.
+    /// Consolidated records above that list the group get its new attributes (see
+    /// [`Array::resize`](crate::Array::resize) for what that costs).
+    ///
     /// # Errors
     /// Store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
-        let mut metadata = GroupMetadata::clone(&self.metadata);
+        let mut metadata = match self.format {
+            ZarrFormat::V3 => match read_node(&*self.store, &self.path).await {
+                Ok(Some((NodeMetadata::Group(stored), ZarrFormat::V3))) => *stored,
+                Err(Error::Store(e)) => return Err(Error::Store(e)),
+                // Gone, replaced or unreadable: this handle's metadata is what is written.
+                _ => GroupMetadata::clone(&self.metadata),
+            },
+            ZarrFormat::V2 => GroupMetadata::clone(&self.metadata),
+        };
         metadata.attributes = attributes;
         match self.format {
             ZarrFormat::V2 => {
@@ -631,7 +649,9 @@ impl<S: WritableStore + ?Sized> Group<S> {
                 .await?;
             }
         }
+        let document = NodeMetadata::Group(Box::new(metadata.clone()));
         self.metadata = Arc::new(metadata);
+        refresh_in_records(&*self.store, &self.path, &document, self.format).await?;
         Ok(())
     }
 
@@ -713,88 +733,6 @@ impl<S: WritableStore + ?Sized> Group<S> {
         tracing::debug!(group = %self.path, removed = %path, "removed node");
         Ok(())
     }
-}
-
-/// Take the node at `path` and every node below it out of the consolidated record of the
-/// group at `group` (an ancestor of `path`), if that group has one listing it: inline
-/// `consolidated_metadata` in a v3 `zarr.json` (records nested in the entries of groups
-/// between the two included), or a v2 `.zmetadata`. Answers the group's new v3 metadata when
-/// it was rewritten.
-async fn forget_in_record<S: WritableStore + ?Sized>(
-    store: &S,
-    group: &NodePath,
-    path: &NodePath,
-) -> Result<Option<GroupMetadata>> {
-    let relative = path
-        .names()
-        .skip(group.names().count())
-        .collect::<Vec<_>>()
-        .join("/");
-    match read_node(store, group).await? {
-        Some((NodeMetadata::Group(mut metadata), ZarrFormat::V3)) => {
-            let Some(record) = &mut metadata.consolidated_metadata else {
-                return Ok(None);
-            };
-            if !forget_recorded(&mut record.metadata, &relative) {
-                return Ok(None);
-            }
-            let document = NodeMetadata::Group(metadata.clone());
-            write_metadata(store, group, &document, ZarrFormat::V3).await?;
-            Ok(Some(*metadata))
-        }
-        Some((NodeMetadata::Group(_), ZarrFormat::V2)) => {
-            let key = v2_key(group, v2::ZMETADATA)?;
-            let Some(bytes) = store.get(&key).await? else {
-                return Ok(None);
-            };
-            let malformed = |reason: String| Error::Consolidated {
-                path: group.as_str().to_owned(),
-                reason,
-            };
-            let mut doc: Map<String, Value> = serde_json::from_slice(&bytes)
-                .map_err(|e| malformed(format!("{} is not a JSON object: {e}", v2::ZMETADATA)))?;
-            let Some(Value::Object(entries)) = doc.get_mut("metadata") else {
-                return Err(malformed(format!(
-                    "{} has no `metadata` object",
-                    v2::ZMETADATA
-                )));
-            };
-            // v2 entries are documents: `sub/.zarray`, `sub/arr/.zattrs`.
-            let below = format!("{relative}/");
-            if !entries.keys().any(|key| key.starts_with(&below)) {
-                return Ok(None);
-            }
-            entries.retain(|key, _| !key.starts_with(&below));
-            let mut text =
-                serde_json::to_string_pretty(&doc).map_err(|e| malformed(e.to_string()))?;
-            text.push('\n');
-            store.set(&key, Bytes::from(text.into_bytes())).await?;
-            Ok(None)
-        }
-        _ => Ok(None),
-    }
-}
-
-/// Remove the entry at `relative` (`a/b`) and every entry below it from an inline record's
-/// entries, descending into the records nested in the entries of groups above it. Whether
-/// anything was removed.
-fn forget_recorded(entries: &mut Map<String, Value>, relative: &str) -> bool {
-    let below = format!("{relative}/");
-    let before = entries.len();
-    entries.retain(|key, _| key != relative && !key.starts_with(&below));
-    let mut changed = entries.len() != before;
-    for (key, document) in entries.iter_mut() {
-        if let Some(rest) = relative
-            .strip_prefix(key.as_str())
-            .and_then(|rest| rest.strip_prefix('/'))
-            && let Some(Value::Object(nested)) = document
-                .get_mut("consolidated_metadata")
-                .and_then(|record| record.get_mut("metadata"))
-        {
-            changed |= forget_recorded(nested, rest);
-        }
-    }
-    changed
 }
 
 impl<S: ReadableStore + ListableStore + ?Sized> Group<S> {

@@ -70,6 +70,7 @@ mod group;
 mod index_cache;
 mod index_flights;
 mod read;
+mod records;
 mod region;
 mod selection;
 mod selection_vlen;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
-use zarr_array::{ArrayBuilder, Error, Group, Node, blocking};
+use zarr_array::{Array, ArrayBuilder, Error, Group, Node, blocking};
 use zarr_core::DataType;
 use zarr_core::v2::ZarrFormat;
 use zarr_store::{
@@ -163,11 +163,9 @@ async fn open_consolidated_answers_without_store_requests() {
 }
 
 #[tokio::test]
-async fn the_record_is_a_snapshot_until_consolidated_again() {
+async fn the_record_lists_new_nodes_once_consolidated_again() {
     let (store, mut root) = hierarchy(ZarrFormat::V3).await;
     root.consolidate_metadata().await.unwrap();
-    let mut b = root.open_array("b").await.unwrap();
-    b.resize(vec![10]).await.unwrap();
     ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])
         .create(Arc::clone(&store), "/late")
         .await
@@ -176,7 +174,6 @@ async fn the_record_is_a_snapshot_until_consolidated_again() {
     let snapshot = Group::open_consolidated(Arc::clone(&store), "/")
         .await
         .unwrap();
-    assert_eq!(snapshot.open_array("b").await.unwrap().shape(), &[3]);
     // A node the record does not list is opened from the store.
     assert_eq!(snapshot.open_array("late").await.unwrap().shape(), &[2]);
     assert_eq!(snapshot.children().await.unwrap().len(), 2);
@@ -185,10 +182,200 @@ async fn the_record_is_a_snapshot_until_consolidated_again() {
 
     let mut snapshot = snapshot;
     assert_eq!(snapshot.consolidate_metadata().await.unwrap(), 5);
-    assert_eq!(snapshot.open_array("b").await.unwrap().shape(), &[10]);
     assert_eq!(snapshot.children().await.unwrap().len(), 3);
     let again = Group::open_consolidated(store, "/").await.unwrap();
-    assert_eq!(again.open_array("b").await.unwrap().shape(), &[10]);
+    assert_eq!(again.open_array("late").await.unwrap().shape(), &[2]);
+}
+
+/// The recorded metadata of `path` in the record of the group at `group`, as a fresh
+/// `open_consolidated` sees it: the array's shape and attributes, or the group's attributes.
+async fn recorded(store: &Arc<Store>, group: &str, path: &str) -> (Option<Vec<u64>>, Value) {
+    let group = Group::open_consolidated(Arc::clone(store), group)
+        .await
+        .unwrap();
+    // Answered from the record: no store request.
+    store.clear();
+    let answer = if path.is_empty() {
+        (None, Value::Object(group.attributes().clone()))
+    } else {
+        match group.open_array(path).await {
+            Ok(a) => (
+                Some(a.shape().to_vec()),
+                Value::Object(a.attributes().clone()),
+            ),
+            Err(Error::WrongNodeType { .. }) => {
+                let g = group.open_group(path).await.unwrap();
+                (None, Value::Object(g.attributes().clone()))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(store.stats().calls(), 0, "{:?}", store.operations());
+    answer
+}
+
+/// Changing a node's metadata (attributes, resize, append) gives every consolidated record
+/// above it that lists it the new metadata, in both formats, so that readers of the
+/// records never see an old shape.
+#[tokio::test]
+async fn metadata_changes_refresh_the_records_that_list_the_node() {
+    for format in [ZarrFormat::V3, ZarrFormat::V2] {
+        let (store, mut root) = hierarchy(format).await;
+        let mut g = Group::open(Arc::clone(&store), "/g").await.unwrap();
+        // Two records list /g/a: the root's and /g's own.
+        g.consolidate_metadata().await.unwrap();
+        root.consolidate_metadata().await.unwrap();
+
+        let mut a = Array::open(Arc::clone(&store), "/g/a").await.unwrap();
+        a.resize(vec![6]).await.unwrap();
+        a.append(0, &[5i32, 6]).await.unwrap();
+        a.update_attributes(json!({"units": "km", "n": 2}).as_object().unwrap().clone())
+            .await
+            .unwrap();
+        g.set_attributes(json!({"x": 2}).as_object().unwrap().clone())
+            .await
+            .unwrap();
+        let mut top = Group::open(Arc::clone(&store), "/").await.unwrap();
+        top.update_attributes(json!({"edited": true}).as_object().unwrap().clone())
+            .await
+            .unwrap();
+
+        let array = (Some(vec![8]), json!({"units": "km", "n": 2}));
+        assert_eq!(recorded(&store, "/", "g/a").await, array, "{format}");
+        assert_eq!(recorded(&store, "/g", "a").await, array, "{format}");
+        assert_eq!(
+            recorded(&store, "/", "g").await,
+            (None, json!({"x": 2})),
+            "{format}"
+        );
+        // A v2 group's own `.zmetadata` records its `.zattrs` too.
+        assert_eq!(
+            recorded(&store, "/", "").await,
+            (None, json!({"title": "root", "edited": true})),
+            "{format}"
+        );
+        // The appended values read through the record's metadata.
+        let fresh = Group::open_consolidated(Arc::clone(&store), "/")
+            .await
+            .unwrap();
+        let a = fresh.open_array("g/a").await.unwrap();
+        assert_eq!(
+            a.read::<i32>(0..8).await.unwrap(),
+            [1, 2, 3, 4, 0, 0, 5, 6],
+            "{format}"
+        );
+        // What is recorded is what a new consolidation records.
+        let before = match format {
+            ZarrFormat::V3 => json_at(&*store, "zarr.json").await,
+            _ => json_at(&*store, ".zmetadata").await,
+        };
+        root.consolidate_metadata().await.unwrap();
+        let after = match format {
+            ZarrFormat::V3 => json_at(&*store, "zarr.json").await,
+            _ => json_at(&*store, ".zmetadata").await,
+        };
+        assert_eq!(before, after, "{format}");
+    }
+}
+
+/// A record nested in a group entry is refreshed too; a change to a node no record lists
+/// rewrites nothing but the node; a group above whose metadata does not parse is passed over.
+#[tokio::test]
+async fn refreshes_reach_nested_records_and_leave_the_rest_alone() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let array = json!({"zarr_format": 3, "node_type": "array", "shape": [2],
+        "data_type": "uint8", "chunk_grid": {"name": "regular",
+        "configuration": {"chunk_shape": [2]}}, "chunk_key_encoding": {"name": "default"},
+        "fill_value": 7, "codecs": [{"name": "bytes"}]});
+    let group = json!({"zarr_format": 3, "node_type": "group"});
+    let doc = json!({"zarr_format": 3, "node_type": "group", "consolidated_metadata": {
+        "kind": "inline", "must_understand": false, "metadata": {
+            "g": {"zarr_format": 3, "node_type": "group", "consolidated_metadata": {
+                "kind": "inline", "must_understand": false,
+                "metadata": {"a": array, "b": array}}}}}});
+    for (key, value) in [
+        ("zarr.json", &doc),
+        ("g/zarr.json", &group),
+        ("g/a/zarr.json", &array),
+        ("other/zarr.json", &group),
+        ("other/c/zarr.json", &array),
+    ] {
+        store
+            .set(
+                &StoreKey::new(key),
+                Bytes::from(serde_json::to_vec(value).unwrap()),
+            )
+            .await
+            .unwrap();
+    }
+    let mut a = Array::open(Arc::clone(&store), "/g/a").await.unwrap();
+    a.resize(vec![5]).await.unwrap();
+    let record = json_at(&*store, "zarr.json").await;
+    let nested = &record["consolidated_metadata"]["metadata"]["g"]["consolidated_metadata"];
+    assert_eq!(nested["metadata"]["a"]["shape"], json!([5]));
+    assert_eq!(nested["metadata"]["b"]["shape"], json!([2]));
+    let fresh = Group::open_consolidated(Arc::clone(&store), "/")
+        .await
+        .unwrap();
+    assert_eq!(fresh.open_array("g/a").await.unwrap().shape(), &[5]);
+
+    // Not listed anywhere: one read per group above, and only the node's zarr.json written.
+    let mut c = Array::open(Arc::clone(&store), "/other/c").await.unwrap();
+    store.clear();
+    c.resize(vec![4]).await.unwrap();
+    let stats = store.stats();
+    assert_eq!(stats.sets, 1, "{:?}", store.operations());
+    let unchanged = json_at(&*store, "zarr.json").await;
+    assert_eq!(unchanged, record);
+
+    // A group above whose zarr.json does not parse: the change still lands.
+    store
+        .set(
+            &StoreKey::new("other/zarr.json"),
+            Bytes::from_static(b"{oops"),
+        )
+        .await
+        .unwrap();
+    c.resize(vec![3]).await.unwrap();
+    assert_eq!(
+        json_at(&*store, "other/c/zarr.json").await["shape"],
+        json!([3])
+    );
+}
+
+/// Replacing a node with `ArrayBuilder::overwrite` takes it (and what was below it) out of
+/// the records, which must not describe the new array with the old one's metadata;
+/// re-creating a group gives the records its new attributes.
+#[tokio::test]
+async fn replaced_nodes_leave_or_refresh_the_records() {
+    for format in [ZarrFormat::V3, ZarrFormat::V2] {
+        let (store, mut root) = hierarchy(format).await;
+        root.consolidate_metadata().await.unwrap();
+        ArrayBuilder::new(vec![7], DataType::UInt8, vec![7])
+            .zarr_format(format)
+            .overwrite(true)
+            .create(Arc::clone(&store), "/g")
+            .await
+            .unwrap();
+        let fresh = Group::open_consolidated(Arc::clone(&store), "/")
+            .await
+            .unwrap();
+        assert_eq!(paths(&fresh.tree().await.unwrap()), ["/b"], "{format}");
+        // Not in the record: opened from the store, as it is now.
+        assert_eq!(fresh.open_array("g").await.unwrap().shape(), &[7]);
+
+        let renewed = zarr_core::GroupMetadata::new()
+            .with_attributes(json!({"title": "renewed"}).as_object().unwrap().clone());
+        Group::create_with_format(Arc::clone(&store), "/b", renewed, format)
+            .await
+            .unwrap();
+        let (shape, attributes) = recorded(&store, "/", "b").await;
+        assert_eq!(
+            (shape, attributes),
+            (None, json!({"title": "renewed"})),
+            "{format}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -2562,3 +2562,108 @@ async fn zarr_python_reads_the_reference_sets_we_write() {
     }
     assert_eq!(theirs.len(), manifest.len() + 1, "{theirs:?}");
 }
+
+/// Changes we make to nodes a consolidated record lists (a resize, an append, new
+/// attributes of an array and of groups, a node replaced) reach the record: zarr-python,
+/// opening the hierarchy from its consolidated metadata, sees each node as its own
+/// documents describe it, in Zarr v3 and v2.
+#[tokio::test(flavor = "multi_thread")]
+async fn zarr_python_sees_our_metadata_changes_through_consolidated_records() {
+    use zarr_core::v2::ZarrFormat;
+
+    let Some(python) = python("zarr_python_sees_our_metadata_changes_through_consolidated_records")
+    else {
+        return;
+    };
+    let (_guard, dir) = work_dir("consolidated_changes");
+    for format in [ZarrFormat::V3, ZarrFormat::V2] {
+        let root = dir.join(format!(
+            "v{}.zarr",
+            if format == ZarrFormat::V3 { 3 } else { 2 }
+        ));
+        let store = Arc::new(FilesystemStore::new(&root).unwrap());
+        Group::create_with_format(Arc::clone(&store), "/", GroupMetadata::new(), format)
+            .await
+            .unwrap();
+        let series = ArrayBuilder::new(vec![5, 3], DataType::Int32, vec![4, 3])
+            .zarr_format(format)
+            .fill_value(FillValue::from(-1_i32))
+            .zstd(3)
+            .create(Arc::clone(&store), "/data/series")
+            .await
+            .unwrap();
+        series
+            .write(series.full_region(), &(0..15).collect::<Vec<i32>>())
+            .await
+            .unwrap();
+        ArrayBuilder::new(vec![10], DataType::Float64, vec![4])
+            .zarr_format(format)
+            .create(Arc::clone(&store), "/data/grid")
+            .await
+            .unwrap();
+        ArrayBuilder::new(vec![3], DataType::UInt8, vec![3])
+            .zarr_format(format)
+            .create(Arc::clone(&store), "/old")
+            .await
+            .unwrap();
+        let mut data = Group::open(Arc::clone(&store), "/data").await.unwrap();
+        data.consolidate_metadata().await.unwrap();
+        let mut top = Group::open(Arc::clone(&store), "/").await.unwrap();
+        top.consolidate_metadata().await.unwrap();
+
+        let mut series = Array::open(Arc::clone(&store), "/data/series")
+            .await
+            .unwrap();
+        series.append(0, &[15, 16, 17, 18, 19, 20]).await.unwrap();
+        series
+            .update_attributes(json!({"units": "K"}).as_object().unwrap().clone())
+            .await
+            .unwrap();
+        let mut grid = Array::open(Arc::clone(&store), "/data/grid").await.unwrap();
+        grid.resize(vec![6]).await.unwrap();
+        data.set_attributes(json!({"kind": "measurements"}).as_object().unwrap().clone())
+            .await
+            .unwrap();
+        top.update_attributes(json!({"title": "changed"}).as_object().unwrap().clone())
+            .await
+            .unwrap();
+        // Replaced by a new array: it leaves the records, which then list nothing stale.
+        ArrayBuilder::new(vec![4], DataType::UInt8, vec![4])
+            .zarr_format(format)
+            .overwrite(true)
+            .create(Arc::clone(&store), "/old")
+            .await
+            .unwrap();
+
+        let number = if format == ZarrFormat::V3 { "3" } else { "2" };
+        for (group, paths) in [
+            (root.clone(), vec!["data", "data/series", "data/grid"]),
+            (root.join("data"), vec!["series", "grid"]),
+        ] {
+            let mut args = vec!["consolidated-check", group.to_str().unwrap(), number];
+            args.extend(paths.iter().copied());
+            let report: Value = serde_json::from_str(&run_peer(&python, &args)).unwrap();
+            assert_eq!(
+                report["problems"],
+                json!([]),
+                "{format} {}",
+                group.display()
+            );
+            let nodes = &report["nodes"];
+            let prefix = if group == root { "data/" } else { "" };
+            assert_eq!(nodes[format!("{prefix}series")]["shape"], json!([7, 3]));
+            assert_eq!(
+                nodes[format!("{prefix}series")]["attributes"],
+                json!({"units": "K"})
+            );
+            assert_eq!(nodes[format!("{prefix}grid")]["shape"], json!([6]));
+            if group == root {
+                assert_eq!(nodes[""]["attributes"], json!({"title": "changed"}));
+                assert_eq!(nodes["data"]["attributes"], json!({"kind": "measurements"}));
+            } else {
+                assert_eq!(nodes[""]["attributes"], json!({"kind": "measurements"}));
+            }
+        }
+    }
+    eprintln!("zarr-python saw every change through the consolidated records, v3 and v2");
+}

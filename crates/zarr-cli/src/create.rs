@@ -202,7 +202,7 @@ fn parse_chunk_key_encoding(text: &str, rank: usize) -> Result<ChunkKeyEncoding>
     Ok(encoding)
 }
 
-fn parse_attributes(pairs: &[String]) -> Result<Map<String, Value>> {
+pub(crate) fn parse_attributes(pairs: &[String]) -> Result<Map<String, Value>> {
     let mut out = Map::new();
     for pair in pairs {
         let Some((key, value)) = pair.split_once('=') else {

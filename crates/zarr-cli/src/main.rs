@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
+mod attrs;
 mod bench;
 mod cast;
 mod consolidate;
@@ -25,6 +26,7 @@ mod npy;
 mod progress;
 mod put;
 mod region;
+mod resize;
 mod rm;
 mod target;
 mod tree;
@@ -124,6 +126,19 @@ Examples:
   zarr info data.zarr/images/raw
   zarr info s3://bucket/data.zarr --path /images/raw --json")]
     Info(info::InfoArgs),
+    /// Show or change the attributes of an array or a group.
+    ///
+    /// Without options, prints the attributes as JSON. --set, --delete and --clear change
+    /// them: the node's metadata is rewritten (`zarr.json`, or `.zattrs` for Zarr v2), and
+    /// so is every consolidated record above that lists the node, so that readers of the
+    /// record see the new attributes too.
+    #[command(after_help = "\
+Examples:
+  zarr attrs data.zarr/images/raw
+  zarr attrs data.zarr/images/raw --set units=m --set scale=0.5 --set 'axes=[\"y\", \"x\"]'
+  zarr attrs data.zarr --delete draft
+  zarr attrs s3://bucket/data.zarr --path /images --clear --set title=Images")]
+    Attrs(attrs::AttrsArgs),
     /// Show the hierarchy below a group, with each array's shape, data type and chunking.
     ///
     /// Uses the group's consolidated metadata when it has some, otherwise one listing per
@@ -139,8 +154,10 @@ Examples:
     ///
     /// Zarr v3 groups get zarr-python's inline `consolidated_metadata` in their zarr.json,
     /// Zarr v2 groups a `.zmetadata` document. zarr-python (`zarr.open_consolidated`), this
-    /// library (`Group::open_consolidated`) and `zarr tree` use it. The record is not kept
-    /// current: run the command again after changing the hierarchy. An array whose codecs
+    /// library (`Group::open_consolidated`) and `zarr tree` use it. Changes `zarr` makes to a
+    /// node the record lists (`attrs`, `resize`, `put --append`, `rm`, `create
+    /// --overwrite`) keep it true, but new nodes are not added: run the command again after
+    /// creating nodes, or after other tools changed the hierarchy. An array whose codecs
     /// this library cannot build is recorded all the same (other implementations may know
     /// them), with a warning naming it.
     #[command(after_help = "\
@@ -201,6 +218,19 @@ Examples:
   zarr put data.zarr/images/raw --input every2nd.npy --region ::2,::2
   zarr put data.zarr/labels --input names.npy    # numpy.save('names.npy', arr.astype('U'))")]
     Put(put::PutArgs),
+    /// Change the shape of an array.
+    ///
+    /// Growing writes only the metadata: the new region reads as the fill value. Shrinking
+    /// erases the chunks that fall wholly outside the new shape and resets the part of edge
+    /// chunks that does, so growing again later shows the fill value there, not old data.
+    /// Consolidated records above that list the array get its new shape. To grow an array
+    /// by writing values at its end, use `zarr put --append`.
+    #[command(after_help = "\
+Examples:
+  zarr resize data.zarr/series --shape 5000,3
+  zarr resize data.zarr/series --shape +1000,:     # 1000 more rows
+  zarr resize data.zarr/images/raw --shape :,512   # keep the first, cut the second")]
+    Resize(resize::ResizeArgs),
     /// Decode every stored chunk of an array (or of every array below a group) and report
     /// each one that is corrupt or undecodable, with the reason.
     ///
@@ -281,6 +311,8 @@ fn run(cli: Cli) -> Result<()> {
     runtime.block_on(async move {
         match cli.command {
             Command::Info(args) => info::run(args).await,
+            Command::Attrs(args) => attrs::run(args, global).await,
+            Command::Resize(args) => resize::run(args, global).await,
             Command::Tree(args) => tree::run(args).await,
             Command::Consolidate(args) => consolidate::run(args, global).await,
             Command::Rm(args) => rm::run(args, global).await,

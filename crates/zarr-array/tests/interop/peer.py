@@ -36,6 +36,11 @@ Usage:
   peer.py vlen-array-read DIR  decode the chunks of the arrays DIR/manifest.json names
                                (written by the Rust crate) with numcodecs and print each
                                array's elements as numcodecs decodes them (JSON)
+  peer.py consolidated-check DIR FORMAT PATH...
+                               open DIR from its consolidated metadata (Zarr v FORMAT) with
+                               zarr-python: it must list exactly the PATHs, each node equal
+                               to its own documents and values; print the problems and each
+                               node's recorded attributes (and shape) as JSON
   peer.py kerchunk-hdf5 DIR    write DIR/data.h5 with h5py (integers, floats of both byte
                                orders, float16, complex, bool, fixed-length bytes, UTF-8
                                strings, a scalar; chunked with edge chunks, gzip, shuffle,
@@ -2344,6 +2349,24 @@ def cmd_references_read(refs: Path, paths: list[str]) -> None:
     print(json.dumps(result))
 
 
+def cmd_consolidated_check(root: Path, zarr_format: int, paths: list[str]) -> None:
+    """zarr-python opens ROOT from its consolidated metadata: it must list exactly PATHS,
+    each node as its own documents describe it, with the same values. Prints the problems
+    and, per array, the shape and attributes the record gives, as JSON."""
+    problems = consolidated_problems(root, paths, zarr_format)
+    seen: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = zarr.open_consolidated(LocalStore(root, read_only=True), mode="r",
+                                   zarr_format=zarr_format)
+        seen[""] = {"attributes": dict(g.attrs)}
+        for name, node in g.members(max_depth=None):
+            seen[name] = {"attributes": dict(node.attrs)}
+            if isinstance(node, zarr.Array):
+                seen[name]["shape"] = list(node.shape)
+    print(json.dumps({"problems": problems, "nodes": seen}))
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args == ["matrix"]:
@@ -2376,6 +2399,8 @@ def main() -> None:
         cmd_references_render(Path(args[1]).resolve(), Path(args[2]).resolve())
     elif len(args) >= 2 and args[0] == "references-read":
         cmd_references_read(Path(args[1]).resolve(), args[2:])
+    elif len(args) >= 3 and args[0] == "consolidated-check":
+        cmd_consolidated_check(Path(args[1]).resolve(), int(args[2]), args[3:])
     elif len(args) == 3 and args[0] == "verify":
         cmd_verify(Path(args[1]).resolve(), Path(args[2]).resolve())
     else:

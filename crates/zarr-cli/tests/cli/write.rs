@@ -1224,3 +1224,211 @@ fn optional_strings_print_as_null_and_refuse_npy() {
     let e = fails(&["put", &array, "-i", npy.to_str().unwrap()], 2);
     assert!(e.contains("put does not write"), "{e}");
 }
+
+/// The attributes recorded for `node` in a consolidated record file (`zarr.json` or
+/// `.zmetadata`), in either format.
+fn recorded_attributes(record: &std::path::Path, node: &str, format: &str) -> Value {
+    let doc: Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    match format {
+        "3" => doc["consolidated_metadata"]["metadata"][node]["attributes"].clone(),
+        _ => doc["metadata"][format!("{node}/.zattrs")].clone(),
+    }
+}
+
+/// `attrs` prints a node's attributes, and sets, deletes and clears them on arrays and
+/// groups of both formats, keeping a consolidated record above true.
+#[test]
+fn attrs_shows_and_changes_attributes() {
+    for (format, record) in [("3", "zarr.json"), ("2", ".zmetadata")] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("a.zarr");
+        let root = store.to_str().unwrap();
+        let array = format!("{root}/images/raw");
+        ok(&[
+            "create",
+            &array,
+            "--shape",
+            "4",
+            "--dtype",
+            "uint8",
+            "--attr",
+            "units=m",
+            "--zarr-format",
+            format,
+        ]);
+        ok(&["consolidate", root]);
+        assert_eq!(
+            serde_json::from_str::<Value>(&ok(&["attrs", &array])).unwrap(),
+            json!({"units": "m"})
+        );
+
+        let out = ok(&[
+            "attrs",
+            &array,
+            "--set",
+            "scale=0.5",
+            "--set",
+            "axes=[\"x\"]",
+            "--set",
+            "units=km",
+            "--set",
+            "note=two words",
+        ]);
+        assert_eq!(out, "", "changes print nothing on stdout");
+        let want = json!({"units": "km", "scale": 0.5, "axes": ["x"], "note": "two words"});
+        assert_eq!(
+            serde_json::from_str::<Value>(&ok(&["attrs", &array])).unwrap(),
+            want
+        );
+        let info: Value = serde_json::from_str(&ok(&["info", "--json", &array])).unwrap();
+        assert_eq!(info["metadata"]["attributes"], want, "{format}");
+        assert_eq!(
+            recorded_attributes(&store.join(record), "images/raw", format),
+            want,
+            "the root's record follows ({format})"
+        );
+
+        ok(&[
+            "attrs", &array, "--delete", "note", "--delete", "axes", "-q",
+        ]);
+        assert_eq!(
+            serde_json::from_str::<Value>(&ok(&["attrs", &array])).unwrap(),
+            json!({"units": "km", "scale": 0.5})
+        );
+        // Deleting what is not there changes nothing.
+        let err = fails(
+            &["attrs", &array, "--delete", "scale", "--delete", "nope"],
+            1,
+        );
+        assert!(
+            err.contains("has no attribute \"nope\"") && err.contains("nothing was changed"),
+            "{err}"
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&ok(&["attrs", &array])).unwrap(),
+            json!({"units": "km", "scale": 0.5})
+        );
+
+        // Groups, through --path too; --clear then --set.
+        ok(&["attrs", root, "--path", "images", "--set", "title=Images"]);
+        ok(&["attrs", root, "--set", "draft=true"]);
+        assert_eq!(
+            serde_json::from_str::<Value>(&ok(&["attrs", &format!("{root}/images")])).unwrap(),
+            json!({"title": "Images"})
+        );
+        assert_eq!(
+            recorded_attributes(&store.join(record), "images", format),
+            json!({"title": "Images"})
+        );
+        ok(&["attrs", root, "--clear", "--set", "title=Root"]);
+        assert_eq!(
+            serde_json::from_str::<Value>(&ok(&["attrs", root])).unwrap(),
+            json!({"title": "Root"})
+        );
+        ok(&["attrs", &array, "--clear"]);
+        assert_eq!(ok(&["attrs", &array]), "{}\n");
+        let tree = ok(&["tree", root]);
+        assert!(tree.contains("(from consolidated metadata)"), "{tree}");
+
+        // Bad usage: not KEY=VALUE, the same key set and deleted, --clear with --delete.
+        fails(&["attrs", &array, "--set", "novalue"], 2);
+        fails(&["attrs", &array, "--set", "a=1", "--delete", "a"], 2);
+        fails(&["attrs", &array, "--clear", "--delete", "a"], 2);
+        let err = fails(&["attrs", &format!("{root}/missing")], 1);
+        assert!(err.contains("missing"), "{err}");
+    }
+}
+
+/// `resize` grows and shrinks arrays (`:` keeps a length, `+N` adds), erasing what falls
+/// outside, and keeps a consolidated record above true.
+#[test]
+fn resize_grows_and_shrinks_arrays() {
+    for (format, record) in [("3", "zarr.json"), ("2", ".zmetadata")] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("r.zarr");
+        let root = store.to_str().unwrap();
+        let array = format!("{root}/grid");
+        ok(&[
+            "create",
+            &array,
+            "--shape",
+            "4,4",
+            "--dtype",
+            "int16",
+            "--chunks",
+            "2,2",
+            "--fill-value",
+            "-1",
+            "--zarr-format",
+            format,
+        ]);
+        let npy = dir.path().join("v.npy");
+        let values: Vec<u8> = (0..16i16).flat_map(|v| v.to_le_bytes()).collect();
+        write_npy(&npy, "<i2", &[4, 4], &values);
+        ok(&["put", &array, "-i", npy.to_str().unwrap()]);
+        ok(&["consolidate", root]);
+        let recorded_shape = || {
+            let doc: Value =
+                serde_json::from_slice(&std::fs::read(store.join(record)).unwrap()).unwrap();
+            match format {
+                "3" => doc["consolidated_metadata"]["metadata"]["grid"]["shape"].clone(),
+                _ => doc["metadata"]["grid/.zarray"]["shape"].clone(),
+            }
+        };
+
+        let err = ok_stderr(&["resize", &array, "--shape", "+2,:"]);
+        assert!(err.contains("from 4x4 to 6x4"), "{err}");
+        assert_eq!(recorded_shape(), json!([6, 4]), "{format}");
+        assert_eq!(
+            ok(&["get", &array, "-r", "3:6,0", "-f", "json"]),
+            "[12, -1, -1]\n"
+        );
+        // Shrinking erases what falls outside: growing again shows the fill value.
+        let err = ok_stderr(&["resize", &array, "--shape", "3,1"]);
+        assert!(
+            err.contains("from 6x4 to 3x1") && err.contains("erased"),
+            "{err}"
+        );
+        assert_eq!(recorded_shape(), json!([3, 1]), "{format}");
+        assert_eq!(ok(&["get", &array, "-f", "json"]), "[[0], [4], [8]]\n");
+        assert!(
+            !store
+                .join("grid")
+                .join(chunk_key(format, "0", "1"))
+                .exists()
+        );
+        ok(&["resize", &array, "--shape", "4,4", "-q"]);
+        assert_eq!(
+            ok(&["get", &array, "-f", "json"]),
+            "[[0, -1, -1, -1], [4, -1, -1, -1], [8, -1, -1, -1], [-1, -1, -1, -1]]\n"
+        );
+        let err = ok_stderr(&["resize", &array, "--shape", "4,:"]);
+        assert!(err.contains("nothing to do"), "{err}");
+
+        // Bad usage: another rank, not a length; a group is not an array.
+        let err = fails(&["resize", &array, "--shape", "4"], 2);
+        assert!(err.contains("has 2 dimensions"), "{err}");
+        fails(&["resize", &array, "--shape", "4,x"], 2);
+        let err = fails(&["resize", root, "--shape", "4"], 1);
+        assert!(err.contains("group"), "{err}");
+    }
+}
+
+/// A chunk's file name below its array in `format`'s default chunk key encoding.
+fn chunk_key(format: &str, i: &str, j: &str) -> std::path::PathBuf {
+    match format {
+        "3" => ["c", i, j].iter().collect(),
+        _ => format!("{i}.{j}").into(),
+    }
+}
+
+/// Run `zarr` expecting success, and answer its stderr (where notes go).
+fn ok_stderr(args: &[&str]) -> String {
+    let out = zarr_env(args, &[]);
+    assert!(
+        out.status.success(),
+        "zarr {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stderr).unwrap()
+}
