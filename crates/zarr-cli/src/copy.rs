@@ -628,7 +628,7 @@ fn destination_metadata(
 }
 
 /// xarray's `_ARRAY_DIMENSIONS` attribute when it names each of `rank` dimensions.
-fn xarray_dimensions(
+pub(crate) fn xarray_dimensions(
     attributes: &serde_json::Map<String, serde_json::Value>,
     rank: usize,
 ) -> Option<Vec<String>> {

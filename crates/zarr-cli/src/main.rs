@@ -18,6 +18,7 @@ mod consolidate;
 mod copy;
 mod create;
 mod demo;
+mod diff;
 mod format;
 mod get;
 mod info;
@@ -261,6 +262,24 @@ Examples:
   zarr copy data.zarr s3://bucket/data.zarr --resume
   zarr copy data.zarr/counts small.zarr --data-type uint16")]
     Copy(copy::CopyArgs),
+    /// Compare two arrays, or two hierarchies, value for value.
+    ///
+    /// Names every difference, one per line: nodes only on one side, an array and a group
+    /// at the same path, shapes, data types, fill values, dimension names and attributes
+    /// that differ, and for arrays of one shape and data type the elements that differ (bit
+    /// for bit: -0.0 is not 0.0, NaNs compare by their bits), with the first few indices
+    /// and both values. Layout (chunking, sharding, codecs, chunk key encoding, Zarr format)
+    /// changes no value and is not a difference; --layout shows it. Values are read in
+    /// chunk-aligned slabs of about 64 MiB from each side. Each node is read from its own
+    /// metadata, not from consolidated metadata; a Zarr v2 array's `_ARRAY_DIMENSIONS`
+    /// attribute (xarray's) counts as its dimension names. Exits with 1 when there is a
+    /// difference.
+    #[command(after_help = "\
+Examples:
+  zarr diff data.zarr copy.zarr
+  zarr diff data.zarr/images/raw rechunked.zarr --layout
+  zarr diff s3://bucket/data.zarr data.zarr --a-path /images --b-path /images --show 20")]
+    Diff(diff::DiffArgs),
     /// Write and read a synthetic array in a temporary local store and report throughput.
     ///
     /// With --compare, run the comparison harness instead (`zarr-compare`: this project side
@@ -321,6 +340,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Put(args) => put::run_put(args, global).await,
             Command::Verify(args) => verify::run(args, global).await,
             Command::Copy(args) => copy::run(args, global).await,
+            Command::Diff(args) => diff::run(args).await,
             Command::Bench(args) => bench::run(args, global).await,
             Command::Demo(args) => demo::run(args, global).await,
         }

@@ -1093,3 +1093,213 @@ fn reference_sets_are_read_only_targets() {
         "{err}"
     );
 }
+
+/// Run `zarr diff` with `args`: its exit code and standard output.
+fn diff(args: &[&str]) -> (i32, String) {
+    let mut all = vec!["diff"];
+    all.extend_from_slice(args);
+    let out = crate::common::zarr(&all);
+    let code = out.status.code().unwrap();
+    if code == 1 {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("zarr: ") && err.lines().count() == 1,
+            "{err}"
+        );
+    }
+    (code, String::from_utf8(out.stdout).unwrap())
+}
+
+/// `diff` compares two arrays or hierarchies: metadata, then every value bit for bit,
+/// whatever their layout; it names each difference and exits with 1 when there is one.
+#[test]
+fn diff_compares_arrays_and_hierarchies() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.zarr");
+    let a = a.to_str().unwrap();
+    ok(&["demo", a, "-q"]);
+    let b = dir.path().join("b.zarr").display().to_string();
+    ok(&["copy", a, &b, "-q"]);
+    // Another layout altogether: unsharded, gzip, Zarr v2 keys... the same values.
+    let c = dir.path().join("c.zarr").display().to_string();
+    ok(&["copy", a, &c, "--shards", "none", "--codec", "gzip:6", "-q"]);
+
+    let (code, out) = diff(&[a, &b]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("are the same (3 arrays and 3 groups, 263148 elements)"),
+        "{out}"
+    );
+    let (code, out) = diff(&[a, &c]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out.lines().count(),
+        1,
+        "layout is not shown unless asked: {out}"
+    );
+    let (code, out) = diff(&[a, &c, "--layout"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "/images/raw: layout only: shards 256x256 of chunks 64x64 in A, chunks 64x64 in B; \
+             codecs [bytes {\"endian\":\"little\"}, zstd {\"level\":3,\"checksum\":false}, \
+             crc32c] in A, [bytes {\"endian\":\"little\"}, gzip {\"level\":6}] in B\n"
+        ),
+        "{out}"
+    );
+    // Zarr v2 against v3.
+    let e = dir.path().join("e.zarr").display().to_string();
+    ok(&[
+        "copy",
+        a,
+        &e,
+        "--zarr-format",
+        "2",
+        "--shards",
+        "none",
+        "-q",
+    ]);
+    let (code, out) = diff(&[&e, a, "--layout"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("/labels: layout only: Zarr v2 in A, v3 in B"),
+        "{out}"
+    );
+    // One array against another, and through --a-path / --b-path.
+    let (code, _) = diff(&[&format!("{a}/images/raw"), &format!("{c}/images/raw")]);
+    assert_eq!(code, 0);
+    let (code, _) = diff(&[a, &c, "--a-path", "labels", "--b-path", "/labels"]);
+    assert_eq!(code, 0);
+
+    // Changes in B: two values, an attribute, a string, a node removed, a shape.
+    let npy = dir.path().join("v.npy");
+    write_npy(
+        &npy,
+        "<f4",
+        &[2],
+        &[1.5f32, -0.0f32]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    );
+    let temperature = format!("{b}/timeseries/temperature");
+    ok(&[
+        "put",
+        &temperature,
+        "-i",
+        npy.to_str().unwrap(),
+        "-r",
+        "10:12",
+        "-q",
+    ]);
+    ok(&[
+        "attrs",
+        &temperature,
+        "--set",
+        "units=K",
+        "--set",
+        "source=test",
+        "-q",
+    ]);
+    write_npy(&npy, "<U1", &[1], &u32::from('z').to_le_bytes());
+    ok(&[
+        "put",
+        &format!("{b}/labels"),
+        "-i",
+        npy.to_str().unwrap(),
+        "-r",
+        "1:2",
+        "-q",
+    ]);
+    ok(&["rm", &format!("{b}/images"), "-q"]);
+
+    let before = std::fs::read_to_string(dir.path().join("a.zarr/zarr.json")).unwrap();
+    let (code, out) = diff(&[a, &b]);
+    assert_eq!(code, 1, "{out}");
+    let a_values = ok(&["get", &format!("{a}/timeseries/temperature"), "-r", "10:12"]);
+    let a_values: Vec<&str> = a_values.lines().collect();
+    let want = [
+        "/images: only in A".to_owned(),
+        "/images/raw: only in A".to_owned(),
+        "/labels: 1 of 4 elements differ:".to_owned(),
+        format!("  element [1]: {} in A, \"z\" in B", ok(&["get", &format!("{a}/labels"), "-r", "1"]).trim()),
+        "/timeseries/temperature: attributes differ: \"units\" is \"degC\" in A, \"K\" in B; \"source\" only in B".to_owned(),
+        "/timeseries/temperature: 2 of 1000 elements differ:".to_owned(),
+        format!("  element [10]: {} in A, 1.5 in B", a_values[0]),
+        format!("  element [11]: {} in A, -0.0 in B", a_values[1]),
+    ];
+    assert_eq!(out.lines().collect::<Vec<_>>(), want, "{out}");
+    // Reading changed nothing.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.zarr/zarr.json")).unwrap(),
+        before
+    );
+
+    // --show limits the elements shown; --metadata-only reads no values.
+    let (code, out) = diff(&[
+        a,
+        &b,
+        "--show",
+        "1",
+        "--b-path",
+        "/timeseries",
+        "--a-path",
+        "timeseries",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("2 of 1000 elements differ, the first 1:\n  element [10]"),
+        "{out}"
+    );
+    let (code, out) = diff(&[
+        a,
+        &b,
+        "--metadata-only",
+        "--a-path",
+        "timeseries",
+        "--b-path",
+        "timeseries",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        !out.contains("elements differ") && out.contains("attributes differ"),
+        "{out}"
+    );
+
+    // Shapes, data types and kinds that differ stop the value comparison.
+    ok(&["resize", &temperature, "--shape", "+5", "-q"]);
+    let (code, out) = diff(&[&format!("{a}/timeseries/temperature"), &temperature]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("/: shape 1000 in A, 1005 in B") && !out.contains("elements differ"),
+        "{out}"
+    );
+    let d = dir.path().join("d.zarr").display().to_string();
+    ok(&[
+        "copy",
+        &format!("{a}/timeseries/temperature"),
+        &d,
+        "--data-type",
+        "float64",
+        "-q",
+    ]);
+    let (code, out) = diff(&[&format!("{a}/timeseries/temperature"), &d]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("/: data type float32 in A, float64 in B"),
+        "{out}"
+    );
+    let (code, out) = diff(&[a, &format!("{a}/labels")]);
+    assert_eq!(code, 1);
+    assert_eq!(out, "/: a group in A, an array in B\n");
+    // A target that is not there is an error, not a difference.
+    let err = fails(
+        &[
+            "diff",
+            a,
+            &dir.path().join("nope.zarr").display().to_string(),
+        ],
+        1,
+    );
+    assert!(err.contains("nope.zarr"), "{err}");
+}

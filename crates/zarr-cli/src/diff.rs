@@ -1,0 +1,427 @@
+//! `zarr diff`: compare two arrays, or two hierarchies, value for value.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use serde_json::{Map, Value};
+use zarr::array::{Array, ArrayBytes, Group, Node};
+use zarr::metadata::v2::ZarrFormat;
+use zarr::metadata::{ArrayMetadata, NodePath};
+use zarr::store::Store;
+
+use crate::copy::xarray_dimensions;
+use crate::format::{Style, element, variable_element};
+use crate::layout::{Layout, chunking_text, codec_text, shape_text};
+use crate::region::{element_index, element_text, slabs};
+use crate::target::{Access, resolve};
+use crate::walk::children;
+use crate::{TargetArgs, outln};
+
+/// Bytes read from each side per slab: two slabs are in memory at a time.
+const SLAB_BYTES: u64 = 64 << 20;
+
+/// The bytes per variable-length element assumed when cutting slabs.
+const VARIABLE_GUESS: u64 = 16;
+
+/// Arguments of `zarr diff`.
+#[derive(Args, Debug)]
+pub(crate) struct DiffArgs {
+    /// The first array or group: a local path or a URL.
+    a: String,
+    /// The second.
+    b: String,
+    /// The first node's path inside A (A is then the store root).
+    #[arg(long, value_name = "NODE")]
+    a_path: Option<String>,
+    /// The second node's path inside B (B is then the store root).
+    #[arg(long, value_name = "NODE")]
+    b_path: Option<String>,
+    /// Show at most this many differing elements per array (their index and both values).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    show: usize,
+    /// Compare metadata only: shapes, data types, fill values, attributes and dimension
+    /// names, not values.
+    #[arg(long)]
+    metadata_only: bool,
+    /// Also show where arrays are stored differently (chunking, codecs, chunk key encoding,
+    /// Zarr format); that changes no value and is not counted as a difference.
+    #[arg(long)]
+    layout: bool,
+}
+
+/// What a comparison found.
+#[derive(Default)]
+struct Report {
+    /// Differences: each makes the exit code 1.
+    differences: usize,
+    /// Arrays and groups compared, and elements compared.
+    arrays: usize,
+    groups: usize,
+    elements: u64,
+}
+
+impl Report {
+    fn differ(&mut self, label: &str, text: &str) -> Result<()> {
+        self.differences += 1;
+        outln!("{label}: {text}");
+        Ok(())
+    }
+}
+
+pub(crate) async fn run(args: DiffArgs) -> Result<()> {
+    let a = resolve(
+        &TargetArgs {
+            target: args.a.clone(),
+            path: args.a_path.clone(),
+        },
+        Access::Read,
+    )?;
+    let b = resolve(
+        &TargetArgs {
+            target: args.b.clone(),
+            path: args.b_path.clone(),
+        },
+        Access::Read,
+    )?;
+    let mut report = Report::default();
+    match (a.node().await?, b.node().await?) {
+        (Node::Array(x), Node::Array(y)) => compare_arrays(&x, &y, "/", &args, &mut report).await?,
+        (Node::Group(x), Node::Group(y)) => compare_groups(&x, &y, &args, &mut report).await?,
+        (x, y) => report.differ("/", &format!("{} in A, {} in B", kind(&x), kind(&y)))?,
+    }
+    let compared = format!(
+        "{} array{} and {} group{}{}",
+        report.arrays,
+        plural(report.arrays),
+        report.groups,
+        plural(report.groups),
+        if args.metadata_only {
+            ", metadata only".to_owned()
+        } else {
+            format!(", {} elements", report.elements)
+        }
+    );
+    if report.differences > 0 {
+        bail!(
+            "{} and {} differ: {} difference{} ({compared})",
+            a.describe(),
+            b.describe(),
+            report.differences,
+            plural(report.differences)
+        );
+    }
+    outln!(
+        "{} and {} are the same ({compared})",
+        a.describe(),
+        b.describe()
+    );
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn kind(node: &Node<dyn Store>) -> &'static str {
+    match node {
+        Node::Array(_) => "an array",
+        Node::Group(_) => "a group",
+    }
+}
+
+/// Every node below `group`, by path relative to it (`a/b`), each opened from its own
+/// metadata (not from a consolidated record, which may be stale), or with the error that
+/// opening it gave.
+async fn nodes_below(
+    group: &Group<dyn Store>,
+) -> Result<BTreeMap<String, Result<Node<dyn Store>, String>>> {
+    let base = group.path().names().count();
+    let relative = |path: &NodePath| path.names().skip(base).collect::<Vec<_>>().join("/");
+    let mut out = BTreeMap::new();
+    let mut pending = vec![group.clone()];
+    while let Some(parent) = pending.pop() {
+        for found in children(&parent).await? {
+            if let Ok(Node::Group(child)) = &found.node {
+                pending.push(child.clone());
+            }
+            out.insert(relative(&found.path), found.node);
+        }
+    }
+    Ok(out)
+}
+
+async fn compare_groups(
+    x: &Group<dyn Store>,
+    y: &Group<dyn Store>,
+    args: &DiffArgs,
+    report: &mut Report,
+) -> Result<()> {
+    report.groups += 1;
+    compare_attributes("/", x.attributes(), y.attributes(), report)?;
+    let (mut xs, mut ys) = (nodes_below(x).await?, nodes_below(y).await?);
+    let paths: Vec<String> = xs
+        .keys()
+        .chain(ys.keys())
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for path in paths {
+        let label = format!("/{path}");
+        match (xs.remove(&path), ys.remove(&path)) {
+            (Some(_), None) => report.differ(&label, "only in A")?,
+            (None, Some(_)) => report.differ(&label, "only in B")?,
+            (Some(Err(e)), _) => report.differ(&label, &format!("cannot be read in A: {e}"))?,
+            (_, Some(Err(e))) => report.differ(&label, &format!("cannot be read in B: {e}"))?,
+            (Some(Ok(Node::Array(a))), Some(Ok(Node::Array(b)))) => {
+                compare_arrays(&a, &b, &label, args, report).await?;
+            }
+            (Some(Ok(Node::Group(a))), Some(Ok(Node::Group(b)))) => {
+                report.groups += 1;
+                compare_attributes(&label, a.attributes(), b.attributes(), report)?;
+            }
+            (Some(Ok(a)), Some(Ok(b))) => {
+                report.differ(&label, &format!("{} in A, {} in B", kind(&a), kind(&b)))?;
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A JSON value in one line, for messages.
+fn json_text(value: &Value) -> String {
+    value.to_string()
+}
+
+fn compare_attributes(
+    label: &str,
+    x: &Map<String, Value>,
+    y: &Map<String, Value>,
+    report: &mut Report,
+) -> Result<()> {
+    if x == y {
+        return Ok(());
+    }
+    let mut parts = Vec::new();
+    for (key, value) in x {
+        match y.get(key) {
+            None => parts.push(format!("{key:?} only in A")),
+            Some(other) if other != value => parts.push(format!(
+                "{key:?} is {} in A, {} in B",
+                json_text(value),
+                json_text(other)
+            )),
+            Some(_) => {}
+        }
+    }
+    for key in y.keys().filter(|key| !x.contains_key(*key)) {
+        parts.push(format!("{key:?} only in B"));
+    }
+    report.differ(label, &format!("attributes differ: {}", parts.join("; ")))
+}
+
+fn fill_text(metadata: &ArrayMetadata) -> String {
+    metadata
+        .fill_value
+        .to_json(&metadata.data_type)
+        .map_or_else(|_| "?".to_owned(), |v| v.to_string())
+}
+
+/// How two arrays are stored differently: the Zarr format, the chunking, the codecs (of
+/// the inner chunks when sharded) and the chunk key encoding, each where they differ.
+fn layout_differences(x: &Array<dyn Store>, y: &Array<dyn Store>) -> Vec<String> {
+    let codecs = |metadata: &ArrayMetadata| {
+        let list = Layout::of(metadata).map_or_else(|_| metadata.codecs.clone(), |l| l.codecs);
+        let names: Vec<String> = list.iter().map(codec_text).collect();
+        format!("[{}]", names.join(", "))
+    };
+    let (mx, my) = (x.metadata(), y.metadata());
+    let mut out = Vec::new();
+    let mut part = |what: &str, a: String, b: String| {
+        if a != b {
+            out.push(format!("{what}{a} in A, {b} in B"));
+        }
+    };
+    part(
+        "Zarr ",
+        format!("v{}", x.zarr_format()),
+        format!("v{}", y.zarr_format()),
+    );
+    part("", chunking_text(mx), chunking_text(my));
+    part("codecs ", codecs(mx), codecs(my));
+    part(
+        "chunk keys ",
+        mx.chunk_key_encoding.to_json().to_string(),
+        my.chunk_key_encoding.to_json().to_string(),
+    );
+    out
+}
+
+/// An array's dimension names and attributes, with a Zarr v2 array's names taken from
+/// xarray's `_ARRAY_DIMENSIONS` attribute when it names every dimension (as `zarr copy`
+/// moves them between the formats).
+fn named(array: &Array<dyn Store>) -> (Option<Vec<Option<String>>>, Map<String, Value>) {
+    let metadata = array.metadata();
+    let mut attributes = metadata.attributes.clone();
+    if array.zarr_format() == ZarrFormat::V2
+        && metadata.dimension_names.is_none()
+        && let Some(names) = xarray_dimensions(&attributes, metadata.shape.len())
+    {
+        attributes.remove("_ARRAY_DIMENSIONS");
+        return (Some(names.into_iter().map(Some).collect()), attributes);
+    }
+    (metadata.dimension_names.clone(), attributes)
+}
+
+async fn compare_arrays(
+    x: &Array<dyn Store>,
+    y: &Array<dyn Store>,
+    label: &str,
+    args: &DiffArgs,
+    report: &mut Report,
+) -> Result<()> {
+    report.arrays += 1;
+    let (mx, my) = (x.metadata(), y.metadata());
+    let mut comparable = true;
+    if mx.shape != my.shape {
+        report.differ(
+            label,
+            &format!(
+                "shape {} in A, {} in B",
+                shape_text(&mx.shape),
+                shape_text(&my.shape)
+            ),
+        )?;
+        comparable = false;
+    }
+    if mx.data_type != my.data_type {
+        report.differ(
+            label,
+            &format!(
+                "data type {} in A, {} in B",
+                mx.data_type.name(),
+                my.data_type.name()
+            ),
+        )?;
+        comparable = false;
+    } else if mx.fill_value != my.fill_value {
+        report.differ(
+            label,
+            &format!("fill value {} in A, {} in B", fill_text(mx), fill_text(my)),
+        )?;
+    }
+    let ((names_x, attributes_x), (names_y, attributes_y)) = (named(x), named(y));
+    if names_x != names_y {
+        let text = |names: &Option<Vec<Option<String>>>| match names {
+            Some(names) => json_text(&serde_json::json!(names)),
+            None => "none".to_owned(),
+        };
+        report.differ(
+            label,
+            &format!(
+                "dimension names {} in A, {} in B",
+                text(&names_x),
+                text(&names_y)
+            ),
+        )?;
+    }
+    compare_attributes(label, &attributes_x, &attributes_y, report)?;
+    if args.layout {
+        // Not a difference in content: values read the same whatever the layout.
+        let layout = layout_differences(x, y);
+        if !layout.is_empty() {
+            outln!("{label}: layout only: {}", layout.join("; "));
+        }
+    }
+    if !comparable || args.metadata_only {
+        return Ok(());
+    }
+    compare_values(x, y, label, args, report).await
+}
+
+/// Compare the values of two arrays of one shape and data type, in slabs aligned to A's
+/// chunks, element by element (bit for bit: `-0.0` is not `0.0`, and NaNs compare by their
+/// bits).
+async fn compare_values(
+    x: &Array<dyn Store>,
+    y: &Array<dyn Store>,
+    label: &str,
+    args: &DiffArgs,
+    report: &mut Report,
+) -> Result<()> {
+    let metadata = x.metadata();
+    let data_type = &metadata.data_type;
+    let element_bytes = data_type
+        .fixed_size()
+        .map_or(VARIABLE_GUESS, |n| n.max(1) as u64);
+    let mut differing = 0u64;
+    let mut shown = Vec::new();
+    for slab in slabs(metadata, &x.full_region(), element_bytes, SLAB_BYTES)? {
+        let (a, b) = tokio::try_join!(x.read_array_bytes(&slab), y.read_array_bytes(&slab))
+            .map_err(|e| anyhow::anyhow!("{label}: reading {slab:?}: {e}"))?;
+        let mut note = |i: usize, va: &[u8], vb: &[u8], variable: bool| {
+            differing += 1;
+            if shown.len() < args.show {
+                let text = |v: &[u8]| {
+                    let mut out = String::new();
+                    if variable {
+                        variable_element(&mut out, data_type, v, Style::Text);
+                    } else {
+                        element(&mut out, data_type, v, Style::Text);
+                    }
+                    out
+                };
+                shown.push(format!(
+                    "{}: {} in A, {} in B",
+                    element_text(&element_index(&slab, i as u64)),
+                    text(va),
+                    text(vb)
+                ));
+            }
+        };
+        match (&a, &b) {
+            (ArrayBytes::Fixed(a), ArrayBytes::Fixed(b)) => {
+                if a != b {
+                    let size = data_type.fixed_size().unwrap_or(1).max(1);
+                    for (i, (va, vb)) in a.chunks_exact(size).zip(b.chunks_exact(size)).enumerate()
+                    {
+                        if va != vb {
+                            note(i, va, vb, false);
+                        }
+                    }
+                }
+            }
+            (ArrayBytes::Variable(a), ArrayBytes::Variable(b)) => {
+                for (i, (va, vb)) in a.iter().zip(b.iter()).enumerate() {
+                    if va != vb {
+                        note(i, va, vb, true);
+                    }
+                }
+            }
+            _ => bail!("{label}: the two arrays hold their elements differently"),
+        }
+        report.elements += slab.num_elements()?;
+    }
+    if differing > 0 {
+        report.differ(
+            label,
+            &format!(
+                "{differing} of {} elements differ{}",
+                x.full_region().num_elements()?,
+                if shown.len() as u64 == differing {
+                    ":".to_owned()
+                } else if shown.is_empty() {
+                    String::new()
+                } else {
+                    format!(", the first {}:", shown.len())
+                }
+            ),
+        )?;
+        for line in shown {
+            outln!("  {line}");
+        }
+    }
+    Ok(())
+}
