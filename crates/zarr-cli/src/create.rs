@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use zarr::array::{ArrayBuilder, Group};
 use zarr::metadata::v2::ZarrFormat;
-use zarr::metadata::{ChunkKeyEncoding, DataType, FillValue, NodePath};
+use zarr::metadata::{ChunkKeyEncoding, DataType, FillValue, GroupMetadata, NodePath};
 use zarr::store::{ReadableStore as _, Store, StoreKey};
 
 use crate::layout::{Grid, Layout, check_inner_divides, chosen_codecs, shape_text};
 use crate::progress::note;
 use crate::region::parse_shape;
-use crate::target::{Access, Occupant, resolve};
+use crate::target::{Access, Occupant, Target, resolve};
 use crate::{Global, TargetArgs, usage};
 
 /// Arguments of `zarr create`.
@@ -21,13 +21,26 @@ use crate::{Global, TargetArgs, usage};
 pub(crate) struct CreateArgs {
     #[command(flatten)]
     target: TargetArgs,
+    /// Create a group instead of an array (and any missing group above it); --attr and
+    /// --zarr-format apply. A group already there is left as it is, with a note (asking it
+    /// for attributes or a format is then an error: use `zarr attrs`).
+    #[arg(long, conflicts_with_all = [
+        "shape", "dtype", "chunks", "shards", "codecs", "codecs_json", "chunk_key_encoding",
+        "fill_value", "dimension_names", "overwrite",
+    ])]
+    group: bool,
     /// The array's shape: `1000,1000` (`""` for a 0-d array).
-    #[arg(long, allow_hyphen_values = true)]
-    shape: String,
+    #[arg(long, allow_hyphen_values = true, required_unless_present = "group")]
+    shape: Option<String>,
     /// The data type: bool, int8 ... int64, uint8 ... uint64, float16, float32, float64,
     /// complex64, complex128, bfloat16, string, bytes, ...
-    #[arg(long, visible_alias = "data-type", value_name = "TYPE")]
-    dtype: String,
+    #[arg(
+        long,
+        visible_alias = "data-type",
+        value_name = "TYPE",
+        required_unless_present = "group"
+    )]
+    dtype: Option<String>,
     /// The chunk shape: `100,100` (the inner chunk shape with --shards). Or a rectilinear
     /// grid, as JSON `chunk_shapes`: per dimension a regular length or a list of edge lengths,
     /// where `[SIZE,COUNT]` repeats one: `[[10,20,[30,3]],100]`. Default: the whole array, or
@@ -81,6 +94,41 @@ fn format_number(format: ZarrFormat) -> u8 {
         ZarrFormat::V2 => 2,
         _ => 3,
     }
+}
+
+/// The format of a new node at `path`: `requested` (`"2"` or `"3"`), or else the nearest
+/// existing group's above it, or else v3. A node of the other format than the group above
+/// it would be invisible to readers that open the hierarchy: a usage error.
+async fn chosen_format(
+    target: &Target,
+    path: &NodePath,
+    requested: Option<&str>,
+    kind: &str,
+) -> Result<ZarrFormat> {
+    let mut parent_format = None;
+    for ancestor in path.ancestors().iter().rev() {
+        if let Ok(group) = Group::open(Arc::clone(&target.store), ancestor.as_str()).await {
+            parent_format = Some((ancestor.clone(), group.zarr_format()));
+            break;
+        }
+    }
+    let format = match (requested, &parent_format) {
+        (Some("2"), _) => ZarrFormat::V2,
+        (Some(_), _) => ZarrFormat::V3,
+        (None, Some((_, format))) => *format,
+        (None, None) => ZarrFormat::V3,
+    };
+    if let Some((group, parent)) = &parent_format
+        && *parent != format
+    {
+        usage!(
+            "the group {group} above is Zarr v{}: a Zarr v{} {kind} below it would be invisible \
+             to readers that open the hierarchy (zarr-python); leave --zarr-format out to match it",
+            format_number(*parent),
+            format_number(format)
+        );
+    }
+    Ok(format)
 }
 
 /// The bytes a default chunk holds at most (`--chunks` not given).
@@ -215,9 +263,75 @@ pub(crate) fn parse_attributes(pairs: &[String]) -> Result<Map<String, Value>> {
     Ok(out)
 }
 
+/// `zarr create --group`: a group (and any missing group above it).
+async fn create_group(args: CreateArgs, global: Global) -> Result<()> {
+    let attributes = parse_attributes(&args.attributes)?;
+    let target = resolve(&args.target, Access::Write)?;
+    let result: Result<()> = async {
+        let node_path = NodePath::new(&target.path)?;
+        let occupant = target.occupant().await?;
+        target.refuse_foreign(&occupant)?;
+        if occupant == Occupant::Node {
+            match Group::open(Arc::clone(&target.store), &target.path).await {
+                Ok(_) if attributes.is_empty() && args.zarr_format.is_none() => {
+                    note(
+                        global,
+                        &format!("{} is a group already: nothing to do", target.describe()),
+                    );
+                    return Ok(());
+                }
+                Ok(_) => usage!(
+                    "{} is a group already; change its attributes with `zarr attrs`",
+                    target.describe()
+                ),
+                Err(_) => usage!(
+                    "{} already exists and is not a group (`zarr rm` it first to replace it)",
+                    target.describe()
+                ),
+            }
+        }
+        let format =
+            chosen_format(&target, &node_path, args.zarr_format.as_deref(), "group").await?;
+        let metadata = GroupMetadata::new().with_attributes(attributes);
+        Group::create_with_format(Arc::clone(&target.store), &target.path, metadata, format)
+            .await
+            .with_context(|| format!("creating {}", target.describe()))?;
+        for group in consolidated_ancestors(&target.store, &node_path).await {
+            note(
+                global,
+                &format!(
+                    "note: the group {group} has consolidated metadata, which does not list the \
+                     new group until `zarr consolidate` records it again"
+                ),
+            );
+        }
+        note(
+            global,
+            &format!(
+                "created {}: a Zarr v{} group",
+                target.describe(),
+                format_number(format)
+            ),
+        );
+        target.finish()?;
+        Ok(())
+    }
+    .await;
+    if result.is_err() {
+        target.remove_created_dirs();
+    }
+    result
+}
+
 pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
-    let shape = parse_shape(&args.shape, "--shape", 0)?;
-    let data_type = parse_data_type(&args.dtype)?;
+    if args.group {
+        return create_group(args, global).await;
+    }
+    let (Some(shape), Some(dtype)) = (&args.shape, &args.dtype) else {
+        usage!("--shape and --dtype are needed to create an array (or --group for a group)");
+    };
+    let shape = parse_shape(shape, "--shape", 0)?;
+    let data_type = parse_data_type(dtype)?;
     let chunks = match &args.chunks {
         Some(text) => Grid::parse(text, "--chunks")?.for_shape(&shape, text, "--chunks")?,
         None if args.shards.is_some() => usage!("--shards needs --chunks (the inner chunk shape)"),
@@ -295,31 +409,7 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
                 target.describe()
             );
         }
-        // The nearest existing group above decides the format unless it is given: a node of
-        // the other format below it would be invisible to zarr-python.
-        let mut parent_format = None;
-        for ancestor in node_path.ancestors().iter().rev() {
-            if let Ok(group) = Group::open(Arc::clone(&target.store), ancestor.as_str()).await {
-                parent_format = Some((ancestor.clone(), group.zarr_format()));
-                break;
-            }
-        }
-        let format = match (args.zarr_format.as_deref(), &parent_format) {
-            (Some("2"), _) => ZarrFormat::V2,
-            (Some(_), _) => ZarrFormat::V3,
-            (None, Some((_, format))) => *format,
-            (None, None) => ZarrFormat::V3,
-        };
-        if let Some((group, parent)) = &parent_format
-            && *parent != format
-        {
-            usage!(
-                "the group {group} above is Zarr v{}: a Zarr v{} array below it would be invisible \
-                 to readers that open the hierarchy (zarr-python); leave --zarr-format out to match it",
-                format_number(*parent),
-                format_number(format)
-            );
-        }
+        let format = chosen_format(&target, &node_path, args.zarr_format.as_deref(), "array").await?;
         if format == ZarrFormat::V2 {
             if rectilinear.is_some() {
                 usage!(

@@ -197,10 +197,11 @@ Examples:
   zarr get data.zarr/labels --format json
   zarr get data.zarr/labels --format npy -o labels.npy     # dtype <U n")]
     Get(get::GetArgs),
-    /// Create an array.
+    /// Create an array, or a group (--group).
     #[command(after_help = "\
 Examples:
   zarr create data.zarr/images/raw --shape 1000,1000 --dtype uint16 --chunks 100,100
+  zarr create data.zarr/experiments/run1 --group --attr operator=ada
   zarr create data.zarr/big --shape 10000,10000 --dtype float32 --chunks 100,100 \\
       --shards 1000,1000 --codec zstd:5 --codec crc32c --fill-value NaN")]
     Create(create::CreateArgs),

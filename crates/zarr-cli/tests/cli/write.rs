@@ -1432,3 +1432,90 @@ fn ok_stderr(args: &[&str]) -> String {
     );
     String::from_utf8(out.stderr).unwrap()
 }
+
+/// `create --group` makes groups (and the groups above them) in either format, leaves a
+/// group already there alone, and refuses what would replace or contradict a node.
+#[test]
+fn create_makes_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("g.zarr");
+    let root = store.to_str().unwrap();
+    let run1 = format!("{root}/experiments/run1");
+    let err = ok_stderr(&["create", &run1, "--group", "--attr", "operator=ada"]);
+    assert!(err.contains("a Zarr v3 group"), "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&ok(&["attrs", &run1])).unwrap(),
+        json!({"operator": "ada"})
+    );
+    for dir in ["", "experiments", "experiments/run1"] {
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(store.join(dir).join("zarr.json")).unwrap())
+                .unwrap();
+        assert_eq!(doc["node_type"], "group", "{dir}");
+    }
+    assert_eq!(ok(&["tree", root]), "/\n  experiments/\n    run1/\n");
+    // Again: nothing to do; with attributes or another format: refused, nothing changed.
+    let err = ok_stderr(&["create", &run1, "--group"]);
+    assert!(err.contains("nothing to do"), "{err}");
+    let err = fails(&["create", &run1, "--group", "--attr", "x=1"], 2);
+    assert!(err.contains("zarr attrs"), "{err}");
+    let err = fails(
+        &[
+            "create",
+            &format!("{root}/experiments/run2"),
+            "--group",
+            "--zarr-format",
+            "2",
+        ],
+        2,
+    );
+    assert!(err.contains("Zarr v3: a Zarr v2 group below it"), "{err}");
+    assert!(!store.join("experiments/run2").exists());
+    // An array is not replaced by a group.
+    ok(&[
+        "create",
+        &format!("{root}/data"),
+        "--shape",
+        "4",
+        "--dtype",
+        "uint8",
+        "-q",
+    ]);
+    let err = fails(&["create", &format!("{root}/data"), "--group"], 2);
+    assert!(err.contains("not a group"), "{err}");
+    // Bad usage: array flags with --group, an array without its shape and type.
+    fails(
+        &["create", &format!("{root}/x"), "--group", "--shape", "4"],
+        2,
+    );
+    fails(&["create", &format!("{root}/x"), "--dtype", "uint8"], 2);
+
+    // Zarr v2, and an array created below takes the group's format.
+    let v2 = dir.path().join("v2.zarr");
+    let sub = format!("{}/sub", v2.display());
+    ok(&[
+        "create",
+        &sub,
+        "--group",
+        "--zarr-format",
+        "2",
+        "--attr",
+        "n=2",
+        "-q",
+    ]);
+    assert!(v2.join(".zgroup").exists() && v2.join("sub/.zgroup").exists());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&std::fs::read(v2.join("sub/.zattrs")).unwrap()).unwrap(),
+        json!({"n": 2})
+    );
+    ok(&[
+        "create",
+        &format!("{sub}/a"),
+        "--shape",
+        "3",
+        "--dtype",
+        "int8",
+        "-q",
+    ]);
+    assert!(v2.join("sub/a/.zarray").exists());
+}
