@@ -74,7 +74,23 @@ fn forget_recorded(entries: &mut Map<String, Value>, relative: &str) -> bool {
     let below = format!("{relative}/");
     let before = entries.len();
     entries.retain(|key, _| key != relative && !key.starts_with(&below));
-    let mut changed = entries.len() != before;
+    let changed = entries.len() != before;
+    let nested = in_nested_records(entries, relative, |nested, rest| {
+        Ok(forget_recorded(nested, rest))
+    });
+    // Forgetting cannot fail.
+    changed | nested.unwrap_or(false)
+}
+
+/// Apply `f` to the records nested in the entries of groups above `relative` (`a/b`: the
+/// record in the entry `a`, with `b`), as some writers lay them out. Whether any call
+/// changed something.
+fn in_nested_records(
+    entries: &mut Map<String, Value>,
+    relative: &str,
+    mut f: impl FnMut(&mut Map<String, Value>, &str) -> Result<bool>,
+) -> Result<bool> {
+    let mut changed = false;
     for (key, document) in entries.iter_mut() {
         if let Some(rest) = relative
             .strip_prefix(key.as_str())
@@ -83,10 +99,10 @@ fn forget_recorded(entries: &mut Map<String, Value>, relative: &str) -> bool {
                 .get_mut("consolidated_metadata")
                 .and_then(|record| record.get_mut("metadata"))
         {
-            changed |= forget_recorded(nested, rest);
+            changed |= f(nested, rest)?;
         }
     }
-    changed
+    Ok(changed)
 }
 
 /// The path of `path` relative to its ancestor `group` (`a/b`; `""` for the group itself).
@@ -225,17 +241,9 @@ fn refresh_recorded(
             changed = true;
         }
     }
-    for (key, document) in entries.iter_mut() {
-        if let Some(rest) = relative
-            .strip_prefix(key.as_str())
-            .and_then(|rest| rest.strip_prefix('/'))
-            && let Some(Value::Object(nested)) = document
-                .get_mut("consolidated_metadata")
-                .and_then(|record| record.get_mut("metadata"))
-        {
-            changed |= refresh_recorded(nested, rest, metadata)?;
-        }
-    }
+    changed |= in_nested_records(entries, relative, |nested, rest| {
+        refresh_recorded(nested, rest, metadata)
+    })?;
     Ok(changed)
 }
 

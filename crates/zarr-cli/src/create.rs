@@ -174,6 +174,20 @@ async fn consolidated_ancestors(store: &Arc<dyn Store>, path: &NodePath) -> Vec<
     out
 }
 
+/// A note for each group above `path` whose consolidated metadata does not list the new
+/// node (`kind`: array or group) until it is consolidated again.
+async fn note_unlisted(store: &Arc<dyn Store>, path: &NodePath, kind: &str, global: Global) {
+    for group in consolidated_ancestors(store, path).await {
+        note(
+            global,
+            &format!(
+                "note: the group {group} has consolidated metadata, which does not list the \
+                 new {kind} until `zarr consolidate` records it again"
+            ),
+        );
+    }
+}
+
 /// The Zarr name of a numpy spelling of a data type (`f4`, `<f4`, `float`, `i8`, `?`), if
 /// it is one. Byte order is the codecs' business in Zarr v3, so `<` and `>` both name the
 /// type.
@@ -296,15 +310,7 @@ async fn create_group(args: CreateArgs, global: Global) -> Result<()> {
         Group::create_with_format(Arc::clone(&target.store), &target.path, metadata, format)
             .await
             .with_context(|| format!("creating {}", target.describe()))?;
-        for group in consolidated_ancestors(&target.store, &node_path).await {
-            note(
-                global,
-                &format!(
-                    "note: the group {group} has consolidated metadata, which does not list the \
-                     new group until `zarr consolidate` records it again"
-                ),
-            );
-        }
+        note_unlisted(&target.store, &node_path, "group", global).await;
         note(
             global,
             &format!(
@@ -449,15 +455,7 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
             .create(Arc::clone(&target.store), &target.path)
             .await
             .with_context(|| format!("creating {}", target.describe()))?;
-        for group in consolidated_ancestors(&target.store, &node_path).await {
-            note(
-                global,
-                &format!(
-                    "note: the group {group} has consolidated metadata, which does not list the \
-                     new array until `zarr consolidate` records it again"
-                ),
-            );
-        }
+        note_unlisted(&target.store, &node_path, "array", global).await;
         note(
             global,
             &format!(
