@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Map, Value};
-use zarr::array::{Array, ArrayBytes, Group, Node};
+use zarr::array::{Array, ArrayBytes, Group, Node, Region};
 use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{ArrayMetadata, NodePath};
 use zarr::store::Store;
@@ -344,6 +344,16 @@ async fn compare_arrays(
 /// Compare the values of two arrays of one shape and data type, in slabs aligned to A's
 /// chunks, element by element (bit for bit: `-0.0` is not `0.0`, and NaNs compare by their
 /// bits).
+/// `region` as `[0:64, 128:256]`.
+fn region_text(region: &Region) -> String {
+    let ranges: Vec<String> = region
+        .ranges()
+        .iter()
+        .map(|r| format!("{}:{}", r.start, r.end))
+        .collect();
+    format!("[{}]", ranges.join(", "))
+}
+
 async fn compare_values(
     x: &Array<dyn Store>,
     y: &Array<dyn Store>,
@@ -359,8 +369,10 @@ async fn compare_values(
     let mut differing = 0u64;
     let mut shown = Vec::new();
     for slab in slabs(metadata, &x.full_region(), element_bytes, SLAB_BYTES)? {
-        let (a, b) = tokio::try_join!(x.read_array_bytes(&slab), y.read_array_bytes(&slab))
-            .map_err(|e| anyhow::anyhow!("{label}: reading {slab:?}: {e}"))?;
+        let (a, b) = tokio::join!(x.read_array_bytes(&slab), y.read_array_bytes(&slab));
+        let reading = |side: &str| format!("{label} in {side}: reading {}", region_text(&slab));
+        let a = a.with_context(|| reading("A"))?;
+        let b = b.with_context(|| reading("B"))?;
         let mut note = |i: usize, va: &[u8], vb: &[u8], variable: bool| {
             differing += 1;
             if shown.len() < args.show {

@@ -1302,4 +1302,23 @@ fn diff_compares_arrays_and_hierarchies() {
         1,
     );
     assert!(err.contains("nope.zarr"), "{err}");
+
+    // A chunk that does not decode stops the diff with an error naming the side, the
+    // elements being read and the chunk, with the codec's reason.
+    let chunks = dir.path().join("c.zarr/timeseries/temperature/c");
+    let chunk = std::fs::read_dir(&chunks)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&chunk, b"not gzip").unwrap();
+    let err = fails(&["diff", a, &c], 1);
+    assert!(
+        err.contains("/timeseries/temperature in B: reading [0:1000]")
+            && err.contains("c/")
+            && err.contains("gzip")
+            && err.lines().count() == 1,
+        "{err}"
+    );
 }
