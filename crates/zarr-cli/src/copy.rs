@@ -36,23 +36,8 @@ pub(crate) struct CopyArgs {
     /// The destination node's path inside DST (DST is then the store root).
     #[arg(long, value_name = "NODE")]
     dst_path: Option<String>,
-    /// The destination chunk shape (the inner chunk shape when sharded), or a rectilinear
-    /// grid as JSON `chunk_shapes` (see `zarr create --chunks`; unsharded then).
-    #[arg(long)]
-    chunks: Option<String>,
-    /// The destination shard shape, a rectilinear grid of shards as JSON `chunk_shapes`, or
-    /// `none` for no sharding.
-    #[arg(long)]
-    shards: Option<String>,
-    /// Replace the codecs: zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], crc32c or none,
-    /// in order; repeat for a compressor and crc32c (one compressor at most; `none` only
-    /// alone).
-    #[arg(long = "codec", value_name = "CODEC")]
-    codecs: Vec<String>,
-    /// Replace the codecs with this list, as JSON as `zarr.json` holds it (the inner chunks'
-    /// codecs when sharded), or `@FILE`: any registered codec (see `zarr create --codecs`).
-    #[arg(long = "codecs", value_name = "JSON", conflicts_with = "codecs")]
-    codecs_json: Option<String>,
+    #[command(flatten)]
+    layout: LayoutArgs,
     /// Convert the elements to this data type (bool, integers, float16/32/64; a value that
     /// does not fit exactly is an error, except that floats narrow with rounding).
     #[arg(long, visible_alias = "dtype", value_name = "TYPE")]
@@ -77,8 +62,40 @@ pub(crate) struct CopyArgs {
     zarr_format: String,
 }
 
+/// The destination's layout, when it is not the source's.
+#[derive(Args, Debug)]
+pub(crate) struct LayoutArgs {
+    /// The destination chunk shape (the inner chunk shape when sharded), or a rectilinear
+    /// grid as JSON `chunk_shapes` (see `zarr create --chunks`; unsharded then).
+    #[arg(long)]
+    chunks: Option<String>,
+    /// The destination shard shape, a rectilinear grid of shards as JSON `chunk_shapes`, or
+    /// `none` for no sharding.
+    #[arg(long)]
+    shards: Option<String>,
+    /// Replace the codecs: zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], crc32c or none,
+    /// in order; repeat for a compressor and crc32c (one compressor at most; `none` only
+    /// alone).
+    #[arg(long = "codec", value_name = "CODEC")]
+    codecs: Vec<String>,
+    /// Replace the codecs with this list, as JSON as `zarr.json` holds it (the inner chunks'
+    /// codecs when sharded), or `@FILE`: any registered codec (see `zarr create --codecs`).
+    #[arg(long = "codecs", value_name = "JSON", conflicts_with = "codecs")]
+    codecs_json: Option<String>,
+}
+
+impl LayoutArgs {
+    /// Whether any of the layout flags is given.
+    pub(crate) fn is_given(&self) -> bool {
+        self.chunks.is_some()
+            || self.shards.is_some()
+            || !self.codecs.is_empty()
+            || self.codecs_json.is_some()
+    }
+}
+
 /// The per-array choices, parsed once.
-struct Plan {
+pub(crate) struct Plan {
     /// `--chunks` and the text given for it.
     chunks: Option<(Grid, String)>,
     /// `None`: as the source; `Some(None)`: no sharding; `Some(Some(grid))`: these shards.
@@ -96,29 +113,43 @@ struct Plan {
     format: ZarrFormat,
 }
 
+impl Plan {
+    /// A plan for arrays laid out as `layout` says, in `format`, with everything else as in
+    /// the source.
+    pub(crate) fn new(layout: &LayoutArgs, format: ZarrFormat, block_size: u64) -> Result<Self> {
+        Ok(Self {
+            chunks: match layout.chunks.as_deref() {
+                Some(text) => Some((Grid::parse(text, "--chunks")?, text.to_owned())),
+                None => None,
+            },
+            shards: match layout.shards.as_deref() {
+                None => None,
+                Some("none") => Some(None),
+                Some(text) => Some(Some((Grid::parse(text, "--shards")?, text.to_owned()))),
+            },
+            codecs: layout.codecs.clone(),
+            codecs_json: layout.codecs_json.clone(),
+            data_type: None,
+            overwrite: false,
+            resume: false,
+            block_size,
+            group: false,
+            format,
+        })
+    }
+}
+
 pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
+    let format = if args.zarr_format == "2" {
+        ZarrFormat::V2
+    } else {
+        ZarrFormat::V3
+    };
     let plan = Plan {
-        chunks: match args.chunks.as_deref() {
-            Some(text) => Some((Grid::parse(text, "--chunks")?, text.to_owned())),
-            None => None,
-        },
-        shards: match args.shards.as_deref() {
-            None => None,
-            Some("none") => Some(None),
-            Some(text) => Some(Some((Grid::parse(text, "--shards")?, text.to_owned()))),
-        },
-        codecs: args.codecs.clone(),
-        codecs_json: args.codecs_json.clone(),
         data_type: args.data_type.as_deref().map(parse_data_type).transpose()?,
         overwrite: args.overwrite,
         resume: args.resume,
-        block_size: args.block_size,
-        group: false,
-        format: if args.zarr_format == "2" {
-            ZarrFormat::V2
-        } else {
-            ZarrFormat::V3
-        },
+        ..Plan::new(&args.layout, format, args.block_size)?
     };
     let src = resolve(
         &TargetArgs {
@@ -134,21 +165,23 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
         },
         Access::Write,
     )?;
-    let mut undo = Undo::default();
+    let mut undo = Undo::new("copy");
     match copy(&src, &dst, plan, global, &mut undo).await {
         Ok(()) => dst.finish(),
         Err(err) => Err(undo.apply(err, &dst).await),
     }
 }
 
-/// What a copy that fails leaves behind.
-#[derive(Default)]
-struct Undo {
-    /// What the copy wrote; `None` until it starts writing the destination.
-    written: Option<Written>,
+/// What a copy (or another command that writes a new node from a source) that fails
+/// leaves behind.
+pub(crate) struct Undo {
+    /// What failed: "copy", "pyramid".
+    what: &'static str,
+    /// What the command wrote; `None` until it starts writing the destination.
+    pub(crate) written: Option<Written>,
 }
 
-enum Written {
+pub(crate) enum Written {
     /// Everything at the destination's prefix is this copy's (the place was empty, or
     /// `--overwrite` erased it): erase it, and the metadata documents of the groups above
     /// it that this copy created (`ancestors`, deepest first, those that were missing).
@@ -161,15 +194,23 @@ enum Written {
 }
 
 impl Undo {
+    pub(crate) fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            written: None,
+        }
+    }
+
     /// Clean up after `err`, and say in the error what was done.
-    async fn apply(self, err: anyhow::Error, dst: &Target) -> anyhow::Error {
+    pub(crate) async fn apply(self, err: anyhow::Error, dst: &Target) -> anyhow::Error {
+        let what = self.what;
         match self.written {
             None => {
                 dst.remove_created_dirs();
                 err
             }
             Some(Written::Keep) => err.context(format!(
-                "{}: the copy failed; what it copied is kept: run the same command with \
+                "{}: the {what} failed; what it copied is kept: run the same command with \
                  --resume to finish it",
                 dst.describe()
             )),
@@ -180,7 +221,7 @@ impl Undo {
                 Ok(()) => {
                     dst.remove_created_dirs();
                     err.context(format!(
-                        "{}: the copy failed, and the partial destination was removed{}",
+                        "{}: the {what} failed, and the partial destination was removed{}",
                         dst.describe(),
                         if replaced {
                             " (the old destination was erased by --overwrite before the copy)"
@@ -190,10 +231,15 @@ impl Undo {
                     ))
                 }
                 Err(cleanup) => err.context(format!(
-                    "{}: the copy failed, and removing the partial destination failed too \
-                     ({}); remove it, or finish it with --resume",
+                    "{}: the {what} failed, and removing the partial destination failed too \
+                     ({}); remove it{}",
                     dst.describe(),
-                    crate::one_line(&cleanup)
+                    crate::one_line(&cleanup),
+                    if what == "copy" {
+                        ", or finish it with --resume"
+                    } else {
+                        ""
+                    }
                 )),
             },
         }
@@ -218,7 +264,7 @@ async fn erase_written(dst: &Target, ancestors: &[StoreKey]) -> Result<()> {
 
 /// The metadata documents that creating a node at `path` writes above it: those of the
 /// groups above that have none yet (deepest first).
-async fn missing_ancestors(dst: &Target, path: &NodePath) -> Result<Vec<StoreKey>> {
+pub(crate) async fn missing_ancestors(dst: &Target, path: &NodePath) -> Result<Vec<StoreKey>> {
     const DOCUMENTS: [&str; 3] = ["zarr.json", ".zarray", ".zgroup"];
     let mut missing = Vec::new();
     for ancestor in path.ancestors().iter().rev() {
@@ -442,7 +488,7 @@ async fn create_group(
 }
 
 /// The destination metadata for `src` under `plan`.
-fn destination_metadata(
+pub(crate) fn destination_metadata(
     src: &ArrayMetadata,
     src_format: ZarrFormat,
     plan: &Plan,

@@ -19,6 +19,7 @@ mod copy;
 mod create;
 mod demo;
 mod diff;
+mod downsample;
 mod format;
 mod get;
 mod info;
@@ -26,6 +27,7 @@ mod layout;
 mod npy;
 mod progress;
 mod put;
+mod pyramid;
 mod region;
 mod resize;
 mod rm;
@@ -281,6 +283,27 @@ Examples:
   zarr diff data.zarr/images/raw rechunked.zarr --layout
   zarr diff s3://bucket/data.zarr data.zarr --a-path /images --b-path /images --show 20")]
     Diff(diff::DiffArgs),
+    /// Build a multiscale image from an array: an OME-Zarr 0.5 group whose arrays `0`, `1`,
+    /// ... are the array and smaller copies of it.
+    ///
+    /// Level 0 is a copy of the array (with the layout of --chunks, --shards and --codec, or
+    /// the source's); each further level is the one before downsampled by --factor (2 along
+    /// each space axis by default), each window of elements reduced by --method, until a
+    /// chunk holds every downsampled dimension (or --levels). A dimension whose length the
+    /// factor does not divide keeps a last, partial window. The levels keep level 0's
+    /// codecs, with chunks (and shards) no larger than the level. The group's `ome`
+    /// attribute describes the levels for OME-Zarr readers (napari, neuroglancer, vizarr,
+    /// ome-zarr-py): the axes (t, c, z, y, x by name: see --axes), each level's scale
+    /// (--scale times the factors so far) and, for every method but stride, the translation
+    /// that puts each element at the centre of its window. Levels are written in blocks of
+    /// whole chunks; a pyramid that fails removes what it wrote.
+    #[command(after_help = "\
+Examples:
+  zarr pyramid data.zarr/images/raw pyramid.zarr
+  zarr pyramid image.zarr labels.zarr --method mode --levels 4
+  zarr pyramid stack.zarr/raw s3://bucket/stack.zarr --axes c,z,y,x --factor 1,1,2,2 \\
+    --scale 1,2.0,0.325,0.325 --unit micrometer --shards 1,64,1024,1024 --chunks 1,64,128,128")]
+    Pyramid(pyramid::PyramidArgs),
     /// Write and read a synthetic array in a temporary local store and report throughput.
     ///
     /// With --compare, run the comparison harness instead (`zarr-compare`: this project side
@@ -342,6 +365,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Verify(args) => verify::run(args, global).await,
             Command::Copy(args) => copy::run(args, global).await,
             Command::Diff(args) => diff::run(args).await,
+            Command::Pyramid(args) => pyramid::run(args, global).await,
             Command::Bench(args) => bench::run(args, global).await,
             Command::Demo(args) => demo::run(args, global).await,
         }

@@ -8,5 +8,6 @@ mod inspect;
 mod interop;
 mod misc;
 mod npy_files;
+mod pyramid;
 mod verify;
 mod write;

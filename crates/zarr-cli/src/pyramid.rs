@@ -1,0 +1,936 @@
+//! `zarr pyramid`: build a multiscale image (an OME-Zarr 0.5 `multiscales` group) from an
+//! array: level 0 is a copy of the array, each further level the one before downsampled.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use futures::StreamExt as _;
+use half::{bf16, f16};
+use serde_json::{Map, Value, json};
+use zarr::array::{Array, ArrayBuilder, Group, Node, Region};
+use zarr::metadata::v2::ZarrFormat;
+use zarr::metadata::{ArrayMetadata, ChunkGrid, DataType, GroupMetadata, NodePath};
+use zarr::store::{Store, StorePrefix};
+
+use crate::copy::{LayoutArgs, Plan, Undo, Written, destination_metadata, missing_ancestors};
+use crate::downsample::{self, Method, Number};
+use crate::layout::{Layout, SHARDING, chunking_text, shape_text};
+use crate::progress::{bar, note};
+use crate::target::{Access, Occupant, Target, resolve};
+use crate::{Global, TargetArgs, usage};
+
+/// The OME-Zarr version written.
+const OME_VERSION: &str = "0.5";
+
+/// Units OME-Zarr names for space axes (UDUNITS-2).
+const SPACE_UNITS: [&str; 26] = [
+    "angstrom",
+    "attometer",
+    "centimeter",
+    "decimeter",
+    "exameter",
+    "femtometer",
+    "foot",
+    "gigameter",
+    "hectometer",
+    "inch",
+    "kilometer",
+    "megameter",
+    "meter",
+    "micrometer",
+    "mile",
+    "millimeter",
+    "nanometer",
+    "parsec",
+    "petameter",
+    "picometer",
+    "terameter",
+    "yard",
+    "yoctometer",
+    "yottameter",
+    "zeptometer",
+    "zettameter",
+];
+
+/// Units OME-Zarr names for time axes (UDUNITS-2).
+const TIME_UNITS: [&str; 23] = [
+    "attosecond",
+    "centisecond",
+    "day",
+    "decisecond",
+    "exasecond",
+    "femtosecond",
+    "gigasecond",
+    "hectosecond",
+    "hour",
+    "kilosecond",
+    "megasecond",
+    "microsecond",
+    "millisecond",
+    "minute",
+    "nanosecond",
+    "petasecond",
+    "picosecond",
+    "second",
+    "terasecond",
+    "yoctosecond",
+    "yottasecond",
+    "zeptosecond",
+    "zettasecond",
+];
+
+/// Arguments of `zarr pyramid`.
+#[derive(Args, Debug)]
+pub(crate) struct PyramidArgs {
+    /// The source array: a local path or a URL.
+    src: String,
+    /// The group to create, which holds the levels as arrays `0`, `1`, ...: a local path or
+    /// a URL.
+    dst: String,
+    /// The source array's path inside SRC (SRC is then the store root).
+    #[arg(long, value_name = "NODE")]
+    src_path: Option<String>,
+    /// The group's path inside DST (DST is then the store root).
+    #[arg(long, value_name = "NODE")]
+    dst_path: Option<String>,
+    /// How many levels to write, level 0 (the copy) included [default: until the last level
+    /// fits in one chunk along every downsampled dimension].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    levels: Option<u32>,
+    /// The downsampling factor from one level to the next: one number for every space axis
+    /// (the others keep their length), or one per dimension (`1,2,2`).
+    #[arg(long, default_value = "2")]
+    factor: String,
+    /// How a window of elements becomes one: mean (integers round to the nearest), mode
+    /// (the most frequent value: for labels), min, max, or stride (the window's first
+    /// element). mode and stride take any fixed-size data type; the others numbers.
+    #[arg(long, value_enum, default_value_t = Method::Mean)]
+    method: Method,
+    /// The axes' names, comma-separated, one per dimension [default: the array's dimension
+    /// names, or by rank: y,x / z,y,x / c,z,y,x / t,c,z,y,x]. t and time are time axes, c
+    /// and channel channel axes, x, y and z space axes.
+    #[arg(long, value_name = "NAMES")]
+    axes: Option<String>,
+    /// The physical size of one element of level 0: one number for every space axis, or
+    /// one per dimension [default: 1].
+    #[arg(long, value_name = "SIZES")]
+    scale: Option<String>,
+    /// The unit of the space axes: micrometer, nanometer, millimeter, ... (UDUNITS-2 names,
+    /// as OME-Zarr lists them).
+    #[arg(long)]
+    unit: Option<String>,
+    /// The unit of the time axis: second, millisecond, minute, ...
+    #[arg(long, value_name = "UNIT")]
+    time_unit: Option<String>,
+    /// The multiscale image's name [default: the source array's name].
+    #[arg(long)]
+    name: Option<String>,
+    #[command(flatten)]
+    layout: LayoutArgs,
+    /// About how much of the level read from each task holds at a time (whole chunks of
+    /// the level written; two tasks run at once).
+    #[arg(long, default_value = "64M", value_parser = crate::region::parse_size, value_name = "SIZE")]
+    block_size: u64,
+    /// Replace whatever is at the destination.
+    #[arg(long)]
+    overwrite: bool,
+}
+
+/// The kind of an axis, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Time,
+    Channel,
+    Space,
+    /// Any other name: an axis of no type OME-Zarr defines, which stands where a channel
+    /// axis would.
+    Other,
+}
+
+impl Kind {
+    fn of(name: &str) -> Self {
+        match name.to_ascii_lowercase().as_str() {
+            "t" | "time" => Self::Time,
+            "c" | "channel" => Self::Channel,
+            "x" | "y" | "z" => Self::Space,
+            _ => Self::Other,
+        }
+    }
+
+    fn type_name(self) -> Option<&'static str> {
+        match self {
+            Self::Time => Some("time"),
+            Self::Channel => Some("channel"),
+            Self::Space => Some("space"),
+            Self::Other => None,
+        }
+    }
+}
+
+/// The axes of the image: names and kinds, checked against OME-Zarr 0.5's rules.
+/// `source` says where the names come from, for errors.
+fn axes(names: Vec<String>, rank: usize, source: &str) -> Result<Vec<(String, Kind)>> {
+    if !(2..=5).contains(&rank) {
+        usage!(
+            "OME-Zarr images have 2 to 5 dimensions; this array has {rank} (a pyramid of \
+             another rank would not be a valid multiscale image)"
+        );
+    }
+    if names.len() != rank {
+        usage!(
+            "{source}: {} names for an array of {rank} dimensions",
+            names.len()
+        );
+    }
+    let axes: Vec<(String, Kind)> = names
+        .into_iter()
+        .map(|name| {
+            let kind = Kind::of(&name);
+            (name, kind)
+        })
+        .collect();
+    for (i, (name, _)) in axes.iter().enumerate() {
+        if name.is_empty() {
+            usage!("{source}: dimension {i} has no name");
+        }
+        if axes[..i].iter().any(|(other, _)| other == name) {
+            usage!("{source}: {name:?} names two dimensions");
+        }
+    }
+    let count = |kind: Kind| axes.iter().filter(|(_, k)| *k == kind).count();
+    let space = count(Kind::Space);
+    let others = count(Kind::Channel) + count(Kind::Other);
+    let listed = || {
+        axes.iter()
+            .map(|(name, _)| name.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if !(2..=3).contains(&space) {
+        usage!(
+            "{source}: OME-Zarr needs 2 or 3 space axes (x, y, z), found {space} in {}",
+            listed()
+        );
+    }
+    if count(Kind::Time) > 1 || others > 1 {
+        usage!(
+            "{source}: OME-Zarr allows one time axis (t) and one channel or other axis besides \
+             the space axes; {} has more",
+            listed()
+        );
+    }
+    // Time first, then the channel (or other) axis, then space.
+    let rank_of = |kind: Kind| match kind {
+        Kind::Time => 0,
+        Kind::Channel | Kind::Other => 1,
+        Kind::Space => 2,
+    };
+    if axes.windows(2).any(|w| rank_of(w[0].1) > rank_of(w[1].1)) {
+        usage!(
+            "{source}: OME-Zarr orders the axes time, then channel, then space; {} does not \
+             (reorder the array's dimensions, or name them otherwise)",
+            listed()
+        );
+    }
+    Ok(axes)
+}
+
+/// Parse a per-dimension list (`2` for every space axis, the others `other`; or one value
+/// per dimension).
+fn per_dimension<T: std::str::FromStr + Copy>(
+    text: &str,
+    axes: &[(String, Kind)],
+    other: T,
+    flag: &str,
+    valid: impl Fn(T) -> bool,
+) -> Result<Vec<T>> {
+    let values: Vec<T> = text
+        .split(',')
+        .map(|part| match part.trim().parse::<T>() {
+            Ok(value) if valid(value) => Ok(value),
+            _ => Err(()),
+        })
+        .collect::<Result<_, ()>>()
+        .or_else(|()| usage!("{flag}: {text:?} is not a list of valid values"))?;
+    match values.as_slice() {
+        [one] if axes.len() != 1 => Ok(axes
+            .iter()
+            .map(|(_, kind)| if *kind == Kind::Space { *one } else { other })
+            .collect()),
+        _ if values.len() == axes.len() => Ok(values),
+        _ => usage!(
+            "{flag}: {} values for {} dimensions (give one, for the space axes, or one per \
+             dimension)",
+            values.len(),
+            axes.len()
+        ),
+    }
+}
+
+/// The shapes of the levels.
+fn level_shapes(
+    shape: &[u64],
+    factors: &[u64],
+    chunk: &[u64],
+    levels: Option<u32>,
+) -> Vec<Vec<u64>> {
+    let mut shapes = vec![shape.to_vec()];
+    loop {
+        let last = shapes.last().expect("level 0");
+        let more = match levels {
+            Some(n) => shapes.len() < n as usize,
+            None => last
+                .iter()
+                .zip(factors)
+                .zip(chunk)
+                .any(|((&n, &f), &c)| f > 1 && n > c),
+        };
+        if !more {
+            return shapes;
+        }
+        let next = downsample::reduced_shape(last, factors);
+        shapes.push(next);
+    }
+}
+
+/// The metadata of the level of `shape`: level 0's, with its chunks (and shards) clipped to
+/// the level's shape.
+fn level_metadata(level0: &ArrayMetadata, shape: &[u64]) -> Result<ArrayMetadata> {
+    let mut metadata = level0.clone();
+    metadata.shape = shape.to_vec();
+    let layout = Layout::of(level0)?;
+    let Some(grid) = layout.grid.clone() else {
+        bail!("level 0 has no regular chunk grid");
+    };
+    let clip = |chunk: &[u64]| -> Vec<u64> {
+        chunk
+            .iter()
+            .zip(shape)
+            .map(|(&c, &n)| c.min(n).max(1))
+            .collect()
+    };
+    let layout = match &layout.inner {
+        Some(inner) => {
+            let inner = clip(inner);
+            let shards = grid
+                .iter()
+                .zip(shape)
+                .zip(&inner)
+                .map(|((&s, &n), &i)| s.min(n.div_ceil(i) * i).max(i))
+                .collect();
+            Layout {
+                grid: Some(shards),
+                inner: Some(inner),
+                codecs: layout.codecs,
+            }
+        }
+        // A chunk whose codecs shard it below another codec keeps its shape: its inner
+        // chunks must divide it.
+        None if layout.codecs.iter().any(|c| c.name == SHARDING) => layout,
+        None => Layout {
+            grid: Some(clip(&grid)),
+            inner: None,
+            codecs: layout.codecs,
+        },
+    };
+    let (grid, codecs) = layout.to_metadata_parts()?;
+    metadata.chunk_grid = ChunkGrid::regular(grid)?;
+    metadata.codecs = codecs;
+    Ok(metadata)
+}
+
+pub(crate) async fn run(args: PyramidArgs, global: Global) -> Result<()> {
+    let src = resolve(
+        &TargetArgs {
+            target: args.src.clone(),
+            path: args.src_path.clone(),
+        },
+        Access::Read,
+    )?;
+    let dst = resolve(
+        &TargetArgs {
+            target: args.dst.clone(),
+            path: args.dst_path.clone(),
+        },
+        Access::Write,
+    )?;
+    let mut undo = Undo::new("pyramid");
+    match build(&src, &dst, &args, global, &mut undo).await {
+        Ok(()) => dst.finish(),
+        Err(err) => Err(undo.apply(err, &dst).await),
+    }
+}
+
+/// Everything about the pyramid, planned before anything is written.
+struct Pyramid {
+    levels: Vec<ArrayMetadata>,
+    factors: Vec<u64>,
+    attributes: Map<String, Value>,
+}
+
+fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
+    let source = array.metadata();
+    let rank = source.shape.len();
+    let data_type = &source.data_type;
+    if data_type.fixed_size().is_none() {
+        usage!(
+            "{}: a pyramid needs a fixed-size data type, not {}",
+            array.path(),
+            data_type.name()
+        );
+    }
+    if args.method.is_numeric() && !is_number(data_type) {
+        usage!(
+            "--method {}: {} is not a number type; use --method mode or stride",
+            args.method,
+            data_type.name()
+        );
+    }
+    let plan = Plan::new(&args.layout, ZarrFormat::V3, args.block_size)?;
+    let level0 = destination_metadata(source, array.zarr_format(), &plan)?;
+    if !matches!(level0.chunk_grid, ChunkGrid::Regular(_)) {
+        usage!(
+            "every level needs a regular chunk grid, and {} {}: give --chunks a chunk shape \
+             (and --shards a shard shape, or none)",
+            if args.layout.is_given() {
+                "this layout's is"
+            } else {
+                "the source's is"
+            },
+            level0.chunk_grid.to_json()["name"]
+                .as_str()
+                .unwrap_or("another")
+        );
+    }
+    let (names, source) = match &args.axes {
+        Some(text) => (
+            text.split(',').map(|n| n.trim().to_owned()).collect(),
+            "--axes",
+        ),
+        None => {
+            let named: Option<Vec<String>> = level0
+                .dimension_names
+                .as_ref()
+                .and_then(|names| names.iter().cloned().collect());
+            let defaults = || -> Vec<String> {
+                let all = ["t", "c", "z", "y", "x"];
+                all[all.len().saturating_sub(rank)..]
+                    .iter()
+                    .map(|n| (*n).to_owned())
+                    .collect()
+            };
+            match named {
+                Some(names) => (names, "the array's dimension names (give --axes)"),
+                None => (defaults(), "the axes (give --axes)"),
+            }
+        }
+    };
+    let axes = axes(names, rank, source)?;
+    let factors = per_dimension(&args.factor, &axes, 1u64, "--factor", |f| f >= 1)?;
+    if factors.iter().all(|&f| f == 1) && args.levels.is_none_or(|n| n > 1) {
+        usage!("--factor: every factor is 1, so every level would be the same");
+    }
+    let scale0 = match &args.scale {
+        Some(text) => per_dimension(text, &axes, 1f64, "--scale", |s: f64| {
+            s.is_finite() && s > 0.0
+        })?,
+        None => vec![1.0; rank],
+    };
+    for (flag, unit, known) in [
+        ("--unit", &args.unit, &SPACE_UNITS[..]),
+        ("--time-unit", &args.time_unit, &TIME_UNITS[..]),
+    ] {
+        if let Some(unit) = unit
+            && !known.contains(&unit.as_str())
+        {
+            usage!(
+                "{flag}: {unit:?} is not a unit OME-Zarr names; one of {}",
+                known.join(", ")
+            );
+        }
+    }
+    if args.time_unit.is_some() && !axes.iter().any(|(_, k)| *k == Kind::Time) {
+        usage!("--time-unit: the image has no time axis");
+    }
+    let chunk = Layout::of(&level0)?
+        .inner
+        .or_else(|| level0.chunk_grid.nominal_chunk_shape().map(<[u64]>::to_vec))
+        .unwrap_or_else(|| vec![1; rank]);
+    let shapes = level_shapes(&level0.shape, &factors, &chunk, args.levels);
+    let mut level0 = level0;
+    level0.dimension_names = Some(axes.iter().map(|(n, _)| Some(n.clone())).collect());
+    let levels = shapes
+        .iter()
+        .map(|shape| level_metadata(&level0, shape))
+        .collect::<Result<Vec<_>>>()?;
+
+    // The OME-Zarr metadata.
+    let axes_json: Vec<Value> = axes
+        .iter()
+        .map(|(name, kind)| {
+            let mut axis = Map::new();
+            axis.insert("name".into(), name.clone().into());
+            if let Some(kind) = kind.type_name() {
+                axis.insert("type".into(), kind.into());
+            }
+            let unit = match kind {
+                Kind::Space => args.unit.as_ref(),
+                Kind::Time => args.time_unit.as_ref(),
+                _ => None,
+            };
+            if let Some(unit) = unit {
+                axis.insert("unit".into(), unit.clone().into());
+            }
+            Value::Object(axis)
+        })
+        .collect();
+    let datasets: Vec<Value> = (0..levels.len())
+        .map(|level| {
+            let mut transforms = Vec::new();
+            let mut scale = Vec::with_capacity(rank);
+            let mut translation = Vec::with_capacity(rank);
+            for (&f, &s) in factors.iter().zip(&scale0) {
+                let window = (f as f64).powi(level as i32);
+                scale.push(s * window);
+                // A level's first element stands for the window it reduces: its centre
+                // lies half a window (less half an element) from level 0's first element.
+                translation.push((window - 1.0) / 2.0 * s);
+            }
+            transforms.push(json!({"type": "scale", "scale": scale}));
+            if args.method.centred() && translation.iter().any(|&t| t != 0.0) {
+                transforms.push(json!({"type": "translation", "translation": translation}));
+            }
+            json!({"path": level.to_string(), "coordinateTransformations": transforms})
+        })
+        .collect();
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| array.path().name().unwrap_or("image").to_owned());
+    let multiscale = json!({
+        "name": name,
+        "axes": axes_json,
+        "datasets": datasets,
+        "type": args.method.name(),
+        "metadata": {
+            "description": format!(
+                "each level is the one before, {} over windows of {} elements",
+                args.method.name(),
+                factors.iter().map(u64::to_string).collect::<Vec<_>>().join("x")
+            ),
+            "method": "zarr pyramid",
+            "version": env!("CARGO_PKG_VERSION"),
+        },
+    });
+    let mut attributes = Map::new();
+    attributes.insert(
+        "ome".into(),
+        json!({"version": OME_VERSION, "multiscales": [multiscale]}),
+    );
+    Ok(Pyramid {
+        levels,
+        factors,
+        attributes,
+    })
+}
+
+/// Whether `mean`, `min` and `max` take elements of `data_type`.
+fn is_number(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Bool
+            | DataType::Int2
+            | DataType::Int4
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt2
+            | DataType::UInt4
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Float16
+            | DataType::BFloat16
+            | DataType::Float32
+            | DataType::Float64
+    )
+}
+
+async fn build(
+    src: &Target,
+    dst: &Target,
+    args: &PyramidArgs,
+    global: Global,
+    undo: &mut Undo,
+) -> Result<()> {
+    let started = Instant::now();
+    if src.overlaps(dst) {
+        usage!(
+            "{} and {} overlap (the same node, or one inside the other); write the pyramid \
+             to another place",
+            src.describe(),
+            dst.describe()
+        );
+    }
+    let dst_path = NodePath::new(&dst.path)?;
+    let occupant = dst.occupant().await?;
+    dst.refuse_foreign(&occupant)?;
+    let exists = occupant == Occupant::Node;
+    if exists && !args.overwrite {
+        usage!(
+            "{} already exists; use --overwrite to replace it",
+            dst.describe()
+        );
+    }
+    let array = match src.node().await? {
+        Node::Array(array) => array,
+        Node::Group(_) => usage!(
+            "{} is a group; a pyramid is built from an array",
+            src.describe()
+        ),
+    };
+    let pyramid =
+        plan(&array, args).with_context(|| format!("planning the pyramid of {}", array.path()))?;
+
+    undo.written = Some(Written::Erase {
+        ancestors: missing_ancestors(dst, &dst_path).await?,
+        replaced: exists,
+    });
+    if exists {
+        dst.store
+            .erase_prefix(&StorePrefix::try_new(dst_path.prefix())?)
+            .await
+            .with_context(|| format!("erasing {}", dst.describe()))?;
+    }
+    Group::create_with_format(
+        Arc::clone(&dst.store),
+        dst_path.as_str(),
+        GroupMetadata::new().with_attributes(pyramid.attributes.clone()),
+        ZarrFormat::V3,
+    )
+    .await
+    .with_context(|| format!("creating group {}", dst.describe()))?;
+    let mut input = array.clone();
+    for (level, metadata) in pyramid.levels.iter().enumerate() {
+        let path = dst_path.child(&level.to_string())?;
+        let output = create_level(dst, &path, metadata).await?;
+        let (factors, method) = if level == 0 {
+            (vec![1; metadata.shape.len()], Method::Stride)
+        } else {
+            (pyramid.factors.clone(), args.method)
+        };
+        fill_level(&input, &output, &factors, method, args.block_size, global)
+            .await
+            .with_context(|| format!("writing level {level}"))?;
+        note(
+            global,
+            &format!(
+                "{path}: {} ({})",
+                shape_text(&metadata.shape),
+                chunking_text(metadata)
+            ),
+        );
+        input = output;
+    }
+    note(
+        global,
+        &format!(
+            "wrote {} levels of {} to {} in {:.1} s",
+            pyramid.levels.len(),
+            src.describe(),
+            dst.describe(),
+            started.elapsed().as_secs_f64()
+        ),
+    );
+    Ok(())
+}
+
+async fn create_level(
+    dst: &Target,
+    path: &NodePath,
+    metadata: &ArrayMetadata,
+) -> Result<Array<dyn Store>> {
+    let names: Vec<String> = metadata
+        .dimension_names
+        .iter()
+        .flatten()
+        .map(|n| n.clone().unwrap_or_default())
+        .collect();
+    let chunks = metadata
+        .chunk_grid
+        .nominal_chunk_shape()
+        .expect("levels have regular grids")
+        .to_vec();
+    let array = ArrayBuilder::new(metadata.shape.clone(), metadata.data_type.clone(), chunks)
+        .codecs(metadata.codecs.clone())
+        .fill_value(metadata.fill_value.clone())
+        .chunk_key_encoding(metadata.chunk_key_encoding.clone())
+        .attributes(metadata.attributes.clone())
+        .dimension_names(names)
+        .zarr_format(ZarrFormat::V3)
+        .create(Arc::clone(&dst.store), path.as_str())
+        .await
+        .with_context(|| format!("creating {path} in {}", dst.describe()))?;
+    Ok(array)
+}
+
+/// The shape of the blocks `output` is written in: whole chunks (shards) of it, as many
+/// along the last dimensions as keep the part of `input` each reads within `budget` bytes.
+fn tile_shape(output: &ArrayMetadata, factors: &[u64], budget: u64) -> Vec<u64> {
+    let shape = &output.shape;
+    let chunk = output
+        .chunk_grid
+        .nominal_chunk_shape()
+        .expect("levels have regular grids");
+    let width = output.data_type.fixed_size().unwrap_or(1).max(1) as u64;
+    let mut tile: Vec<u64> = chunk.iter().zip(shape).map(|(&c, &n)| c.min(n)).collect();
+    let mut bytes = tile
+        .iter()
+        .zip(factors)
+        .fold(width, |b, (&t, &f)| b.saturating_mul(t.saturating_mul(f)));
+    for i in (0..shape.len()).rev() {
+        let chunks = shape[i].div_ceil(chunk[i]).max(1);
+        let room = (budget / bytes.max(1)).clamp(1, chunks);
+        tile[i] = chunk[i].saturating_mul(room);
+        bytes = bytes.saturating_mul(room);
+        if room < chunks {
+            break;
+        }
+    }
+    tile
+}
+
+/// Write every element of `output`, each the reduction of its window of `input`.
+async fn fill_level(
+    input: &Array<dyn Store>,
+    output: &Array<dyn Store>,
+    factors: &[u64],
+    method: Method,
+    budget: u64,
+    global: Global,
+) -> Result<()> {
+    let metadata = output.metadata();
+    let shape = metadata.shape.clone();
+    let tile = tile_shape(metadata, factors, budget);
+    let grid: Vec<u64> = shape
+        .iter()
+        .zip(&tile)
+        .map(|(&n, &t)| n.div_ceil(t.max(1)))
+        .collect();
+    let count: u64 = grid.iter().product();
+    let tiles = (0..count).map(|i| {
+        let index = zarr::metadata::unravel_index(i, &grid).unwrap_or_default();
+        let ranges = index
+            .iter()
+            .zip(&tile)
+            .zip(&shape)
+            .map(|((&j, &t), &n)| j * t..((j + 1) * t).min(n))
+            .collect();
+        Region::try_new(ranges).expect("ranges within the shape")
+    });
+    let progress = bar(global, count, &format!("level {}", output.path()));
+    let failed = AtomicBool::new(false);
+    let failed = &failed;
+    let in_shape = input.shape().to_vec();
+    let in_shape = &in_shape;
+    let mut results = futures::stream::iter(tiles)
+        .map(|out_region| {
+            let progress = progress.clone();
+            async move {
+                if failed.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                let in_region = Region::try_new(
+                    out_region
+                        .ranges()
+                        .iter()
+                        .zip(factors)
+                        .zip(in_shape)
+                        .map(|((r, &f), &n)| r.start * f..(r.end * f).min(n))
+                        .collect(),
+                )?;
+                reduce_tile(input, output, &in_region, &out_region, factors, method).await?;
+                progress.inc(1);
+                Ok::<(), anyhow::Error>(())
+            }
+        })
+        .buffer_unordered(2);
+    // Let the tiles in flight finish after an error, so that nothing writes into the
+    // destination while it is being removed.
+    let mut error = None;
+    while let Some(result) = results.next().await {
+        if let Err(err) = result {
+            failed.store(true, Ordering::Relaxed);
+            error.get_or_insert(err);
+        }
+    }
+    progress.finish_and_clear();
+    error.map_or(Ok(()), Err)
+}
+
+/// Read `in_region` of `input`, reduce it and write it to `out_region` of `output`.
+async fn reduce_tile(
+    input: &Array<dyn Store>,
+    output: &Array<dyn Store>,
+    in_region: &Region,
+    out_region: &Region,
+    factors: &[u64],
+    method: Method,
+) -> Result<()> {
+    let shape: Vec<usize> = in_region.shape().iter().map(|&n| n as usize).collect();
+    let factors: Vec<usize> = factors.iter().map(|&f| f as usize).collect();
+    let reading = || format!("reading {} of {}", in_region, input.path());
+    let writing = || format!("writing {} of {}", out_region, output.path());
+    if factors.iter().all(|&f| f == 1) {
+        // Level 0: a copy.
+        let block = input
+            .read_array_bytes(in_region)
+            .await
+            .with_context(reading)?;
+        return output
+            .write_array_bytes(out_region, block)
+            .await
+            .with_context(writing);
+    }
+    if !method.is_numeric() {
+        let width = input.data_type().fixed_size().unwrap_or(1);
+        let block = input.read_bytes(in_region).await.with_context(reading)?;
+        let reduced = tokio::task::spawn_blocking(move || {
+            downsample::reduce_bytes(&block, width, &shape, &factors, method)
+        })
+        .await?;
+        return output
+            .write_bytes(out_region, &reduced)
+            .await
+            .with_context(writing);
+    }
+    async fn typed<T: Number + 'static>(
+        input: &Array<dyn Store>,
+        output: &Array<dyn Store>,
+        in_region: &Region,
+        out_region: &Region,
+        shape: Vec<usize>,
+        factors: Vec<usize>,
+        method: Method,
+    ) -> Result<()> {
+        let block: Vec<T> = input
+            .read(in_region)
+            .await
+            .with_context(|| format!("reading {} of {}", in_region, input.path()))?;
+        let reduced = tokio::task::spawn_blocking(move || {
+            downsample::reduce(&block, &shape, &factors, method)
+        })
+        .await?;
+        output
+            .write(out_region, &reduced)
+            .await
+            .with_context(|| format!("writing {} of {}", out_region, output.path()))
+    }
+    let args = (input, output, in_region, out_region, shape, factors, method);
+    macro_rules! dispatch {
+        ($($pat:pat => $t:ty),*) => {
+            match input.data_type() {
+                $($pat => typed::<$t>(args.0, args.1, args.2, args.3, args.4, args.5, args.6).await,)*
+                other => bail!("--method {method}: {} is not a number type", other.name()),
+            }
+        };
+    }
+    dispatch!(
+        DataType::Bool => bool,
+        DataType::Int2 | DataType::Int4 | DataType::Int8 => i8,
+        DataType::Int16 => i16,
+        DataType::Int32 => i32,
+        DataType::Int64 => i64,
+        DataType::UInt2 | DataType::UInt4 | DataType::UInt8 => u8,
+        DataType::UInt16 => u16,
+        DataType::UInt32 => u32,
+        DataType::UInt64 => u64,
+        DataType::Float16 => f16,
+        DataType::BFloat16 => bf16,
+        DataType::Float32 => f32,
+        DataType::Float64 => f64
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn axes_follow_ome_zarr_rules() {
+        let ok = axes(names(&["t", "c", "z", "y", "x"]), 5, "--axes").unwrap();
+        let kinds: Vec<Kind> = ok.iter().map(|(_, k)| *k).collect();
+        assert_eq!(
+            kinds,
+            [
+                Kind::Time,
+                Kind::Channel,
+                Kind::Space,
+                Kind::Space,
+                Kind::Space
+            ]
+        );
+        assert!(axes(names(&["Y", "X"]), 2, "--axes").is_ok());
+        assert!(axes(names(&["band", "y", "x"]), 3, "--axes").is_ok());
+        for (list, rank, why) in [
+            (&["y", "x"][..], 3, "2 names for an array of 3"),
+            (&["x"][..], 1, "2 to 5 dimensions"),
+            (&["lat", "lon"][..], 2, "2 or 3 space axes"),
+            (&["y", "y"][..], 2, "names two dimensions"),
+            (&["y", "t", "x"][..], 3, "orders the axes"),
+            (&["c", "band", "y", "x"][..], 4, "one channel or other axis"),
+            (
+                &["w", "z", "y", "x", "v"][..],
+                5,
+                "one channel or other axis",
+            ),
+            (&["z", "c", "y", "x"][..], 4, "orders the axes"),
+            (&["t", "y", "x", "time"][..], 4, "one time axis"),
+        ] {
+            let err = axes(names(list), rank, "--axes").unwrap_err().to_string();
+            assert!(err.contains(why), "{list:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn factors_and_scales_apply_to_space_axes_unless_given_per_dimension() {
+        let ax = axes(names(&["c", "y", "x"]), 3, "--axes").unwrap();
+        let f = per_dimension("2", &ax, 1u64, "--factor", |f| f >= 1).unwrap();
+        assert_eq!(f, [1, 2, 2]);
+        let f = per_dimension("1,3,2", &ax, 1u64, "--factor", |f| f >= 1).unwrap();
+        assert_eq!(f, [1, 3, 2]);
+        assert!(per_dimension("0", &ax, 1u64, "--factor", |f| f >= 1).is_err());
+        assert!(per_dimension("2,2", &ax, 1u64, "--factor", |f| f >= 1).is_err());
+        let s = per_dimension("0.5", &ax, 1f64, "--scale", |s: f64| s > 0.0).unwrap();
+        assert_eq!(s, [1.0, 0.5, 0.5]);
+    }
+
+    #[test]
+    fn levels_stop_once_one_chunk_holds_each_downsampled_dimension() {
+        let shapes = level_shapes(&[3, 1000, 300], &[1, 2, 2], &[1, 128, 128], None);
+        assert_eq!(
+            shapes,
+            [
+                vec![3, 1000, 300],
+                vec![3, 500, 150],
+                vec![3, 250, 75],
+                vec![3, 125, 38]
+            ]
+        );
+        // Already one chunk: level 0 alone.
+        assert_eq!(level_shapes(&[64, 64], &[2, 2], &[64, 64], None).len(), 1);
+        assert_eq!(
+            level_shapes(&[5, 5], &[2, 2], &[64, 64], Some(4)),
+            [vec![5, 5], vec![3, 3], vec![2, 2], vec![1, 1]]
+        );
+    }
+}
