@@ -130,8 +130,8 @@ pub(crate) struct PyramidArgs {
     name: Option<String>,
     #[command(flatten)]
     layout: LayoutArgs,
-    /// About how much of the level read from each task holds at a time (whole chunks of
-    /// the level written; two tasks run at once).
+    /// About how much of the level before each block reads (a block is whole chunks, or
+    /// shards, of the level it writes); two blocks are in memory at a time.
     #[arg(long, default_value = "64M", value_parser = crate::region::parse_size, value_name = "SIZE")]
     block_size: u64,
     /// Replace whatever is at the destination.
