@@ -16,7 +16,7 @@ use zarr::metadata::{
 use zarr::store::{ReadableStoreExt as _, Store, StoreKey, StorePrefix};
 
 use crate::cast;
-use crate::create::parse_data_type;
+use crate::create::{note_unlisted, parse_data_type};
 use crate::layout::{Grid, Layout, check_inner_divides, chosen_codecs, chunking_text, shape_text};
 use crate::progress::{bar, note};
 use crate::region::{element_index, element_text, slabs};
@@ -262,6 +262,27 @@ async fn erase_written(dst: &Target, ancestors: &[StoreKey]) -> Result<()> {
     Ok(())
 }
 
+/// Erase the node at `path` in `dst`, and everything below it, for `--overwrite`: through
+/// the group above when there is one, so that the consolidated records above forget the
+/// node instead of going on listing its old metadata.
+pub(crate) async fn erase_destination(dst: &Target, path: &NodePath) -> Result<()> {
+    let erasing = || format!("erasing {}", dst.describe());
+    if let (Some(parent), Some(name)) = (path.parent(), path.name())
+        && let Ok(mut group) = Group::open(Arc::clone(&dst.store), parent.as_str()).await
+    {
+        match group.remove(name).await {
+            Ok(()) => return Ok(()),
+            // No metadata document there (files of something else): erased below.
+            Err(zarr::array::Error::NodeNotFound { .. }) => {}
+            Err(err) => return Err(anyhow::Error::new(err).context(erasing())),
+        }
+    }
+    dst.store
+        .erase_prefix(&StorePrefix::try_new(path.prefix())?)
+        .await
+        .with_context(erasing)
+}
+
 /// The metadata documents that creating a node at `path` writes above it: those of the
 /// groups above that have none yet (deepest first).
 pub(crate) async fn missing_ancestors(dst: &Target, path: &NodePath) -> Result<Vec<StoreKey>> {
@@ -367,14 +388,12 @@ async fn copy(
         }
     });
     if exists && plan.overwrite {
-        dst.store
-            .erase_prefix(&StorePrefix::try_new(dst_path.prefix())?)
-            .await
-            .with_context(|| format!("erasing {}", dst.describe()))?;
+        erase_destination(dst, &dst_path).await?;
     }
     match source {
         Node::Array(array) => {
             copy_array(&array, dst, &dst.path, &plan, global).await?;
+            note_unlisted(&dst.store, &dst_path, "array", global).await;
             note(
                 global,
                 &format!(
@@ -409,6 +428,7 @@ async fn copy(
                     }
                 }
             }
+            note_unlisted(&dst.store, &dst_path, "group", global).await;
             note(
                 global,
                 &format!(

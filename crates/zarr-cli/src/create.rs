@@ -176,7 +176,12 @@ async fn consolidated_ancestors(store: &Arc<dyn Store>, path: &NodePath) -> Vec<
 
 /// A note for each group above `path` whose consolidated metadata does not list the new
 /// node (`kind`: array or group) until it is consolidated again.
-async fn note_unlisted(store: &Arc<dyn Store>, path: &NodePath, kind: &str, global: Global) {
+pub(crate) async fn note_unlisted(
+    store: &Arc<dyn Store>,
+    path: &NodePath,
+    kind: &str,
+    global: Global,
+) {
     for group in consolidated_ancestors(store, path).await {
         note(
             global,

@@ -13,9 +13,12 @@ use serde_json::{Map, Value, json};
 use zarr::array::{Array, ArrayBuilder, Group, Node, Region};
 use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{ArrayMetadata, ChunkGrid, DataType, GroupMetadata, NodePath};
-use zarr::store::{Store, StorePrefix};
+use zarr::store::Store;
 
-use crate::copy::{LayoutArgs, Plan, Undo, Written, destination_metadata, missing_ancestors};
+use crate::copy::{
+    LayoutArgs, Plan, Undo, Written, destination_metadata, erase_destination, missing_ancestors,
+};
+use crate::create::note_unlisted;
 use crate::downsample::{self, Method, Number};
 use crate::layout::{Layout, SHARDING, chunking_text, shape_text};
 use crate::progress::{bar, note};
@@ -602,10 +605,7 @@ async fn build(
         replaced: exists,
     });
     if exists {
-        dst.store
-            .erase_prefix(&StorePrefix::try_new(dst_path.prefix())?)
-            .await
-            .with_context(|| format!("erasing {}", dst.describe()))?;
+        erase_destination(dst, &dst_path).await?;
     }
     Group::create_with_format(
         Arc::clone(&dst.store),
@@ -637,6 +637,7 @@ async fn build(
         );
         input = output;
     }
+    note_unlisted(&dst.store, &dst_path, "group", global).await;
     note(
         global,
         &format!(

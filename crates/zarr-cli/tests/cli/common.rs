@@ -56,6 +56,17 @@ pub(crate) fn ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Standard error of a run that must succeed (where notes go).
+pub(crate) fn ok_stderr(args: &[&str]) -> String {
+    let out = zarr(args);
+    assert!(
+        out.status.success(),
+        "zarr {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stderr).unwrap()
+}
+
 /// Standard error of a run that must fail with `code`; it must be one line.
 pub(crate) fn fails(args: &[&str], code: i32) -> String {
     let out = zarr(args);

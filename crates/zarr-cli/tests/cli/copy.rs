@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{fails, fixture, ok, write_npy, zarr_env};
+use crate::common::{fails, fixture, ok, ok_stderr, write_npy, zarr_env};
 
 fn raw(target: &str) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
@@ -1321,4 +1321,111 @@ fn diff_compares_arrays_and_hierarchies() {
             && err.lines().count() == 1,
         "{err}"
     );
+}
+
+/// The nodes a consolidated record lists: the keys of a v3 root's
+/// `consolidated_metadata`, or the metadata documents in a v2 `.zmetadata`.
+fn recorded(root: &Path, v2: bool) -> Vec<String> {
+    let file = root.join(if v2 { ".zmetadata" } else { "zarr.json" });
+    let document: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let record = if v2 {
+        &document["metadata"]
+    } else {
+        &document["consolidated_metadata"]["metadata"]
+    };
+    record.as_object().unwrap().keys().cloned().collect()
+}
+
+/// `copy --overwrite` and `pyramid --overwrite` replace a node through the group above it,
+/// so a consolidated record above forgets the old node rather than go on listing its old
+/// metadata; a new node, which the record does not list, gets a note saying so.
+#[test]
+fn copies_and_pyramids_over_a_node_keep_consolidated_records_true() {
+    let dir = tempfile::tempdir().unwrap();
+    let v3 = dir.path().join("v3.zarr");
+    let v2 = dir.path().join("v2.zarr");
+    ok(&["demo", v3.to_str().unwrap(), "-q"]);
+    ok(&[
+        "copy",
+        v3.to_str().unwrap(),
+        v2.to_str().unwrap(),
+        "--zarr-format",
+        "2",
+        "--shards",
+        "none",
+        "-q",
+    ]);
+    let image = dir.path().join("image.zarr");
+    let image = image.to_str().unwrap();
+    ok(&["copy", &format!("{}/images/raw", v3.display()), image, "-q"]);
+    for (root, is_v2) in [(&v3, false), (&v2, true)] {
+        let r = root.to_str().unwrap();
+        ok(&["consolidate", r, "-q"]);
+        let raw = if is_v2 {
+            "images/raw/.zarray"
+        } else {
+            "images/raw"
+        };
+        assert!(recorded(root, is_v2).contains(&raw.to_owned()));
+        let format = if is_v2 { "2" } else { "3" };
+        // Over a node the record lists: the record forgets it.
+        let err = ok_stderr(&[
+            "copy",
+            &format!("{r}/timeseries/temperature"),
+            &format!("{r}/images/raw"),
+            "--overwrite",
+            "--zarr-format",
+            format,
+        ]);
+        assert!(
+            err.contains("has consolidated metadata, which does not list the new array"),
+            "{err}"
+        );
+        let listed = recorded(root, is_v2);
+        assert!(!listed.contains(&raw.to_owned()), "{listed:?}");
+        assert!(
+            listed
+                .iter()
+                .any(|k| k.starts_with("timeseries/temperature")),
+            "{listed:?}"
+        );
+        // The new array is there, and `consolidate` lists it again.
+        assert_eq!(
+            ok(&[
+                "diff",
+                &format!("{r}/timeseries/temperature"),
+                &format!("{r}/images/raw")
+            ])
+            .lines()
+            .count(),
+            1
+        );
+        ok(&["consolidate", r, "-q"]);
+        assert!(recorded(root, is_v2).contains(&raw.to_owned()));
+    }
+
+    // A pyramid written into the v3 hierarchy, then written again over itself.
+    let r = v3.to_str().unwrap();
+    let pyramid = format!("{r}/pyramid");
+    let err = ok_stderr(&["pyramid", image, &pyramid]);
+    assert!(err.contains("does not list the new group"), "{err}");
+    ok(&["consolidate", r, "-q"]);
+    assert!(recorded(&v3, false).contains(&"pyramid/1".to_owned()));
+    ok(&[
+        "pyramid",
+        image,
+        &pyramid,
+        "--overwrite",
+        "--levels",
+        "1",
+        "--axes",
+        "y,x",
+        "-q",
+    ]);
+    let listed = recorded(&v3, false);
+    assert!(
+        !listed.iter().any(|k| k.starts_with("pyramid")),
+        "the old pyramid is forgotten: {listed:?}"
+    );
+    assert!(listed.contains(&"timeseries/temperature".to_owned()));
 }

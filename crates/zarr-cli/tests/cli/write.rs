@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{fails, ok, parse_npy, write_npy, zarr_env};
+use crate::common::{fails, ok, ok_stderr, parse_npy, write_npy, zarr_env};
 
 #[test]
 fn create_put_get_round_trip() {
@@ -1420,17 +1420,6 @@ fn chunk_key(format: &str, i: &str, j: &str) -> std::path::PathBuf {
         "3" => ["c", i, j].iter().collect(),
         _ => format!("{i}.{j}").into(),
     }
-}
-
-/// Run `zarr` expecting success, and answer its stderr (where notes go).
-fn ok_stderr(args: &[&str]) -> String {
-    let out = zarr_env(args, &[]);
-    assert!(
-        out.status.success(),
-        "zarr {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stderr).unwrap()
 }
 
 /// `create --group` makes groups (and the groups above them) in either format, leaves a
