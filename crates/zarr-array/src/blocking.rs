@@ -597,6 +597,19 @@ impl<S: WritableStore + ?Sized> Array<S> {
         block_on(self.0.write(region, values))?
     }
 
+    /// [`crate::Array::downsample_from`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::downsample_from`], and [`Error::BlockingInAsync`].
+    pub fn downsample_from<R: ReadableStore + ?Sized>(
+        &self,
+        source: &Array<R>,
+        factors: &[u64],
+        reduction: crate::Reduction,
+    ) -> Result<()> {
+        block_on(self.0.downsample_from(&source.0, factors, reduction))?
+    }
+
     /// [`crate::Array::write_bytes`].
     ///
     /// # Errors

@@ -7,6 +7,8 @@
 //!   `half::f16`, complex, `bool`), raw bytes, or [`ArrayBytes`] (which also holds strings and
 //!   other variable-length data); single chunks; resizes; updates attributes.
 //! - [`Group`] and [`Node`]: groups, attributes, children (one `list_dir`), the whole tree.
+//! - [`Array::downsample_from`]: one level of a multiscale image from the level before
+//!   ([`Reduction`]: mean, mode, min, max, stride).
 //! - [`blocking`]: the same for programs without an async runtime.
 //!
 //! # Create, write, read
@@ -64,6 +66,7 @@ mod boxes;
 mod builder;
 mod cached;
 mod codecs;
+mod downsample;
 mod element;
 mod error;
 mod group;
@@ -83,6 +86,7 @@ pub use array::{
 pub use builder::{ArrayBuilder, default_array_to_bytes};
 pub use cached::{CachedArray, ChunkCacheStats};
 pub use codecs::default_registry;
+pub use downsample::{Reduction, downsampled_shape};
 pub use element::Element;
 pub use error::{Error, Result};
 pub use group::{Group, Node};

@@ -19,7 +19,6 @@ mod copy;
 mod create;
 mod demo;
 mod diff;
-mod downsample;
 mod format;
 mod get;
 mod info;

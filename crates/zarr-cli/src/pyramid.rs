@@ -2,26 +2,22 @@
 //! array: level 0 is a copy of the array, each further level the one before downsampled.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use futures::StreamExt as _;
-use half::{bf16, f16};
 use serde_json::{Map, Value, json};
-use zarr::array::{Array, ArrayBuilder, Group, Node, Region};
+use zarr::array::{Array, ArrayBuilder, Group, Node, Reduction, downsampled_shape};
 use zarr::metadata::v2::ZarrFormat;
-use zarr::metadata::{ArrayMetadata, ChunkGrid, DataType, GroupMetadata, NodePath};
+use zarr::metadata::{ArrayMetadata, ChunkGrid, GroupMetadata, NodePath};
 use zarr::store::Store;
 
 use crate::copy::{
     LayoutArgs, Plan, Undo, Written, destination_metadata, erase_destination, missing_ancestors,
 };
 use crate::create::note_unlisted;
-use crate::downsample::{self, Method, Number};
 use crate::layout::{Layout, SHARDING, chunking_text, shape_text};
-use crate::progress::{bar, note};
+use crate::progress::note;
 use crate::target::{Access, Occupant, Target, resolve};
 use crate::{Global, TargetArgs, usage};
 
@@ -107,11 +103,12 @@ pub(crate) struct PyramidArgs {
     /// (the others keep their length), or one per dimension (`1,2,2`).
     #[arg(long, default_value = "2")]
     factor: String,
-    /// How a window of elements becomes one: mean (integers round to the nearest), mode
-    /// (the most frequent value: for labels), min, max, or stride (the window's first
-    /// element). mode and stride take any fixed-size data type; the others numbers.
-    #[arg(long, value_enum, default_value_t = Method::Mean)]
-    method: Method,
+    /// How a window of elements becomes one: mean (integers rounded to the nearest, halves
+    /// away from zero), mode (the most frequent value, the first on a tie: for labels), min,
+    /// max (a NaN wins these and the mean), or stride (the window's first element). mode and
+    /// stride take any fixed-size data type; the others numbers.
+    #[arg(long, default_value = "mean", value_parser = ["mean", "mode", "min", "max", "stride"])]
+    method: String,
     /// The axes' names, comma-separated, one per dimension [default: the array's dimension
     /// names, or by rank: y,x / z,y,x / c,z,y,x / t,c,z,y,x]. t and time are time axes, c
     /// and channel channel axes, x, y and z space axes.
@@ -133,10 +130,6 @@ pub(crate) struct PyramidArgs {
     name: Option<String>,
     #[command(flatten)]
     layout: LayoutArgs,
-    /// About how much of the level before each block reads (a block is whole chunks, or
-    /// shards, of the level it writes); two blocks are in memory at a time.
-    #[arg(long, default_value = "64M", value_parser = crate::region::parse_size, value_name = "SIZE")]
-    block_size: u64,
     /// Replace whatever is at the destination.
     #[arg(long)]
     overwrite: bool,
@@ -294,7 +287,7 @@ fn level_shapes(
         if !more {
             return shapes;
         }
-        let next = downsample::reduced_shape(last, factors);
+        let next = downsampled_shape(last, factors);
         shapes.push(next);
     }
 }
@@ -370,6 +363,7 @@ pub(crate) async fn run(args: PyramidArgs, global: Global) -> Result<()> {
 /// Everything about the pyramid, planned before anything is written.
 struct Pyramid {
     levels: Vec<ArrayMetadata>,
+    reduction: Reduction,
     factors: Vec<u64>,
     attributes: Map<String, Value>,
 }
@@ -385,14 +379,16 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
             data_type.name()
         );
     }
-    if args.method.is_numeric() && !is_number(data_type) {
+    let Some(reduction) = Reduction::from_name(&args.method) else {
+        usage!("--method {}: not a reduction", args.method);
+    };
+    if !reduction.supports(data_type) {
         usage!(
-            "--method {}: {} is not a number type; use --method mode or stride",
-            args.method,
+            "--method {reduction}: {} is not a number type; use --method mode or stride",
             data_type.name()
         );
     }
-    let plan = Plan::new(&args.layout, ZarrFormat::V3, args.block_size)?;
+    let plan = Plan::new(&args.layout, ZarrFormat::V3, 64 << 20)?;
     let level0 = destination_metadata(source, array.zarr_format(), &plan)?;
     if !matches!(level0.chunk_grid, ChunkGrid::Regular(_)) {
         usage!(
@@ -503,7 +499,7 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
                 translation.push((window - 1.0) / 2.0 * s);
             }
             transforms.push(json!({"type": "scale", "scale": scale}));
-            if args.method.centred() && translation.iter().any(|&t| t != 0.0) {
+            if reduction.is_centred() && translation.iter().any(|&t| t != 0.0) {
                 transforms.push(json!({"type": "translation", "translation": translation}));
             }
             json!({"path": level.to_string(), "coordinateTransformations": transforms})
@@ -517,11 +513,11 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
         "name": name,
         "axes": axes_json,
         "datasets": datasets,
-        "type": args.method.name(),
+        "type": reduction.name(),
         "metadata": {
             "description": format!(
                 "each level is the one before, {} over windows of {} elements",
-                args.method.name(),
+                reduction.name(),
                 factors.iter().map(u64::to_string).collect::<Vec<_>>().join("x")
             ),
             "method": "zarr pyramid",
@@ -535,33 +531,10 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
     );
     Ok(Pyramid {
         levels,
+        reduction,
         factors,
         attributes,
     })
-}
-
-/// Whether `mean`, `min` and `max` take elements of `data_type`.
-fn is_number(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Bool
-            | DataType::Int2
-            | DataType::Int4
-            | DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt2
-            | DataType::UInt4
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::UInt64
-            | DataType::Float16
-            | DataType::BFloat16
-            | DataType::Float32
-            | DataType::Float64
-    )
 }
 
 async fn build(
@@ -619,12 +592,14 @@ async fn build(
     for (level, metadata) in pyramid.levels.iter().enumerate() {
         let path = dst_path.child(&level.to_string())?;
         let output = create_level(dst, &path, metadata).await?;
-        let (factors, method) = if level == 0 {
-            (vec![1; metadata.shape.len()], Method::Stride)
+        // Level 0 is a copy: every factor 1.
+        let (factors, reduction) = if level == 0 {
+            (vec![1; metadata.shape.len()], Reduction::Stride)
         } else {
-            (pyramid.factors.clone(), args.method)
+            (pyramid.factors.clone(), pyramid.reduction)
         };
-        fill_level(&input, &output, &factors, method, args.block_size, global)
+        output
+            .downsample_from(&input, &factors, reduction)
             .await
             .with_context(|| format!("writing level {level}"))?;
         note(
@@ -678,184 +653,6 @@ async fn create_level(
         .await
         .with_context(|| format!("creating {path} in {}", dst.describe()))?;
     Ok(array)
-}
-
-/// The shape of the blocks `output` is written in: whole chunks (shards) of it, as many
-/// along the last dimensions as keep the part of `input` each reads within `budget` bytes.
-fn tile_shape(output: &ArrayMetadata, factors: &[u64], budget: u64) -> Vec<u64> {
-    let shape = &output.shape;
-    let chunk = output
-        .chunk_grid
-        .nominal_chunk_shape()
-        .expect("levels have regular grids");
-    let width = output.data_type.fixed_size().unwrap_or(1).max(1) as u64;
-    let mut tile: Vec<u64> = chunk.iter().zip(shape).map(|(&c, &n)| c.min(n)).collect();
-    let mut bytes = tile
-        .iter()
-        .zip(factors)
-        .fold(width, |b, (&t, &f)| b.saturating_mul(t.saturating_mul(f)));
-    for i in (0..shape.len()).rev() {
-        let chunks = shape[i].div_ceil(chunk[i]).max(1);
-        let room = (budget / bytes.max(1)).clamp(1, chunks);
-        tile[i] = chunk[i].saturating_mul(room);
-        bytes = bytes.saturating_mul(room);
-        if room < chunks {
-            break;
-        }
-    }
-    tile
-}
-
-/// Write every element of `output`, each the reduction of its window of `input`.
-async fn fill_level(
-    input: &Array<dyn Store>,
-    output: &Array<dyn Store>,
-    factors: &[u64],
-    method: Method,
-    budget: u64,
-    global: Global,
-) -> Result<()> {
-    let metadata = output.metadata();
-    let shape = metadata.shape.clone();
-    let tile = tile_shape(metadata, factors, budget);
-    let grid: Vec<u64> = shape
-        .iter()
-        .zip(&tile)
-        .map(|(&n, &t)| n.div_ceil(t.max(1)))
-        .collect();
-    let count: u64 = grid.iter().product();
-    let tiles = (0..count).map(|i| {
-        let index = zarr::metadata::unravel_index(i, &grid).unwrap_or_default();
-        let ranges = index
-            .iter()
-            .zip(&tile)
-            .zip(&shape)
-            .map(|((&j, &t), &n)| j * t..((j + 1) * t).min(n))
-            .collect();
-        Region::try_new(ranges).expect("ranges within the shape")
-    });
-    let progress = bar(global, count, &format!("level {}", output.path()));
-    let failed = AtomicBool::new(false);
-    let failed = &failed;
-    let in_shape = input.shape().to_vec();
-    let in_shape = &in_shape;
-    let mut results = futures::stream::iter(tiles)
-        .map(|out_region| {
-            let progress = progress.clone();
-            async move {
-                if failed.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                let in_region = Region::try_new(
-                    out_region
-                        .ranges()
-                        .iter()
-                        .zip(factors)
-                        .zip(in_shape)
-                        .map(|((r, &f), &n)| r.start * f..(r.end * f).min(n))
-                        .collect(),
-                )?;
-                reduce_tile(input, output, &in_region, &out_region, factors, method).await?;
-                progress.inc(1);
-                Ok::<(), anyhow::Error>(())
-            }
-        })
-        .buffer_unordered(2);
-    // Let the tiles in flight finish after an error, so that nothing writes into the
-    // destination while it is being removed.
-    let mut error = None;
-    while let Some(result) = results.next().await {
-        if let Err(err) = result {
-            failed.store(true, Ordering::Relaxed);
-            error.get_or_insert(err);
-        }
-    }
-    progress.finish_and_clear();
-    error.map_or(Ok(()), Err)
-}
-
-/// Read `in_region` of `input`, reduce it and write it to `out_region` of `output`.
-async fn reduce_tile(
-    input: &Array<dyn Store>,
-    output: &Array<dyn Store>,
-    in_region: &Region,
-    out_region: &Region,
-    factors: &[u64],
-    method: Method,
-) -> Result<()> {
-    let shape: Vec<usize> = in_region.shape().iter().map(|&n| n as usize).collect();
-    let factors: Vec<usize> = factors.iter().map(|&f| f as usize).collect();
-    let reading = || format!("reading {} of {}", in_region, input.path());
-    let writing = || format!("writing {} of {}", out_region, output.path());
-    if factors.iter().all(|&f| f == 1) {
-        // Level 0: a copy.
-        let block = input
-            .read_array_bytes(in_region)
-            .await
-            .with_context(reading)?;
-        return output
-            .write_array_bytes(out_region, block)
-            .await
-            .with_context(writing);
-    }
-    if !method.is_numeric() {
-        let width = input.data_type().fixed_size().unwrap_or(1);
-        let block = input.read_bytes(in_region).await.with_context(reading)?;
-        let reduced = tokio::task::spawn_blocking(move || {
-            downsample::reduce_bytes(&block, width, &shape, &factors, method)
-        })
-        .await?;
-        return output
-            .write_bytes(out_region, &reduced)
-            .await
-            .with_context(writing);
-    }
-    async fn typed<T: Number + 'static>(
-        input: &Array<dyn Store>,
-        output: &Array<dyn Store>,
-        in_region: &Region,
-        out_region: &Region,
-        shape: Vec<usize>,
-        factors: Vec<usize>,
-        method: Method,
-    ) -> Result<()> {
-        let block: Vec<T> = input
-            .read(in_region)
-            .await
-            .with_context(|| format!("reading {} of {}", in_region, input.path()))?;
-        let reduced = tokio::task::spawn_blocking(move || {
-            downsample::reduce(&block, &shape, &factors, method)
-        })
-        .await?;
-        output
-            .write(out_region, &reduced)
-            .await
-            .with_context(|| format!("writing {} of {}", out_region, output.path()))
-    }
-    let args = (input, output, in_region, out_region, shape, factors, method);
-    macro_rules! dispatch {
-        ($($pat:pat => $t:ty),*) => {
-            match input.data_type() {
-                $($pat => typed::<$t>(args.0, args.1, args.2, args.3, args.4, args.5, args.6).await,)*
-                other => bail!("--method {method}: {} is not a number type", other.name()),
-            }
-        };
-    }
-    dispatch!(
-        DataType::Bool => bool,
-        DataType::Int2 | DataType::Int4 | DataType::Int8 => i8,
-        DataType::Int16 => i16,
-        DataType::Int32 => i32,
-        DataType::Int64 => i64,
-        DataType::UInt2 | DataType::UInt4 | DataType::UInt8 => u8,
-        DataType::UInt16 => u16,
-        DataType::UInt32 => u32,
-        DataType::UInt64 => u64,
-        DataType::Float16 => f16,
-        DataType::BFloat16 => bf16,
-        DataType::Float32 => f32,
-        DataType::Float64 => f64
-    )
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub mod prelude {
 
     pub use zarr_array::{
         Array, ArrayBuilder, ArrayOptions, AxisSelection, CachedArray, Group, IntoRegion, Node,
-        Selection, blocking,
+        Reduction, Selection, blocking, downsampled_shape,
     };
     pub use zarr_core::{DataType, ErrorChain, FillValue, Region};
     pub use zarr_store::{
