@@ -20,8 +20,8 @@ use crate::create::{note_unlisted, parse_data_type};
 use crate::layout::{Grid, Layout, check_inner_divides, chosen_codecs, chunking_text, shape_text};
 use crate::progress::{bar, note};
 use crate::region::{element_index, element_text, slabs};
-use crate::target::{Access, Occupant, Target, resolve};
-use crate::{Global, TargetArgs, usage};
+use crate::target::{Occupant, Target, resolve_pair};
+use crate::{Global, usage};
 
 /// Arguments of `zarr copy`.
 #[derive(Args, Debug)]
@@ -151,19 +151,9 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
         resume: args.resume,
         ..Plan::new(&args.layout, format, args.block_size)?
     };
-    let src = resolve(
-        &TargetArgs {
-            target: args.src.clone(),
-            path: args.src_path.clone(),
-        },
-        Access::Read,
-    )?;
-    let dst = resolve(
-        &TargetArgs {
-            target: args.dst.clone(),
-            path: args.dst_path.clone(),
-        },
-        Access::Write,
+    let (src, dst) = resolve_pair(
+        (&args.src, args.src_path.as_deref()),
+        (&args.dst, args.dst_path.as_deref()),
     )?;
     let mut undo = Undo::new("copy");
     match copy(&src, &dst, plan, global, &mut undo).await {

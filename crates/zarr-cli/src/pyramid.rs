@@ -18,8 +18,8 @@ use crate::copy::{
 use crate::create::note_unlisted;
 use crate::layout::{Layout, SHARDING, chunking_text, shape_text};
 use crate::progress::note;
-use crate::target::{Access, Occupant, Target, resolve};
-use crate::{Global, TargetArgs, usage};
+use crate::target::{Occupant, Target, resolve_pair};
+use crate::{Global, usage};
 
 /// The OME-Zarr version written.
 const OME_VERSION: &str = "0.5";
@@ -339,19 +339,9 @@ fn level_metadata(level0: &ArrayMetadata, shape: &[u64]) -> Result<ArrayMetadata
 }
 
 pub(crate) async fn run(args: PyramidArgs, global: Global) -> Result<()> {
-    let src = resolve(
-        &TargetArgs {
-            target: args.src.clone(),
-            path: args.src_path.clone(),
-        },
-        Access::Read,
-    )?;
-    let dst = resolve(
-        &TargetArgs {
-            target: args.dst.clone(),
-            path: args.dst_path.clone(),
-        },
-        Access::Write,
+    let (src, dst) = resolve_pair(
+        (&args.src, args.src_path.as_deref()),
+        (&args.dst, args.dst_path.as_deref()),
     )?;
     let mut undo = Undo::new("pyramid");
     match build(&src, &dst, &args, global, &mut undo).await {

@@ -104,6 +104,22 @@ fn is_url(target: &str) -> bool {
 /// written that does not exist yet is a new node below the nearest existing group; failing
 /// that, a new store at its first new directory named `*.zarr` (`new.zarr/images/raw`), or
 /// a new store at the path itself.
+/// Resolve a source to read and a destination to write (`copy`, `pyramid`), each a target
+/// and an optional node path inside it.
+pub(crate) fn resolve_pair(
+    src: (&str, Option<&str>),
+    dst: (&str, Option<&str>),
+) -> Result<(Target, Target)> {
+    let args = |(target, path): (&str, Option<&str>)| TargetArgs {
+        target: target.to_owned(),
+        path: path.map(str::to_owned),
+    };
+    Ok((
+        resolve(&args(src), Access::Read)?,
+        resolve(&args(dst), Access::Write)?,
+    ))
+}
+
 pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
     let display = args.target.clone();
     let node = |path: Option<&str>| -> Result<String> {
