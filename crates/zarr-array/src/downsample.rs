@@ -209,8 +209,8 @@ fn for_each_window(shape: &[usize], factors: &[usize], mut visit: impl FnMut(&[u
 }
 
 /// Downsample a block of elements of `width` bytes each (C order, `shape`) by `factors`
-/// with [`Reduction::Stride`] or [`Reduction::Mode`], comparing elements bit for bit: any
-/// fixed-size data type.
+/// with [`Reduction::Stride`] or [`Reduction::Mode`], comparing elements bit for bit: the
+/// data types that are not numbers.
 fn reduce_bytes(
     block: &[u8],
     width: usize,
@@ -526,7 +526,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
             let block = source.read_array_bytes(in_region).await?;
             return self.write_array_bytes(out_region, block).await;
         }
-        if !reduction.is_numeric() {
+        if !is_number(source.data_type()) {
+            // Mode or stride (`supports` was checked): compare and copy whole elements.
             let width = source.data_type().fixed_size().unwrap_or(1);
             let block = source.read_bytes(in_region).await?;
             let out = compute(|| {
