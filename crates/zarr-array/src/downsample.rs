@@ -493,7 +493,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
                     .iter()
                     .zip(&tile)
                     .zip(&shape)
-                    .map(|((&j, &t), &n)| j * t..((j + 1) * t).min(n))
+                    .map(|((&j, &t), &n)| j * t..(j + 1).saturating_mul(t).min(n))
                     .collect(),
             )?;
             let in_region = Region::try_new(
@@ -502,7 +502,9 @@ impl<S: WritableStore + ?Sized> Array<S> {
                     .iter()
                     .zip(factors)
                     .zip(source.shape())
-                    .map(|((r, &f), &n)| r.start * f..(r.end * f).min(n))
+                    // `r.start * f` is below `n`; `r.end * f` may pass `u64::MAX` for a
+                    // huge factor.
+                    .map(|((r, &f), &n)| r.start * f..r.end.saturating_mul(f).min(n))
                     .collect(),
             )?;
             self.downsample_block(source, &in_region, &out_region, factors, reduction)

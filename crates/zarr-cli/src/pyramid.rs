@@ -476,6 +476,17 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
             Value::Object(axis)
         })
         .collect();
+    let last = (levels.len() - 1) as i32;
+    if factors
+        .iter()
+        .zip(&scale0)
+        .any(|(&f, &s)| !(s * (f as f64).powi(last)).is_finite())
+    {
+        usage!(
+            "--factor: level {last}'s scale (--scale times the factor to the power {last}) \
+             does not fit a JSON number; give smaller factors or fewer --levels"
+        );
+    }
     let datasets: Vec<Value> = (0..levels.len())
         .map(|level| {
             let mut transforms = Vec::new();

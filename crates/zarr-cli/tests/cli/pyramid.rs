@@ -154,6 +154,16 @@ fn pyramid_refuses_what_ome_zarr_cannot_describe_and_cleans_up_after_failures() 
             "not a list of valid values",
         ),
         (
+            vec![
+                raw.clone(),
+                "--factor".into(),
+                "1000000000000000000".into(),
+                "--levels".into(),
+                "64".into(),
+            ],
+            "does not fit a JSON number",
+        ),
+        (
             vec![raw.clone(), "--unit".into(), "furlong".into()],
             "not a unit OME-Zarr names",
         ),
