@@ -196,6 +196,8 @@ pub use key::{StoreKey, StorePrefix};
 pub use memory::MemoryStore;
 pub use object::{ObjectStoreAdapter, ObjectStoreOptions};
 pub use range::{ByteRange, ByteRangeForm};
+#[cfg(feature = "parquet")]
+pub use reference::{DEFAULT_CACHED_RECORDS, ParquetReferences};
 pub use reference::{MAX_GENERATED_REFERENCES, Reference, ReferenceStore, References};
 pub use traits::{ListDir, ListableStore, ReadableStore, ReadableStoreExt, Store, WritableStore};
 pub use wrappers::{Operation, PrefixStore, RecordingStore, StoreStats};

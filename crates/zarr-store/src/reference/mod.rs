@@ -4,6 +4,8 @@
 //! range of another file: kerchunk writes them for HDF5, netCDF, GRIB, TIFF and FITS files, so
 //! that those files read as Zarr without being converted. See [`ReferenceStore`].
 
+#[cfg(feature = "parquet")]
+mod parquet;
 mod spec;
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,10 +18,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::future::try_join_all;
 
+#[cfg(feature = "parquet")]
+pub use parquet::{DEFAULT_CACHED_RECORDS, ParquetReferences};
 pub use spec::MAX_GENERATED_REFERENCES;
 
 use crate::{
-    ByteRange, Error, ListableStore, ObjectStoreAdapter, ReadableStore, Result, StoreKey,
+    ByteRange, Error, ListDir, ListableStore, ObjectStoreAdapter, ReadableStore, Result, StoreKey,
     StorePrefix, WritableStore,
 };
 
@@ -66,7 +70,8 @@ pub enum Reference {
 /// Python's rounding, and parentheses. Anything else (filters, calls, templates with
 /// arguments) is [`Error::InvalidReferences`], as is every malformed part of the set, naming
 /// it. Generators may produce at most [`MAX_GENERATED_REFERENCES`] references in all.
-/// kerchunk's Parquet reference format is not read.
+/// kerchunk's Parquet reference sets are read by `ParquetReferences` (cargo feature
+/// `parquet`).
 ///
 /// ```
 /// use zarr_store::{Reference, References, StoreKey};
@@ -209,7 +214,7 @@ impl References {
 /// # }
 /// ```
 pub struct ReferenceStore {
-    references: Arc<References>,
+    source: Source,
     name: String,
     targets: Vec<(String, Arc<dyn ReadableStore>)>,
     local: Option<PathBuf>,
@@ -218,11 +223,30 @@ pub struct ReferenceStore {
     default_target: Option<String>,
 }
 
+/// Where a [`ReferenceStore`]'s references come from.
+enum Source {
+    /// A set in memory (JSON).
+    Set(Arc<References>),
+    /// kerchunk's Parquet record files, read when needed.
+    #[cfg(feature = "parquet")]
+    Parquet(Arc<ParquetReferences>),
+}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Set(set) => write!(f, "{} references", set.len()),
+            #[cfg(feature = "parquet")]
+            Self::Parquet(parquet) => parquet.fmt(f),
+        }
+    }
+}
+
 impl fmt::Debug for ReferenceStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReferenceStore")
             .field("name", &self.name)
-            .field("references", &self.references.len())
+            .field("references", &self.source)
             .field(
                 "targets",
                 &self.targets.iter().map(|(p, _)| p).collect::<Vec<_>>(),
@@ -245,8 +269,21 @@ impl ReferenceStore {
     /// Like [`new`](ReferenceStore::new), sharing a set with other stores.
     #[must_use]
     pub fn from_shared(references: Arc<References>) -> Self {
+        Self::with_source(Source::Set(references))
+    }
+
+    /// A store answering from kerchunk's Parquet reference set `references`, with no file
+    /// access allowed yet (as for [`new`](ReferenceStore::new)). Needs the cargo feature
+    /// `parquet`.
+    #[cfg(feature = "parquet")]
+    #[must_use]
+    pub fn from_parquet(references: ParquetReferences) -> Self {
+        Self::with_source(Source::Parquet(Arc::new(references)))
+    }
+
+    fn with_source(source: Source) -> Self {
         Self {
-            references,
+            source,
             name: "reference set".to_owned(),
             targets: Vec::new(),
             local: None,
@@ -256,33 +293,68 @@ impl ReferenceStore {
         }
     }
 
-    /// Read the JSON reference set at `path` (as kerchunk writes it) and allow local files,
-    /// relative paths starting from the current directory, as fsspec reads them. Remote URLs
-    /// still need [`with_remote_urls`](ReferenceStore::with_remote_urls).
+    /// Read the reference set at `path`, as kerchunk writes it: a JSON file, or the directory
+    /// of a Parquet reference set (cargo feature `parquet`; see [`ParquetReferences`]), whose
+    /// record files are then read when needed. Local files are allowed, relative paths
+    /// starting from the current directory, as fsspec reads them; remote URLs still need
+    /// [`with_remote_urls`](ReferenceStore::with_remote_urls).
     ///
     /// # Errors
-    /// [`Error::Io`] if the file cannot be read, otherwise as for [`References::from_json`].
+    /// [`Error::Io`] if the file (a directory's `.zmetadata`) cannot be read, otherwise as for
+    /// [`References::from_json`] (or [`ParquetReferences::from_zmetadata`]), the message
+    /// starting with `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let json = std::fs::read(path).map_err(|source| Error::Io {
-            operation: "read the reference set",
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let references = References::from_json(&json).map_err(|e| match e {
+        let named = |e: Error| match e {
             Error::InvalidReferences { reason } => Error::InvalidReferences {
                 reason: format!("{}: {reason}", path.display()),
             },
             other => other,
-        })?;
+        };
         let cwd = std::env::current_dir().map_err(|source| Error::Io {
             operation: "find the current directory",
             path: PathBuf::from("."),
             source,
         })?;
-        Ok(Self::new(references)
+        let store = if path.is_dir() {
+            Self::open_dir(path).map_err(named)?
+        } else {
+            let json = std::fs::read(path).map_err(|source| Error::Io {
+                operation: "read the reference set",
+                path: path.to_path_buf(),
+                source,
+            })?;
+            Self::new(References::from_json(&json).map_err(named)?)
+        };
+        Ok(store
             .with_name(path.display().to_string())
             .with_local_files(cwd))
+    }
+
+    /// The Parquet reference set in directory `dir`.
+    #[cfg(feature = "parquet")]
+    fn open_dir(dir: &Path) -> Result<Self> {
+        let metadata = dir.join(".zmetadata");
+        let zmetadata = std::fs::read(&metadata).map_err(|source| Error::Io {
+            operation: "read the metadata of the Parquet reference set",
+            path: metadata,
+            source,
+        })?;
+        let files = Arc::new(crate::FilesystemStore::open(dir)?);
+        let references = ParquetReferences::from_zmetadata(&zmetadata, files, StorePrefix::root())?
+            .with_name(format!("{}/", dir.display()));
+        Ok(Self::from_parquet(references))
+    }
+
+    #[cfg(not(feature = "parquet"))]
+    fn open_dir(dir: &Path) -> Result<Self> {
+        Err(Error::InvalidReferences {
+            reason: format!(
+                "{} is a directory: a Parquet reference set, which needs zarr-store's cargo \
+                 feature `parquet`",
+                dir.display()
+            ),
+        })
     }
 
     /// Name the store in messages and `Debug` output (for example, the reference file's path).
@@ -325,10 +397,34 @@ impl ReferenceStore {
         self
     }
 
-    /// The reference set.
+    /// The reference set, when it is in memory (read from JSON or given); `None` for a
+    /// Parquet set (see [`parquet_references`](ReferenceStore::parquet_references)).
     #[must_use]
-    pub fn references(&self) -> &Arc<References> {
-        &self.references
+    pub fn references(&self) -> Option<&Arc<References>> {
+        match &self.source {
+            Source::Set(set) => Some(set),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(_) => None,
+        }
+    }
+
+    /// The Parquet reference set the store reads, if it reads one.
+    #[cfg(feature = "parquet")]
+    #[must_use]
+    pub fn parquet_references(&self) -> Option<&Arc<ParquetReferences>> {
+        match &self.source {
+            Source::Parquet(parquet) => Some(parquet),
+            Source::Set(_) => None,
+        }
+    }
+
+    /// The references of `keys` (`None`: no such key).
+    async fn lookup(&self, keys: &[StoreKey]) -> Result<Vec<Option<Reference>>> {
+        match &self.source {
+            Source::Set(set) => Ok(keys.iter().map(|key| set.get(key).cloned()).collect()),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(parquet) => parquet.get_many(keys).await,
+        }
     }
 
     fn url_of<'a>(&'a self, key: &StoreKey, url: &'a Option<String>) -> Result<&'a str> {
@@ -473,7 +569,12 @@ impl ReadableStore for ReferenceStore {
     }
 
     async fn size(&self, key: &StoreKey) -> Result<Option<u64>> {
-        match self.references.get(key) {
+        let reference = self
+            .lookup(std::slice::from_ref(key))
+            .await?
+            .pop()
+            .flatten();
+        match &reference {
             None => Ok(None),
             Some(Reference::Inline(bytes)) => Ok(Some(bytes.len() as u64)),
             Some(Reference::Range { length, .. }) => Ok(Some(*length)),
@@ -518,8 +619,10 @@ impl ReadableStore for ReferenceStore {
         let mut answers: Vec<Option<Bytes>> = vec![None; key_ranges.len()];
         let mut batches: Vec<Batch> = Vec::new();
         let mut batch_of: HashMap<String, usize> = HashMap::new();
-        for (i, (key, range)) in key_ranges.iter().enumerate() {
-            let Some(reference) = self.references.get(key) else {
+        let keys: Vec<StoreKey> = key_ranges.iter().map(|(key, _)| key.clone()).collect();
+        let references = self.lookup(&keys).await?;
+        for (i, ((key, range), reference)) in key_ranges.iter().zip(&references).enumerate() {
+            let Some(reference) = reference else {
                 continue;
             };
             let (url, in_file, expected) = match reference {
@@ -694,7 +797,11 @@ impl WritableStore for ReferenceStore {
 #[async_trait]
 impl ListableStore for ReferenceStore {
     async fn list_prefix(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
-        let map = &self.references.map;
+        let map = match &self.source {
+            Source::Set(set) => &set.map,
+            #[cfg(feature = "parquet")]
+            Source::Parquet(parquet) => return parquet.list_prefix(prefix).await,
+        };
         Ok(map
             .range::<str, _>((
                 std::ops::Bound::Included(prefix.as_str()),
@@ -704,5 +811,14 @@ impl ListableStore for ReferenceStore {
             .take_while(|key| key.has_prefix(prefix))
             .cloned()
             .collect())
+    }
+
+    async fn list_dir(&self, prefix: &StorePrefix) -> Result<ListDir> {
+        match &self.source {
+            // Only the arrays the prefix is inside have their record files read.
+            #[cfg(feature = "parquet")]
+            Source::Parquet(parquet) => parquet.list_dir(prefix).await,
+            Source::Set(_) => crate::fallback::list_dir_from_list_prefix(self, prefix).await,
+        }
     }
 }

@@ -6,6 +6,7 @@ mod filesystem;
 mod http;
 mod memory;
 mod object_local;
+mod parquet_references;
 mod reference;
 mod s3;
 mod suite_self_test;

@@ -1,0 +1,651 @@
+//! kerchunk's Parquet reference sets: the directory layout of fsspec's `LazyReferenceMapper`
+//! (what `kerchunk.df.refs_to_dataframe` writes).
+//!
+//! ```text
+//! refs.parq/.zmetadata                 {"metadata": {".zgroup": {..}, "a/.zarray": {..}, ..},
+//!                                       "record_size": N}
+//! refs.parq/a/refs.0.parq              the references of chunks 0 .. N-1 of array `a`
+//! refs.parq/a/refs.1.parq              chunks N .. 2N-1, and so on
+//! ```
+//!
+//! Chunks are numbered in C order of the array's chunk grid (`ceil(shape / chunks)` per
+//! dimension, from its `.zarray`); chunk `n` is row `n % N` of record file `n / N`. A row has
+//! the columns `path` (a URL, null for none), `offset` and `size` (both 0 for the whole file)
+//! and `raw` (the value itself, null for none); a row with neither, a missing row and a missing
+//! record file are chunks that do not exist.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::future::try_join_all;
+use futures::stream::{self, StreamExt as _, TryStreamExt as _};
+use parquet::file::reader::{FileReader as _, SerializedFileReader};
+use parquet::record::Field;
+use serde_json::Value;
+
+use super::Reference;
+use crate::fallback::list_dir_from_keys;
+use crate::{Error, ListDir, ReadableStore, Result, StoreKey, StorePrefix};
+
+/// How many record files a [`ParquetReferences`] keeps decoded unless told otherwise (as
+/// fsspec does).
+pub const DEFAULT_CACHED_RECORDS: usize = 128;
+
+/// Record files read at once while listing an array's chunks.
+const LIST_CONCURRENCY: usize = 8;
+
+/// kerchunk's Parquet reference set (the layout fsspec's `LazyReferenceMapper` and
+/// `kerchunk.df.refs_to_dataframe` write), read lazily: the metadata at once, each record
+/// file of chunk references when a key in it is first asked for. Read it as a store with
+/// [`ReferenceStore::from_parquet`](crate::ReferenceStore::from_parquet), or
+/// [`ReferenceStore::open`](crate::ReferenceStore::open) for a local directory.
+///
+/// The set's metadata documents (`.zgroup`, `.zattrs`, `a/.zarray`, ...) read as values of
+/// their keys, and `.zmetadata` as Zarr v2 consolidated metadata of them all. A chunk key of
+/// an array with a `.zarray` (either dimension separator) reads its row of the record file
+/// that holds it. Decoded record files are kept, the least recently used dropped first,
+/// up to [`with_cached_records`](ParquetReferences::with_cached_records) of them.
+///
+/// Every malformed part is [`Error::InvalidReferences`] naming it: `.zmetadata` that is not
+/// such a document, a `.zarray` whose grid cannot be read, a record file that is not Parquet,
+/// has more rows than `record_size`, or columns of the wrong type, a negative offset or size.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use zarr_store::{FilesystemStore, ParquetReferences, ReferenceStore, StorePrefix};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), zarr_store::Error> {
+/// // Written by `kerchunk.df.refs_to_dataframe(refs, "refs.parq")`.
+/// let dir = Arc::new(FilesystemStore::open("refs.parq")?);
+/// let references = ParquetReferences::open(dir, &StorePrefix::root()).await?;
+/// let store = ReferenceStore::from_parquet(references).with_local_files(".");
+/// # Ok(())
+/// # }
+/// ```
+pub struct ParquetReferences {
+    store: Arc<dyn ReadableStore>,
+    root: StorePrefix,
+    name: String,
+    record_size: u64,
+    metadata: BTreeMap<StoreKey, Bytes>,
+    arrays: HashMap<String, Grid>,
+    cache: Mutex<Cache>,
+}
+
+impl fmt::Debug for ParquetReferences {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParquetReferences")
+            .field("name", &self.name)
+            .field("record_size", &self.record_size)
+            .field("metadata", &self.metadata.len())
+            .field("arrays", &self.arrays.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An array's chunk grid, as the references number its chunks.
+#[derive(Debug)]
+struct Grid {
+    /// Chunks along each dimension (`[1]` for a 0-d array, whose one chunk is `0`).
+    chunks: Vec<u64>,
+    /// The dimension separator of its chunk keys.
+    separator: char,
+    /// Chunks in all.
+    count: u64,
+}
+
+impl Grid {
+    /// The C-order number of the chunk whose key, below the array, is `name`.
+    fn number(&self, name: &str) -> Option<u64> {
+        if self.separator == '.' && name.contains('/') {
+            return None;
+        }
+        let mut parts = name.split(self.separator);
+        let mut number = 0u64;
+        for &n in &self.chunks {
+            let part = parts.next()?;
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let index: u64 = part.parse().ok()?;
+            if index >= n {
+                return None;
+            }
+            // No overflow: the product of `chunks` fits in a u64 (checked when parsed).
+            number = number * n + index;
+        }
+        parts.next().is_none().then_some(number)
+    }
+
+    /// The key, below the array, of chunk `number`.
+    fn name(&self, mut number: u64) -> String {
+        let mut indices = vec![0; self.chunks.len()];
+        for (index, &n) in indices.iter_mut().zip(&self.chunks).rev() {
+            *index = number % n;
+            number /= n;
+        }
+        let parts: Vec<String> = indices.iter().map(u64::to_string).collect();
+        parts.join(&self.separator.to_string())
+    }
+}
+
+/// One decoded record file: the reference of each row (`None`: no chunk).
+type Record = Arc<Vec<Option<Reference>>>;
+
+/// Decoded record files, the least recently used dropped first.
+#[derive(Default)]
+struct Cache {
+    capacity: usize,
+    clock: u64,
+    records: HashMap<(String, u64), (Record, u64)>,
+}
+
+impl Cache {
+    fn get(&mut self, field: &str, record: u64) -> Option<Record> {
+        self.clock += 1;
+        let clock = self.clock;
+        let entry = self.records.get_mut(&(field.to_owned(), record))?;
+        entry.1 = clock;
+        Some(Arc::clone(&entry.0))
+    }
+
+    fn insert(&mut self, field: &str, record: u64, value: Record) {
+        if self.capacity == 0 {
+            return;
+        }
+        while self.records.len() >= self.capacity {
+            let Some(oldest) = self
+                .records
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            self.records.remove(&oldest);
+        }
+        self.clock += 1;
+        self.records
+            .insert((field.to_owned(), record), (value, self.clock));
+    }
+}
+
+fn invalid(reason: String) -> Error {
+    Error::InvalidReferences { reason }
+}
+
+impl ParquetReferences {
+    /// Read the set whose `.zmetadata` is at `root` in `store`; its record files are read from
+    /// the same store when needed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidReferences`] if there is no `.zmetadata` or it is malformed (as for
+    /// [`from_zmetadata`](ParquetReferences::from_zmetadata)); errors of the store.
+    pub async fn open(store: Arc<dyn ReadableStore>, root: &StorePrefix) -> Result<Self> {
+        let key = root.key(".zmetadata")?;
+        let Some(zmetadata) = store.get(&key).await? else {
+            return Err(invalid(format!(
+                "{key}: no such file (a Parquet reference set has its metadata there)"
+            )));
+        };
+        Self::from_zmetadata(&zmetadata, store, root.clone())
+    }
+
+    /// The set whose `.zmetadata` holds `zmetadata`, with its record files at `root` in
+    /// `store`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidReferences`] naming what is malformed: not a JSON object, a
+    /// `record_size` that is not a positive integer, `metadata` that is not an object, a key
+    /// that is not a valid [`StoreKey`], a `.zarray` without integer `shape` and positive
+    /// `chunks` of one length, or with more chunks than a `u64` counts.
+    pub fn from_zmetadata(
+        zmetadata: &[u8],
+        store: Arc<dyn ReadableStore>,
+        root: StorePrefix,
+    ) -> Result<Self> {
+        let name = String::new();
+        let bad = |what: String| invalid(format!("{}.zmetadata: {what}", root.as_str()));
+        let doc: Value =
+            serde_json::from_slice(zmetadata).map_err(|e| bad(format!("not JSON ({e})")))?;
+        let Value::Object(doc) = doc else {
+            return Err(bad("not a JSON object".into()));
+        };
+        let record_size = doc
+            .get("record_size")
+            .and_then(Value::as_u64)
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                bad(format!(
+                    "record_size must be a positive integer, found {}",
+                    doc.get("record_size").unwrap_or(&Value::Null)
+                ))
+            })?;
+        let Some(Value::Object(entries)) = doc.get("metadata") else {
+            return Err(bad("metadata must be an object of documents".into()));
+        };
+        let mut metadata = BTreeMap::new();
+        let mut arrays = HashMap::new();
+        for (key, value) in entries {
+            let store_key = StoreKey::try_new(key.as_str())
+                .map_err(|e| bad(format!("metadata key {key:?} is not a store key ({e})")))?;
+            if let Some(field) = key.strip_suffix("/.zarray") {
+                let grid = parse_grid(value).map_err(|why| bad(format!("{key}: {why}")))?;
+                arrays.insert(field.to_owned(), grid);
+            }
+            let bytes = serde_json::to_vec(value).map_err(|e| bad(format!("{key}: {e}")))?;
+            metadata.insert(store_key, Bytes::from(bytes));
+        }
+        // The documents are Zarr v2 consolidated metadata of the hierarchy, as such.
+        if let std::collections::btree_map::Entry::Vacant(entry) =
+            metadata.entry(StoreKey::new(".zmetadata"))
+        {
+            let doc = serde_json::json!({
+                "zarr_consolidated_format": 1,
+                "metadata": Value::Object(entries.clone()),
+            });
+            let bytes = serde_json::to_vec(&doc).map_err(|e| bad(e.to_string()))?;
+            entry.insert(Bytes::from(bytes));
+        }
+        Ok(Self {
+            store,
+            root,
+            name,
+            record_size,
+            metadata,
+            arrays,
+            cache: Mutex::new(Cache {
+                capacity: DEFAULT_CACHED_RECORDS,
+                ..Cache::default()
+            }),
+        })
+    }
+
+    /// Name the set in messages (for example, its directory with a trailing `/`): errors
+    /// about its files start with the name followed by the file's key.
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Keep up to `records` decoded record files (0: none; each is read again when needed).
+    #[must_use]
+    pub fn with_cached_records(self, records: usize) -> Self {
+        self.lock().capacity = records;
+        self
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// References per record file.
+    #[must_use]
+    pub fn record_size(&self) -> u64 {
+        self.record_size
+    }
+
+    /// The paths of the arrays whose chunks the set references (those with a `.zarray`),
+    /// sorted.
+    #[must_use]
+    pub fn arrays(&self) -> Vec<&str> {
+        let mut arrays: Vec<&str> = self.arrays.keys().map(String::as_str).collect();
+        arrays.sort_unstable();
+        arrays
+    }
+
+    /// The reference of `key`: a metadata document inline, a chunk's from its record file.
+    ///
+    /// # Errors
+    /// [`Error::InvalidReferences`] if the record file is malformed; errors of the store.
+    pub async fn get(&self, key: &StoreKey) -> Result<Option<Reference>> {
+        Ok(self
+            .get_many(std::slice::from_ref(key))
+            .await?
+            .pop()
+            .flatten())
+    }
+
+    /// The references of `keys`, reading each record file they need once, concurrently.
+    ///
+    /// # Errors
+    /// As for [`get`](ParquetReferences::get).
+    pub async fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Reference>>> {
+        let mut answers = vec![None; keys.len()];
+        let mut wanted: BTreeMap<(&str, u64), Vec<(usize, u64)>> = BTreeMap::new();
+        for (i, key) in keys.iter().enumerate() {
+            if let Some(value) = self.metadata.get(key) {
+                answers[i] = Some(Reference::Inline(value.clone()));
+            } else if let Some((field, number)) = self.locate(key.as_str()) {
+                wanted
+                    .entry((field, number / self.record_size))
+                    .or_default()
+                    .push((i, number % self.record_size));
+            }
+        }
+        let loads = wanted
+            .into_iter()
+            .map(|((field, record), rows)| async move {
+                let references = self.record(field, record).await?;
+                Ok::<_, Error>(
+                    rows.into_iter()
+                        .map(|(i, row)| {
+                            let reference = usize::try_from(row)
+                                .ok()
+                                .and_then(|row| references.get(row).cloned().flatten());
+                            (i, reference)
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            });
+        for (i, reference) in try_join_all(loads).await?.into_iter().flatten() {
+            answers[i] = reference;
+        }
+        Ok(answers)
+    }
+
+    /// The array and chunk number of chunk key `key`.
+    fn locate<'a>(&'a self, key: &str) -> Option<(&'a str, u64)> {
+        let mut end = key.len();
+        while let Some(slash) = key[..end].rfind('/') {
+            if let Some((field, grid)) = self.arrays.get_key_value(&key[..slash])
+                && let Some(number) = grid.number(&key[slash + 1..])
+            {
+                return Some((field.as_str(), number));
+            }
+            end = slash;
+        }
+        None
+    }
+
+    /// Record file `record` of the array at `field`, decoded (empty when there is no file).
+    async fn record(&self, field: &str, record: u64) -> Result<Record> {
+        if let Some(cached) = self.lock().get(field, record) {
+            return Ok(cached);
+        }
+        let key = StoreKey::try_new(format!("{}{field}/refs.{record}.parq", self.root.as_str()))?;
+        let decoded: Record = match self.store.get(&key).await? {
+            None => Arc::new(Vec::new()),
+            Some(bytes) => {
+                let record_size = self.record_size;
+                let decoded = tokio::task::spawn_blocking(move || {
+                    // The decoder is another crate's, run on input from elsewhere: a panic in
+                    // it is a malformed file here, not a crash.
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        decode_record(bytes, record_size)
+                    }))
+                    .unwrap_or_else(|_| Err("the Parquet decoder failed on it".into()))
+                })
+                .await
+                .map_err(Error::TaskFailed)?;
+                Arc::new(decoded.map_err(|why| invalid(format!("{}{key}: {why}", self.name)))?)
+            }
+        };
+        self.lock().insert(field, record, Arc::clone(&decoded));
+        Ok(decoded)
+    }
+
+    /// The keys of the chunks of the array at `field` that have a reference, sorted.
+    async fn chunk_keys(&self, field: &str) -> Result<Vec<StoreKey>> {
+        let grid = &self.arrays[field];
+        let records = grid.count.div_ceil(self.record_size);
+        let loaded: Vec<(u64, Record)> = stream::iter(0..records)
+            .map(
+                |record| async move { Ok::<_, Error>((record, self.record(field, record).await?)) },
+            )
+            .buffered(LIST_CONCURRENCY)
+            .try_collect()
+            .await?;
+        let mut keys = Vec::new();
+        for (record, references) in loaded {
+            for (row, reference) in references.iter().enumerate() {
+                let number = record * self.record_size + row as u64;
+                if reference.is_some() && number < grid.count {
+                    keys.push(StoreKey::try_new(format!("{field}/{}", grid.name(number)))?);
+                }
+            }
+        }
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    /// Every key below `prefix`: metadata documents, and the chunks with a reference of the
+    /// arrays at or below it (which reads their record files).
+    ///
+    /// # Errors
+    /// As for [`get`](ParquetReferences::get).
+    pub async fn list_prefix(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+        let mut keys: BTreeSet<StoreKey> = self
+            .metadata
+            .keys()
+            .filter(|key| key.has_prefix(prefix))
+            .cloned()
+            .collect();
+        for field in self.arrays() {
+            let dir = format!("{field}/");
+            if dir.starts_with(prefix.as_str()) || prefix.as_str().starts_with(&dir) {
+                keys.extend(
+                    self.chunk_keys(field)
+                        .await?
+                        .into_iter()
+                        .filter(|key| key.has_prefix(prefix)),
+                );
+            }
+        }
+        Ok(keys.into_iter().collect())
+    }
+
+    /// The direct children of `prefix`. Only arrays whose own directory is at or above
+    /// `prefix` have their record files read.
+    ///
+    /// # Errors
+    /// As for [`get`](ParquetReferences::get).
+    pub async fn list_dir(&self, prefix: &StorePrefix) -> Result<ListDir> {
+        let mut keys: Vec<StoreKey> = self
+            .metadata
+            .keys()
+            .filter(|key| key.has_prefix(prefix))
+            .cloned()
+            .collect();
+        for field in self.arrays() {
+            if prefix.as_str().starts_with(&format!("{field}/")) {
+                keys.extend(
+                    self.chunk_keys(field)
+                        .await?
+                        .into_iter()
+                        .filter(|key| key.has_prefix(prefix)),
+                );
+            }
+        }
+        Ok(list_dir_from_keys(prefix, keys))
+    }
+
+    /// Every reference of the set, read into memory (for example, to write it as JSON with
+    /// [`References::to_json`](super::References::to_json)).
+    ///
+    /// # Errors
+    /// As for [`get`](ParquetReferences::get).
+    pub async fn to_references(&self) -> Result<super::References> {
+        let keys = self.list_prefix(&StorePrefix::root()).await?;
+        let found = self.get_many(&keys).await?;
+        let mut references = super::References::new();
+        for (key, reference) in keys.into_iter().zip(found) {
+            if let Some(reference) = reference {
+                references.insert(key, reference)?;
+            }
+        }
+        Ok(references)
+    }
+}
+
+/// The chunk grid of a `.zarray` document.
+fn parse_grid(zarray: &Value) -> std::result::Result<Grid, String> {
+    let integers = |name: &str| -> std::result::Result<Vec<u64>, String> {
+        match zarray.get(name) {
+            Some(Value::Array(list)) => list
+                .iter()
+                .map(|v| {
+                    v.as_u64()
+                        .ok_or_else(|| format!("{name} must hold non-negative integers, found {v}"))
+                })
+                .collect(),
+            other => Err(format!(
+                "{name} must be a list of integers, found {}",
+                other.unwrap_or(&Value::Null)
+            )),
+        }
+    };
+    let shape = integers("shape")?;
+    let chunk_shape = integers("chunks")?;
+    if shape.len() != chunk_shape.len() {
+        return Err(format!(
+            "shape has {} dimensions and chunks {}",
+            shape.len(),
+            chunk_shape.len()
+        ));
+    }
+    if chunk_shape.contains(&0) {
+        return Err(format!("chunks {chunk_shape:?} has a zero"));
+    }
+    let separator = match zarray.get("dimension_separator") {
+        None | Some(Value::Null) => '.',
+        Some(Value::String(s)) if s == "." => '.',
+        Some(Value::String(s)) if s == "/" => '/',
+        Some(other) => {
+            return Err(format!(
+                "dimension_separator {other} is neither \".\" nor \"/\""
+            ));
+        }
+    };
+    let mut chunks: Vec<u64> = shape
+        .iter()
+        .zip(&chunk_shape)
+        .map(|(s, c)| s.div_ceil(*c))
+        .collect();
+    if chunks.is_empty() {
+        chunks.push(1);
+    }
+    let count = chunks
+        .iter()
+        .try_fold(1u64, |acc, &n| acc.checked_mul(n))
+        .ok_or_else(|| format!("its {chunks:?} chunks are more than a u64 counts"))?;
+    Ok(Grid {
+        chunks,
+        separator,
+        count,
+    })
+}
+
+/// The references in one record file, row by row.
+fn decode_record(
+    bytes: Bytes,
+    record_size: u64,
+) -> std::result::Result<Vec<Option<Reference>>, String> {
+    let reader =
+        SerializedFileReader::new(bytes).map_err(|e| format!("not a Parquet file ({e})"))?;
+    let rows = reader.metadata().file_metadata().num_rows();
+    match u64::try_from(rows) {
+        Ok(rows) if rows <= record_size => {}
+        _ => {
+            return Err(format!(
+                "it has {rows} rows, more than the set's record_size {record_size}"
+            ));
+        }
+    }
+    let columns: Vec<String> = reader
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect();
+    if !columns.iter().any(|c| c == "path" || c == "raw") {
+        return Err(format!(
+            "it has neither a path nor a raw column (columns: {columns:?})"
+        ));
+    }
+    let mut out = Vec::with_capacity(usize::try_from(rows).unwrap_or(0));
+    let rows = reader
+        .get_row_iter(None)
+        .map_err(|e| format!("cannot read its rows ({e})"))?;
+    for (n, row) in rows.enumerate() {
+        let row = row.map_err(|e| format!("row {n}: {e}"))?;
+        let mut path = None;
+        let mut offset = 0;
+        let mut size = 0;
+        let mut raw = None;
+        for (name, field) in row.get_column_iter() {
+            let at = |what: String| format!("row {n}, column {name}: {what}");
+            match name.as_str() {
+                "path" => path = text(field).map_err(at)?,
+                "offset" => offset = integer(field).map_err(at)?,
+                "size" => size = integer(field).map_err(at)?,
+                "raw" => raw = binary(field).map_err(at)?,
+                _ => {}
+            }
+        }
+        out.push(match (raw, path) {
+            (Some(raw), _) => Some(Reference::Inline(raw)),
+            (None, None) => None,
+            (None, Some(url)) if offset == 0 && size == 0 => {
+                Some(Reference::Whole { url: Some(url) })
+            }
+            (None, Some(url)) => {
+                if offset.checked_add(size).is_none() {
+                    return Err(format!(
+                        "row {n}: offset {offset} plus size {size} overflows"
+                    ));
+                }
+                Some(Reference::Range {
+                    url: Some(url),
+                    offset,
+                    length: size,
+                })
+            }
+        });
+    }
+    Ok(out)
+}
+
+fn text(field: &Field) -> std::result::Result<Option<String>, String> {
+    match field {
+        Field::Null => Ok(None),
+        Field::Str(s) => Ok(Some(s.clone())),
+        Field::Bytes(b) => std::str::from_utf8(b.data())
+            .map(|s| Some(s.to_owned()))
+            .map_err(|e| format!("not UTF-8 ({e})")),
+        other => Err(format!("expected text, found {other}")),
+    }
+}
+
+fn integer(field: &Field) -> std::result::Result<u64, String> {
+    let value: i128 = match *field {
+        Field::Null => 0,
+        Field::Byte(v) => v.into(),
+        Field::Short(v) => v.into(),
+        Field::Int(v) => v.into(),
+        Field::Long(v) => v.into(),
+        Field::UByte(v) => v.into(),
+        Field::UShort(v) => v.into(),
+        Field::UInt(v) => v.into(),
+        Field::ULong(v) => v.into(),
+        ref other => return Err(format!("expected an integer, found {other}")),
+    };
+    u64::try_from(value).map_err(|_| format!("{value} is negative"))
+}
+
+fn binary(field: &Field) -> std::result::Result<Option<Bytes>, String> {
+    match field {
+        Field::Null => Ok(None),
+        Field::Bytes(b) => Ok(Some(Bytes::copy_from_slice(b.data()))),
+        Field::Str(s) => Ok(Some(Bytes::copy_from_slice(s.as_bytes()))),
+        other => Err(format!("expected bytes, found {other}")),
+    }
+}

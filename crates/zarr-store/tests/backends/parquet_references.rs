@@ -1,0 +1,419 @@
+//! `ParquetReferences`: kerchunk's Parquet reference sets (fsspec's `LazyReferenceMapper`
+//! layout), with record files written here by the `parquet` crate. The interop test in
+//! zarr-array reads sets that fsspec itself writes, with both of its engines.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use serde_json::{Value, json};
+use zarr_store::{
+    Error, ListableStore, MemoryStore, ParquetReferences, ReadableStore, RecordingStore, Reference,
+    ReferenceStore, StoreKey, StorePrefix, WritableStore,
+};
+
+/// One row of a record file: `path`, `offset`, `size`, `raw`.
+type Row<'a> = (Option<&'a str>, i64, i64, Option<&'a [u8]>);
+
+/// A record file with fsspec's four columns.
+fn record_file(rows: &[Row<'_>]) -> Bytes {
+    record_file_of("", rows)
+}
+
+/// A record file whose `offset` and `size` columns are INT64 with `annotation`
+/// (`" (INTEGER(64,false))"`: unsigned, the i64 values' bits).
+fn record_file_of(annotation: &str, rows: &[Row<'_>]) -> Bytes {
+    let schema = Arc::new(
+        parse_message_type(&format!(
+            "message schema {{
+                OPTIONAL BYTE_ARRAY path (UTF8);
+                REQUIRED INT64 offset{annotation};
+                REQUIRED INT64 size{annotation};
+                OPTIONAL BYTE_ARRAY raw;
+            }}"
+        ))
+        .unwrap(),
+    );
+    let mut out = Vec::new();
+    let mut writer =
+        SerializedFileWriter::new(&mut out, schema, Arc::new(WriterProperties::default())).unwrap();
+    let mut group = writer.next_row_group().unwrap();
+    let optional = |values: Vec<Option<&[u8]>>| {
+        let defs: Vec<i16> = values.iter().map(|v| i16::from(v.is_some())).collect();
+        let present: Vec<ByteArray> = values.into_iter().flatten().map(ByteArray::from).collect();
+        (present, defs)
+    };
+    let (paths, path_defs) = optional(rows.iter().map(|r| r.0.map(str::as_bytes)).collect());
+    let (raws, raw_defs) = optional(rows.iter().map(|r| r.3).collect());
+    let offsets: Vec<i64> = rows.iter().map(|r| r.1).collect();
+    let sizes: Vec<i64> = rows.iter().map(|r| r.2).collect();
+    for column in 0..4 {
+        let mut col = group.next_column().unwrap().unwrap();
+        match column {
+            0 => {
+                col.typed::<ByteArrayType>()
+                    .write_batch(&paths, Some(&path_defs), None)
+                    .unwrap();
+            }
+            1 | 2 => {
+                let values = if column == 1 { &offsets } else { &sizes };
+                col.typed::<Int64Type>()
+                    .write_batch(values, None, None)
+                    .unwrap();
+            }
+            _ => {
+                col.typed::<ByteArrayType>()
+                    .write_batch(&raws, Some(&raw_defs), None)
+                    .unwrap();
+            }
+        }
+        col.close().unwrap();
+    }
+    group.close().unwrap();
+    writer.close().unwrap();
+    Bytes::from(out)
+}
+
+fn key(k: &str) -> StoreKey {
+    StoreKey::new(k)
+}
+
+/// A set with record size 3 over:
+/// - `a`: 5x4 in 2x2 chunks (a 3x2 grid, records 0 and 1; record 1 has no file),
+/// - `g/b`: 2x2 in 1x1 chunks with the `/` separator (one record, chunk 1 without a row
+///   value, chunk 3 past the file's rows),
+/// - `s`: 0-d, its one chunk inline.
+async fn sample() -> (Arc<MemoryStore>, Value) {
+    let dir = Arc::new(MemoryStore::new());
+    let metadata = json!({
+        ".zgroup": {"zarr_format": 2},
+        ".zattrs": {"title": "parquet"},
+        "a/.zarray": {"shape": [5, 4], "chunks": [2, 2], "dtype": "<u2", "zarr_format": 2,
+                      "compressor": null, "filters": null, "fill_value": 0, "order": "C"},
+        "g/.zgroup": {"zarr_format": 2},
+        "g/b/.zarray": {"shape": [2, 2], "chunks": [1, 1], "dtype": "|u1", "zarr_format": 2,
+                        "compressor": null, "filters": null, "fill_value": 0, "order": "C",
+                        "dimension_separator": "/"},
+        "s/.zarray": {"shape": [], "chunks": [], "dtype": "<f8", "zarr_format": 2,
+                      "compressor": null, "filters": null, "fill_value": 0, "order": "C"}
+    });
+    let zmetadata = json!({"metadata": metadata, "record_size": 3});
+    dir.set(&key(".zmetadata"), zmetadata.to_string().into())
+        .await
+        .unwrap();
+    // a: chunk 0 a range, 1 a whole file, 2 missing (no path, no raw).
+    dir.set(
+        &key("a/refs.0.parq"),
+        record_file(&[
+            (Some("mem://data.bin"), 4, 8, None),
+            (Some("mem://whole.bin"), 0, 0, None),
+            (None, 0, 0, None),
+        ]),
+    )
+    .await
+    .unwrap();
+    // g/b: chunk 0 inline, 1 missing, 2 a range; chunk 3 has no row.
+    dir.set(
+        &key("g/b/refs.0.parq"),
+        record_file(&[
+            (None, 0, 0, Some(&[7])),
+            (None, 0, 0, None),
+            (Some("mem://data.bin"), 1, 1, None),
+        ]),
+    )
+    .await
+    .unwrap();
+    dir.set(
+        &key("s/refs.0.parq"),
+        record_file(&[(None, 0, 0, Some(&2.5f64.to_le_bytes()))]),
+    )
+    .await
+    .unwrap();
+    (dir, metadata)
+}
+
+#[tokio::test]
+async fn chunks_read_from_their_record_files_and_metadata_from_zmetadata() {
+    let (dir, metadata) = sample().await;
+    let references = ParquetReferences::open(Arc::clone(&dir) as _, &StorePrefix::root())
+        .await
+        .unwrap();
+    assert_eq!(references.record_size(), 3);
+    assert_eq!(references.arrays(), ["a", "g/b", "s"]);
+    let range = |url: &str, offset, length| {
+        Some(Reference::Range {
+            url: Some(url.into()),
+            offset,
+            length,
+        })
+    };
+    assert_eq!(
+        references.get(&key("a/0.0")).await.unwrap(),
+        range("mem://data.bin", 4, 8)
+    );
+    assert_eq!(
+        references.get(&key("a/0.1")).await.unwrap(),
+        Some(Reference::Whole {
+            url: Some("mem://whole.bin".into())
+        })
+    );
+    // Missing: a null row, rows of a record with no file, a row past the file's end, keys
+    // outside the grid or of the other separator.
+    for missing in [
+        "a/1.0", "a/1.1", "a/2.1", "g/b/0/1", "g/b/1/1", "a/3.0", "a/0", "a/0.0.0", "a/0/0",
+        "g/b/0.0", "a/00.x", "s/1", "nothing",
+    ] {
+        assert_eq!(
+            references.get(&key(missing)).await.unwrap(),
+            None,
+            "{missing}"
+        );
+    }
+    assert_eq!(
+        references.get(&key("g/b/0/0")).await.unwrap(),
+        Some(Reference::Inline(Bytes::from_static(&[7])))
+    );
+    assert_eq!(
+        references.get(&key("g/b/1/0")).await.unwrap(),
+        range("mem://data.bin", 1, 1)
+    );
+
+    // As a store: chunk bytes from the mapped file, metadata documents inline, and
+    // `.zmetadata` as v2 consolidated metadata of them all.
+    let files = Arc::new(MemoryStore::new());
+    files
+        .set(&key("data.bin"), Bytes::from_static(b"0123456789abcdef"))
+        .await
+        .unwrap();
+    files
+        .set(&key("whole.bin"), Bytes::from_static(b"WHOLE"))
+        .await
+        .unwrap();
+    let store = ReferenceStore::from_parquet(references).with_target("mem://", files);
+    assert!(store.references().is_none());
+    assert_eq!(store.parquet_references().unwrap().record_size(), 3);
+    let get = |k: &'static str| {
+        let store = &store;
+        async move { store.get(&key(k)).await.unwrap() }
+    };
+    assert_eq!(get("a/0.0").await.as_deref(), Some(&b"456789ab"[..]));
+    assert_eq!(get("a/0.1").await.as_deref(), Some(&b"WHOLE"[..]));
+    assert_eq!(get("a/1.0").await, None);
+    assert_eq!(get("g/b/1/0").await.as_deref(), Some(&b"1"[..]));
+    assert_eq!(get("s/0").await.as_deref(), Some(&2.5f64.to_le_bytes()[..]));
+    assert_eq!(store.size(&key("a/0.1")).await.unwrap(), Some(5));
+    let zattrs: Value = serde_json::from_slice(&get(".zattrs").await.unwrap()).unwrap();
+    assert_eq!(zattrs, json!({"title": "parquet"}));
+    let zarray: Value = serde_json::from_slice(&get("g/b/.zarray").await.unwrap()).unwrap();
+    assert_eq!(zarray, metadata["g/b/.zarray"]);
+    let consolidated: Value = serde_json::from_slice(&get(".zmetadata").await.unwrap()).unwrap();
+    assert_eq!(
+        consolidated,
+        json!({"zarr_consolidated_format": 1, "metadata": metadata})
+    );
+
+    // Listing: metadata keys and the chunks that have a reference.
+    let names = |keys: Vec<StoreKey>| {
+        keys.iter()
+            .map(|k| k.as_str().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(store.list().await.unwrap()),
+        [
+            ".zattrs",
+            ".zgroup",
+            ".zmetadata",
+            "a/.zarray",
+            "a/0.0",
+            "a/0.1",
+            "g/.zgroup",
+            "g/b/.zarray",
+            "g/b/0/0",
+            "g/b/1/0",
+            "s/.zarray",
+            "s/0"
+        ]
+    );
+    assert_eq!(
+        names(
+            store
+                .list_prefix(&StorePrefix::new("g/b/1/"))
+                .await
+                .unwrap()
+        ),
+        ["g/b/1/0"]
+    );
+    let root = store.list_dir(&StorePrefix::root()).await.unwrap();
+    assert_eq!(names(root.keys), [".zattrs", ".zgroup", ".zmetadata"]);
+    let prefixes: Vec<&str> = root.prefixes.iter().map(StorePrefix::as_str).collect();
+    assert_eq!(prefixes, ["a/", "g/", "s/"]);
+    let b = store.list_dir(&StorePrefix::new("g/b/")).await.unwrap();
+    assert_eq!(names(b.keys), ["g/b/.zarray"]);
+    let prefixes: Vec<&str> = b.prefixes.iter().map(StorePrefix::as_str).collect();
+    assert_eq!(prefixes, ["g/b/0/", "g/b/1/"]);
+}
+
+#[tokio::test]
+async fn record_files_are_read_once_while_cached() {
+    let (dir, _) = sample().await;
+    let recording = Arc::new(RecordingStore::new(dir));
+    let references = ParquetReferences::open(Arc::clone(&recording) as _, &StorePrefix::root())
+        .await
+        .unwrap();
+    let gets = || recording.stats().gets;
+    assert_eq!(gets(), 1, ".zmetadata");
+    // Three chunks of one record, and a metadata document: one read of the record.
+    let found = references
+        .get_many(&[key("a/0.0"), key("a/0.1"), key("a/.zarray"), key("a/1.0")])
+        .await
+        .unwrap();
+    assert_eq!(found.iter().filter(|r| r.is_some()).count(), 3);
+    assert_eq!(gets(), 2);
+    references.get(&key("a/0.0")).await.unwrap();
+    assert_eq!(gets(), 2, "cached");
+    // A record with no file is remembered too.
+    references.get(&key("a/2.0")).await.unwrap();
+    references.get(&key("a/2.1")).await.unwrap();
+    assert_eq!(gets(), 3);
+
+    // With room for one record, alternating records read each again.
+    let references = references.with_cached_records(1);
+    references.get(&key("g/b/0/0")).await.unwrap();
+    references.get(&key("a/0.0")).await.unwrap();
+    references.get(&key("g/b/0/0")).await.unwrap();
+    assert_eq!(gets(), 6);
+    references.get(&key("g/b/1/0")).await.unwrap();
+    assert_eq!(gets(), 6, "the last record is kept");
+}
+
+#[tokio::test]
+async fn malformed_sets_and_record_files_are_typed_errors_naming_the_file() {
+    let open = |zmetadata: Value| {
+        let dir = Arc::new(MemoryStore::new());
+        async move {
+            dir.set(&key(".zmetadata"), zmetadata.to_string().into())
+                .await
+                .unwrap();
+            ParquetReferences::open(dir, &StorePrefix::root()).await
+        }
+    };
+    let reason = |result: Result<ParquetReferences, Error>| match result {
+        Err(Error::InvalidReferences { reason }) => reason,
+        other => panic!("{other:?}"),
+    };
+    let array = |zarray: Value| json!({"metadata": {"x/.zarray": zarray}, "record_size": 10});
+    for (zmetadata, expected) in [
+        (
+            json!({"metadata": {}}),
+            "record_size must be a positive integer",
+        ),
+        (
+            json!({"metadata": {}, "record_size": 0}),
+            "record_size must be a positive integer",
+        ),
+        (json!({"record_size": 5}), "metadata must be an object"),
+        (json!([1]), "not a JSON object"),
+        (
+            array(json!({"shape": [4], "chunks": [0]})),
+            "x/.zarray: chunks [0] has a zero",
+        ),
+        (
+            array(json!({"shape": [4, 4], "chunks": [2]})),
+            "x/.zarray: shape has 2 dimensions",
+        ),
+        (
+            array(json!({"shape": [-4], "chunks": [2]})),
+            "shape must hold non-negative integers",
+        ),
+        (
+            array(json!({"chunks": [2]})),
+            "shape must be a list of integers",
+        ),
+        (
+            array(json!({"shape": [4], "chunks": [2], "dimension_separator": "_"})),
+            "dimension_separator \"_\"",
+        ),
+        (
+            array(json!({"shape": [u64::MAX, u64::MAX], "chunks": [1, 1]})),
+            "more than a u64 counts",
+        ),
+        (
+            json!({"metadata": {"../up": {}}, "record_size": 5}),
+            "metadata key \"../up\" is not a store key",
+        ),
+    ] {
+        let reason = reason(open(zmetadata.clone()).await);
+        assert!(reason.starts_with(".zmetadata: "), "{reason}");
+        assert!(reason.contains(expected), "{zmetadata}: {reason}");
+    }
+    let dir = Arc::new(MemoryStore::new());
+    assert!(
+        reason(ParquetReferences::open(dir, &StorePrefix::root()).await).contains("no such file")
+    );
+
+    // Record files: each failure names the file (after the set's name) and the row.
+    let dir = Arc::new(MemoryStore::new());
+    dir.set(
+        &key("sets/one/.zmetadata"),
+        array(json!({"shape": [40], "chunks": [1]}))
+            .to_string()
+            .into(),
+    )
+    .await
+    .unwrap();
+    let references = ParquetReferences::open(Arc::clone(&dir) as _, &StorePrefix::new("sets/one/"))
+        .await
+        .unwrap()
+        .with_name("refs.parq/");
+    let record = |bytes: Bytes| {
+        let dir = &dir;
+        async move {
+            dir.set(&key("sets/one/x/refs.0.parq"), bytes)
+                .await
+                .unwrap()
+        }
+    };
+    let cases: [(Bytes, &str); 5] = [
+        (Bytes::from_static(b"PAR1 not really"), "not a Parquet file"),
+        (
+            record_file(&[(Some("f"), -1, 4, None)]),
+            "row 0, column offset: -1 is negative",
+        ),
+        (
+            record_file(&[(None, 0, 0, None), (Some("f"), 1, -5, None)]),
+            "row 1, column size: -5 is negative",
+        ),
+        (
+            record_file(&vec![(None, 0, 0, None); 11]),
+            "it has 11 rows, more than the set's record_size 10",
+        ),
+        (
+            record_file_of(" (INTEGER(64,false))", &[(Some("f"), -1, 1, None)]),
+            "row 0: offset 18446744073709551615 plus size 1 overflows",
+        ),
+    ];
+    for (i, (bytes, expected)) in cases.into_iter().enumerate() {
+        record(bytes).await;
+        // A fresh set for each, so nothing is cached.
+        let references =
+            ParquetReferences::open(Arc::clone(&dir) as _, &StorePrefix::new("sets/one/"))
+                .await
+                .unwrap()
+                .with_name("refs.parq/");
+        let reason = reason(
+            references
+                .get(&key("x/0"))
+                .await
+                .map(|r| panic!("case {i}: {r:?}")),
+        );
+        assert!(
+            reason.starts_with("refs.parq/sets/one/x/refs.0.parq: ") && reason.contains(expected),
+            "case {i}: {reason}"
+        );
+    }
+    drop(references);
+}
