@@ -2376,6 +2376,92 @@ async fn kerchunk_references_to_an_hdf5_file_read_as_zarr() {
     );
 }
 
+/// The same kerchunk reference sets as Parquet reference sets (kerchunk's
+/// `refs_to_dataframe` with fastparquet, fsspec's `LazyReferenceMapper` with pyarrow; 4 and 7
+/// references per record file, so most arrays span several), read lazily through
+/// `ParquetReferences`: every value as h5py wrote it, the hierarchy from the set's metadata.
+#[tokio::test(flavor = "multi_thread")]
+async fn kerchunk_parquet_references_read_as_zarr() {
+    use zarr_store::{
+        ListableStore as _, ParquetReferences, Reference, ReferenceStore, StoreKey, StorePrefix,
+    };
+
+    let Some(python) = python("kerchunk_parquet_references_read_as_zarr") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("kerchunk_parquet");
+    run_peer(&python, &["kerchunk-hdf5", dir.to_str().unwrap()]);
+    run_peer(&python, &["kerchunk-parquet", dir.to_str().unwrap()]);
+    let manifest: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+
+    // The absolute set through `ReferenceStore::open` (a directory); the relative one from
+    // its store, its URLs starting from the directory they were written in.
+    let absolute = ReferenceStore::open(dir.join("refs.parq")).unwrap();
+    let files = Arc::new(FilesystemStore::open(dir.join("refs-relative.parq")).unwrap());
+    let relative = ParquetReferences::open(files, &StorePrefix::root())
+        .await
+        .unwrap();
+    assert_eq!(relative.record_size(), 7);
+    assert!(relative.arrays().contains(&"ints/u8_contiguous"));
+    let relative = ReferenceStore::from_parquet(relative).with_local_files(&dir);
+    for (name, store) in [("refs.parq", absolute), ("refs-relative.parq", relative)] {
+        let references = store.parquet_references().unwrap();
+        let contiguous = references
+            .get(&StoreKey::new("ints/u8_contiguous/0"))
+            .await
+            .unwrap();
+        assert!(
+            matches!(contiguous, Some(Reference::Range { length: 40_000, .. })),
+            "{name}: {contiguous:?}"
+        );
+        // Chunks h5py never wrote have no reference; listing shows only those that do.
+        let sparse: Vec<String> = store
+            .list_prefix(&StorePrefix::new("sparse/"))
+            .await
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().to_owned())
+            .collect();
+        assert_eq!(
+            sparse,
+            [
+                "sparse/.zarray",
+                "sparse/.zattrs",
+                "sparse/0.0",
+                "sparse/1.2"
+            ],
+            "{name}"
+        );
+
+        let store = Arc::new(store);
+        check_manifest_values(&store, &manifest, name).await;
+        let root = Group::open(Arc::clone(&store), "/").await.unwrap();
+        assert_eq!(root.attributes()["title"], "kerchunk interop", "{name}");
+        let tree: Vec<String> = root
+            .tree()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(path, _)| path.to_string())
+            .collect();
+        for node in [
+            "/ints/i8",
+            "/empty/group",
+            "/strings/utf8",
+            "/scalar",
+            "/sparse",
+        ] {
+            assert!(
+                tree.iter().any(|p| p == node),
+                "{name}: {node} not in {tree:?}"
+            );
+        }
+        let i8 = Array::open(Arc::clone(&store), "/ints/i8").await.unwrap();
+        assert_eq!(i8.attributes()["units"], "counts", "{name}");
+    }
+}
+
 /// Version 1 reference sets with templates and generators (integer arithmetic with Python's
 /// floor division and modulo, string concatenation, list and range dimensions): we resolve
 /// every key as fsspec does with Jinja.

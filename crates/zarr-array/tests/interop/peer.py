@@ -48,6 +48,12 @@ Usage:
                                attributes), index it with kerchunk into DIR/refs.json
                                (absolute URL) and DIR/refs-relative.json (relative URL), and
                                write DIR/manifest.json with each dataset's values
+  peer.py kerchunk-parquet DIR turn kerchunk-hdf5's DIR/refs.json into the Parquet reference
+                               set DIR/refs.parq (kerchunk.df.refs_to_dataframe, fastparquet,
+                               4 references per file) and DIR/refs-relative.json into
+                               DIR/refs-relative.parq (fsspec's LazyReferenceMapper, pyarrow,
+                               7 per file); check that fsspec reads back every reference of
+                               the JSON sets
   peer.py references-render IN OUT
                                resolve the reference set IN with fsspec's ReferenceFileSystem
                                (Jinja templates and generators on) and write every key's
@@ -2311,6 +2317,47 @@ def cmd_kerchunk_hdf5(out: Path) -> None:
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
+def cmd_kerchunk_parquet(out: Path) -> None:
+    import fsspec
+    import kerchunk.df
+    from fsspec.implementations.reference import LazyReferenceMapper
+
+    def load(name: str) -> dict[str, Any]:
+        refs = json.loads((out / name).read_text())
+        return refs.get("refs", refs)
+
+    kerchunk.df.refs_to_dataframe(load("refs.json"), str(out / "refs.parq"), record_size=4)
+    here = Path.cwd()
+    try:
+        # The relative URLs start from the current directory, for fsspec as for the writer.
+        os.chdir(out)
+        mapper = LazyReferenceMapper.create(str(out / "refs-relative.parq"),
+                                            fs=fsspec.filesystem("file"), record_size=7,
+                                            engine="pyarrow")
+        refs = load("refs-relative.json")
+        for key in sorted(refs):
+            mapper[key] = refs[key]
+        mapper.flush()
+        for json_name, parquet_name, engine in [
+                ("refs.json", "refs.parq", "fastparquet"),
+                ("refs-relative.json", "refs-relative.parq", "pyarrow")]:
+            # Each read back by fsspec with the engine that wrote it (fastparquet reads a
+            # null column pyarrow wrote as NaN, which fsspec takes for a value).
+            written = LazyReferenceMapper(str(out / parquet_name), engine=engine)
+            for key, ref in load(json_name).items():
+                if key.endswith((".zarray", ".zattrs", ".zgroup")):
+                    same = json.loads(written[key]) == json.loads(ref)
+                elif isinstance(ref, list):
+                    same = [x.item() if hasattr(x, "item") else x for x in written[key]] == ref
+                else:
+                    same = written[key] == kerchunk.df._proc_raw(ref)
+                if not same:
+                    sys.exit(f"{parquet_name}: fsspec reads {key} as {written[key]!r}, "
+                             f"not {ref!r}")
+    finally:
+        os.chdir(here)
+
+
 def reference_filesystem(refs: Path, **kwargs: Any) -> Any:
     import fsspec
 
@@ -2395,6 +2442,8 @@ def main() -> None:
         cmd_vlen_array_read(Path(args[1]).resolve())
     elif len(args) == 2 and args[0] == "kerchunk-hdf5":
         cmd_kerchunk_hdf5(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "kerchunk-parquet":
+        cmd_kerchunk_parquet(Path(args[1]).resolve())
     elif len(args) == 3 and args[0] == "references-render":
         cmd_references_render(Path(args[1]).resolve(), Path(args[2]).resolve())
     elif len(args) >= 2 and args[0] == "references-read":
