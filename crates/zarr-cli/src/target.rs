@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use zarr::array::{Array, Node};
 use zarr::metadata::NodePath;
 use zarr::store::{
-    FilesystemStore, ListableStore as _, ObjectStoreAdapter, ReadableStore as _,
+    FilesystemStore, ListableStore as _, ObjectStoreAdapter, ParquetReferences, ReadableStore as _,
     ReadableStoreExt as _, ReferenceStore, References, Store, StoreKey, StorePrefix, ZipStore,
 };
 
@@ -376,6 +376,27 @@ fn is_reference_name(name: &Path) -> bool {
             .is_some_and(|n| n != "zarr.json" && n != ".zmetadata")
 }
 
+/// Whether `name` names a Parquet reference set at a URL (fsspec's test: a `.parq` or
+/// `.parquet` directory).
+fn is_parquet_reference_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".parq") || lower.ends_with(".parquet")
+}
+
+/// Whether the directory `dir` is a Parquet reference set (kerchunk's `refs_to_dataframe`):
+/// its `.zmetadata` has a `record_size`, and no node's metadata is beside it (a Zarr v2
+/// store's consolidated `.zmetadata` has a `.zgroup` beside it).
+fn is_parquet_references(dir: &Path) -> bool {
+    let zmetadata = dir.join(".zmetadata");
+    if !zmetadata.is_file() || is_node(dir) {
+        return false;
+    }
+    std::fs::read(&zmetadata)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|doc| doc.get("record_size").is_some())
+}
+
 fn read_only_reference(display: &str) -> Result<()> {
     crate::usage!(
         "{display}: a reference set can only be read (copy it to a store to change the data: \
@@ -383,15 +404,17 @@ fn read_only_reference(display: &str) -> Result<()> {
     )
 }
 
-/// A target inside a reference set (kerchunk's JSON): `refs.json` (the root),
-/// `refs.json/group/array`, or `refs.json --path /group/array`. The files it points into are
-/// read as fsspec does: relative paths from the current directory, absolute paths, and
-/// `s3://`, `gs://`, `az://` and `http(s)://` URLs. `None` when no `.json` file is involved.
+/// A target inside a reference set (kerchunk's JSON file, or its Parquet directory):
+/// `refs.json` (the root), `refs.json/group/array`, or `refs.json --path /group/array`. The
+/// files it points into are read as fsspec does: relative paths from the current directory,
+/// absolute paths, and `s3://`, `gs://`, `az://` and `http(s)://` URLs. `None` when no
+/// reference set is involved.
 fn reference_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option<Target>> {
     let given = absolute(Path::new(&args.target))?;
     let (existing, missing) = up_to(&given, Path::exists);
-    let (file, mut inner) = up_to(&existing, Path::is_file);
-    if !file.is_file() || !is_reference_name(&file) {
+    let (file, mut inner) = up_to(&existing, |p| p.is_file() || is_parquet_references(p));
+    let json = file.is_file() && is_reference_name(&file);
+    if !json && !is_parquet_references(&file) {
         return Ok(None);
     }
     if access != Access::Read {
@@ -437,10 +460,11 @@ fn inside_path(args: &TargetArgs, inner: &[String], display: &str) -> Result<Str
     }
 }
 
-/// A reference set at a URL (`s3://bucket/refs.json`): read through the object store of its
-/// parent; the files it points into must be URLs too (a relative path in a remote set names
-/// no file here). `None` unless the URL's last segment is a `.json` file other than a node's
-/// metadata.
+/// A reference set at a URL (`s3://bucket/refs.json`, or a Parquet set
+/// `s3://bucket/refs.parq`): read through the object store of its parent (of the set's
+/// directory); the files it points into must be URLs too (a relative path in a remote set
+/// names no file here). `None` unless the URL's last segment is a `.json` file other than a
+/// node's metadata, or ends in `.parq` or `.parquet`.
 fn reference_url_target(
     args: &TargetArgs,
     access: Access,
@@ -451,11 +475,37 @@ fn reference_url_target(
     let Some((parent, name)) = url.rsplit_once('/') else {
         return Ok(None);
     };
-    if !is_reference_name(Path::new(name)) || !parent.contains("://") {
+    let parquet = is_parquet_reference_name(name);
+    if !(is_reference_name(Path::new(name)) || parquet) || !parent.contains("://") {
         return Ok(None);
     }
     if access != Access::Read {
         read_only_reference(display)?;
+    }
+    if parquet {
+        let files = ObjectStoreAdapter::from_url(url)
+            .with_context(|| format!("opening {url}"))?
+            .with_read_only(true);
+        let references = tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(ParquetReferences::open(
+                Arc::new(files),
+                &StorePrefix::root(),
+            ))
+        })
+        .with_context(|| format!("reading the Parquet reference set {url}"))?
+        .with_name(format!("{url}/"));
+        let store = ReferenceStore::from_parquet(references)
+            .with_name(url)
+            .with_remote_urls(true);
+        return Ok(Some(Target {
+            store: Arc::new(store),
+            location: Location::at_url(url, &path),
+            path,
+            display: display.to_owned(),
+            display_is_node: false,
+            created: None,
+            zip: None,
+        }));
     }
     let parent_store =
         ObjectStoreAdapter::from_url(parent).with_context(|| format!("opening {parent}"))?;

@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use crate::common::{copy_dir, fixture, ok};
+use crate::common::{copy_dir, fails, fixture, ok};
 
 const CHECK: &str = r#"
 import sys, numpy, zarr
@@ -453,4 +453,98 @@ fn ome_zarr_validates_our_pyramids_and_zarr_python_reads_their_levels() {
             "{dst}: levels"
         );
     }
+}
+
+/// zarr-python writes a Zarr v2 hierarchy; the script indexes its files as kerchunk
+/// references (metadata inline, each chunk file a whole-file or byte-range reference, one
+/// chunk inline) and writes them as a Parquet reference set with kerchunk's
+/// `refs_to_dataframe`, 3 references per record file.
+const PARQUET_REFERENCES: &str = r#"
+import json, os, sys
+import numpy as np
+import zarr
+import kerchunk.df
+
+d = sys.argv[1]
+root = zarr.open_group(f"{d}/src.zarr", mode="w", zarr_format=2)
+root.attrs["title"] = "parquet references"
+a = root.create_array("g/a", shape=(7, 9), chunks=(3, 4), dtype="<i4", fill_value=-1,
+                      compressors=None)
+a[:] = np.arange(63, dtype="<i4").reshape(7, 9)
+a[6, :] = -1  # its bottom chunks are all fill value: never written
+b = root.create_array("b", shape=(10,), chunks=(4,), dtype="<f8", fill_value=0.5)
+b[:] = np.linspace(0, 1, 10)
+
+refs = {}
+src = f"{d}/src.zarr"
+for dirpath, _, files in os.walk(src):
+    for name in files:
+        path = os.path.join(dirpath, name)
+        key = os.path.relpath(path, src)
+        if name.startswith(".z"):
+            refs[key] = open(path).read()
+        elif key == "b/0":
+            refs[key] = "base64:" + __import__("base64").b64encode(open(path, "rb").read()).decode()
+        elif key.startswith("b/"):
+            refs[key] = [path]
+        else:
+            refs[key] = [path, 0, os.path.getsize(path)]
+kerchunk.df.refs_to_dataframe(refs, f"{d}/refs.parq", record_size=3)
+"#;
+
+/// A Parquet reference set (kerchunk's `refs_to_dataframe`) is a read-only target: the
+/// hierarchy, values equal to the Zarr store it references, `copy` out of it; writes are
+/// usage errors; a broken record file is an error naming it.
+#[test]
+fn parquet_reference_sets_are_read_only_targets() {
+    let Some(python) = std::env::var_os("ZARR_TEST_PYTHON") else {
+        eprintln!("SKIPPED: ZARR_TEST_PYTHON is not set (`cargo xtask ci` sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    run_python(
+        &python,
+        PARQUET_REFERENCES,
+        &[d],
+        "writing the reference set",
+    );
+    let refs = format!("{d}/refs.parq");
+    let src = format!("{d}/src.zarr");
+
+    let tree = ok(&["tree", &refs]);
+    assert!(
+        tree.contains("g") && tree.contains("a") && tree.contains("b"),
+        "{tree}"
+    );
+    for array in ["g/a", "b"] {
+        let ours = ok(&["get", &format!("{refs}/{array}")]);
+        assert_eq!(ours, ok(&["get", &format!("{src}/{array}")]), "{array}");
+        assert_eq!(ours, ok(&["get", &refs, "--path", array]), "{array}");
+    }
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&["info", &format!("{refs}/g/a"), "--json"])).unwrap();
+    assert_eq!(info["format"], 2);
+    assert_eq!(info["metadata"]["shape"], serde_json::json!([7, 9]));
+    let verified = ok(&["verify", &refs]);
+    assert!(verified.contains("0 problems"), "{verified}");
+    let out = format!("{d}/out.zarr");
+    ok(&["copy", &refs, &out]);
+    for array in ["g/a", "b"] {
+        assert_eq!(
+            ok(&["get", &format!("{out}/{array}")]),
+            ok(&["get", &format!("{src}/{array}")]),
+            "{array}"
+        );
+    }
+
+    let err = fails(&["rm", &format!("{refs}/b")], 2);
+    assert!(err.contains("can only be read"), "{err}");
+    // A record file that is not Parquet: an error naming it.
+    std::fs::write(format!("{refs}/b/refs.0.parq"), b"not parquet").unwrap();
+    let err = fails(&["get", &format!("{refs}/b")], 1);
+    assert!(
+        err.contains("b/refs.0.parq") && err.contains("not a Parquet file"),
+        "{err}"
+    );
 }
