@@ -28,7 +28,7 @@
 //! | [`MemoryStore`] | tests, caches, scratch arrays | concurrent; reads are zero-copy slices |
 //! | [`ObjectStoreAdapter`] | S3 and S3-compatible servers, GCS, Azure, HTTP(S) (read-only), and anything else implementing [`object_store::ObjectStore`] | [`ObjectStoreAdapter::from_url`] takes `s3://`, `gs://`, `az://`, `http(s)://`, `file://`, `memory://` URLs and reads credentials from the environment |
 //! | [`ZipStore`] | a whole hierarchy in one `.zip` file, as zarr-python's `ZipStore` writes it | read (stored and deflated entries, ZIP64), append, or read an archive kept in another store; [`ZipStore::finish`] completes a written archive |
-//! | [`ReferenceStore`] | files kerchunk indexed (HDF5, netCDF, GRIB, TIFF...) read as Zarr through a reference set, with no conversion | read-only; reads only the files its rules allow |
+//! | [`ReferenceStore`] | files kerchunk indexed (HDF5, netCDF, GRIB, TIFF...) read as Zarr through a reference set (JSON, or Parquet with the `parquet` feature: `ParquetReferences`), with no conversion | read-only; reads only the files its rules allow; Parquet record files read lazily |
 //! | [`PrefixStore`] | rooting any store at a sub-path (one group of a larger hierarchy) | wrapper |
 //! | [`RecordingStore`] | proving what a read cost: every call and byte, counted | wrapper |
 //! | [`CachingStore`] | answering repeated reads from memory (object storage, HTTP) | wrapper |
