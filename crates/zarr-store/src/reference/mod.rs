@@ -8,6 +8,7 @@
 mod parquet;
 mod spec;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::{Read as _, Seek as _, SeekFrom};
@@ -419,11 +420,19 @@ impl ReferenceStore {
     }
 
     /// The references of `keys` (`None`: no such key).
-    async fn lookup(&self, keys: &[StoreKey]) -> Result<Vec<Option<Reference>>> {
+    async fn lookup(&self, keys: &[StoreKey]) -> Result<Vec<Option<Cow<'_, Reference>>>> {
         match &self.source {
-            Source::Set(set) => Ok(keys.iter().map(|key| set.get(key).cloned()).collect()),
+            Source::Set(set) => Ok(keys
+                .iter()
+                .map(|key| set.get(key).map(Cow::Borrowed))
+                .collect()),
             #[cfg(feature = "parquet")]
-            Source::Parquet(parquet) => parquet.get_many(keys).await,
+            Source::Parquet(parquet) => Ok(parquet
+                .get_many(keys)
+                .await?
+                .into_iter()
+                .map(|reference| reference.map(Cow::Owned))
+                .collect()),
         }
     }
 
@@ -574,7 +583,7 @@ impl ReadableStore for ReferenceStore {
             .await?
             .pop()
             .flatten();
-        match &reference {
+        match reference.as_deref() {
             None => Ok(None),
             Some(Reference::Inline(bytes)) => Ok(Some(bytes.len() as u64)),
             Some(Reference::Range { length, .. }) => Ok(Some(*length)),
@@ -625,7 +634,7 @@ impl ReadableStore for ReferenceStore {
             let Some(reference) = reference else {
                 continue;
             };
-            let (url, in_file, expected) = match reference {
+            let (url, in_file, expected) = match &**reference {
                 Reference::Inline(bytes) => {
                     answers[i] = Some(range.slice(bytes).map_err(|e| with_key(e, key))?);
                     continue;

@@ -89,6 +89,8 @@ impl fmt::Debug for ParquetReferences {
 /// An array's chunk grid, as the references number its chunks.
 #[derive(Debug)]
 struct Grid {
+    /// The array's number in the set (for the cache).
+    id: usize,
     /// Chunks along each dimension (`[1]` for a 0-d array, whose one chunk is `0`).
     chunks: Vec<u64>,
     /// The dimension separator of its chunk keys.
@@ -135,41 +137,51 @@ impl Grid {
 /// One decoded record file: the reference of each row (`None`: no chunk).
 type Record = Arc<Vec<Option<Reference>>>;
 
-/// Decoded record files, the least recently used dropped first.
+/// A record file's slot: filled once, by the first reader; readers that come while it is
+/// being read wait for that read rather than decoding the file again.
+type Slot = Arc<tokio::sync::OnceCell<Record>>;
+
+/// Record files read or being read, keyed by (array, record), the least recently used
+/// dropped first.
 #[derive(Default)]
 struct Cache {
     capacity: usize,
     clock: u64,
-    records: HashMap<(String, u64), (Record, u64)>,
+    slots: HashMap<(usize, u64), (Slot, u64)>,
 }
 
 impl Cache {
-    fn get(&mut self, field: &str, record: u64) -> Option<Record> {
+    /// The slot of record `record` of array `array`, made if there is none.
+    fn slot(&mut self, array: usize, record: u64) -> Slot {
         self.clock += 1;
         let clock = self.clock;
-        let entry = self.records.get_mut(&(field.to_owned(), record))?;
-        entry.1 = clock;
-        Some(Arc::clone(&entry.0))
+        if let Some(entry) = self.slots.get_mut(&(array, record)) {
+            entry.1 = clock;
+            return Arc::clone(&entry.0);
+        }
+        let slot = Slot::default();
+        if self.capacity == 0 {
+            return slot;
+        }
+        self.trim(self.capacity - 1);
+        self.slots
+            .insert((array, record), (Arc::clone(&slot), clock));
+        slot
     }
 
-    fn insert(&mut self, field: &str, record: u64, value: Record) {
-        if self.capacity == 0 {
-            return;
-        }
-        while self.records.len() >= self.capacity {
+    /// Drop the least recently used slots until at most `keep` are left.
+    fn trim(&mut self, keep: usize) {
+        while self.slots.len() > keep {
             let Some(oldest) = self
-                .records
+                .slots
                 .iter()
                 .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone())
+                .map(|(k, _)| *k)
             else {
                 break;
             };
-            self.records.remove(&oldest);
+            self.slots.remove(&oldest);
         }
-        self.clock += 1;
-        self.records
-            .insert((field.to_owned(), record), (value, self.clock));
     }
 }
 
@@ -233,7 +245,8 @@ impl ParquetReferences {
             let store_key = StoreKey::try_new(key.as_str())
                 .map_err(|e| bad(format!("metadata key {key:?} is not a store key ({e})")))?;
             if let Some(field) = key.strip_suffix("/.zarray") {
-                let grid = parse_grid(value).map_err(|why| bad(format!("{key}: {why}")))?;
+                let grid =
+                    parse_grid(value, arrays.len()).map_err(|why| bad(format!("{key}: {why}")))?;
                 arrays.insert(field.to_owned(), grid);
             }
             let bytes = serde_json::to_vec(value).map_err(|e| bad(format!("{key}: {e}")))?;
@@ -275,7 +288,10 @@ impl ParquetReferences {
     /// Keep up to `records` decoded record files (0: none; each is read again when needed).
     #[must_use]
     pub fn with_cached_records(self, records: usize) -> Self {
-        self.lock().capacity = records;
+        let mut cache = self.lock();
+        cache.capacity = records;
+        cache.trim(records);
+        drop(cache);
         self
     }
 
@@ -366,9 +382,16 @@ impl ParquetReferences {
 
     /// Record file `record` of the array at `field`, decoded (empty when there is no file).
     async fn record(&self, field: &str, record: u64) -> Result<Record> {
-        if let Some(cached) = self.lock().get(field, record) {
-            return Ok(cached);
-        }
+        let slot = self.lock().slot(self.arrays[field].id, record);
+        // A failed read leaves the slot empty, for the next reader to try again.
+        let decoded = slot
+            .get_or_try_init(|| self.read_record(field, record))
+            .await?;
+        Ok(Arc::clone(decoded))
+    }
+
+    /// Read and decode record file `record` of the array at `field`.
+    async fn read_record(&self, field: &str, record: u64) -> Result<Record> {
         let key = StoreKey::try_new(format!("{}{field}/refs.{record}.parq", self.root.as_str()))?;
         let decoded: Record = match self.store.get(&key).await? {
             None => Arc::new(Vec::new()),
@@ -387,7 +410,6 @@ impl ParquetReferences {
                 Arc::new(decoded.map_err(|why| invalid(format!("{}{key}: {why}", self.name)))?)
             }
         };
-        self.lock().insert(field, record, Arc::clone(&decoded));
         Ok(decoded)
     }
 
@@ -485,7 +507,7 @@ impl ParquetReferences {
 }
 
 /// The chunk grid of a `.zarray` document.
-fn parse_grid(zarray: &Value) -> std::result::Result<Grid, String> {
+fn parse_grid(zarray: &Value, id: usize) -> std::result::Result<Grid, String> {
     let integers = |name: &str| -> std::result::Result<Vec<u64>, String> {
         match zarray.get(name) {
             Some(Value::Array(list)) => list
@@ -536,6 +558,7 @@ fn parse_grid(zarray: &Value) -> std::result::Result<Grid, String> {
         .try_fold(1u64, |acc, &n| acc.checked_mul(n))
         .ok_or_else(|| format!("its {chunks:?} chunks are more than a u64 counts"))?;
     Ok(Grid {
+        id,
         chunks,
         separator,
         count,

@@ -280,14 +280,29 @@ async fn record_files_are_read_once_while_cached() {
     references.get(&key("a/2.1")).await.unwrap();
     assert_eq!(gets(), 3);
 
+    // Readers that come while a record file is being read wait for that read.
+    let before = gets();
+    let keys: Vec<StoreKey> = ["g/b/0/0", "g/b/1/0", "g/b/0/1"]
+        .iter()
+        .cycle()
+        .take(30)
+        .map(|k| key(k))
+        .collect();
+    let found = futures::future::join_all(keys.iter().map(|k| references.get(k))).await;
+    assert_eq!(
+        found.iter().filter(|r| matches!(r, Ok(Some(_)))).count(),
+        20
+    );
+    assert_eq!(gets(), before + 1, "one read of g/b's record file");
+
     // With room for one record, alternating records read each again.
     let references = references.with_cached_records(1);
-    references.get(&key("g/b/0/0")).await.unwrap();
     references.get(&key("a/0.0")).await.unwrap();
     references.get(&key("g/b/0/0")).await.unwrap();
-    assert_eq!(gets(), 6);
-    references.get(&key("g/b/1/0")).await.unwrap();
-    assert_eq!(gets(), 6, "the last record is kept");
+    references.get(&key("a/0.0")).await.unwrap();
+    assert_eq!(gets(), 7);
+    references.get(&key("a/0.1")).await.unwrap();
+    assert_eq!(gets(), 7, "the last record is kept");
 }
 
 #[tokio::test]
