@@ -2462,6 +2462,49 @@ async fn kerchunk_parquet_references_read_as_zarr() {
     }
 }
 
+/// kerchunk's JSON sets for the HDF5 file, written by us as a Parquet reference set
+/// (`ParquetReferences::write`, 5 references per record file): fsspec's
+/// `ReferenceFileSystem` (fastparquet) and zarr-python read every dataset from it as h5py
+/// wrote it, and so do we.
+#[tokio::test(flavor = "multi_thread")]
+async fn zarr_python_reads_the_parquet_reference_sets_we_write() {
+    use zarr_store::{ParquetReferences, ReferenceStore, References, StorePrefix};
+
+    let Some(python) = python("zarr_python_reads_the_parquet_reference_sets_we_write") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("parquet_refs_written");
+    run_peer(&python, &["kerchunk-hdf5", dir.to_str().unwrap()]);
+    let manifest: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let references = References::from_json(&std::fs::read(dir.join("refs.json")).unwrap()).unwrap();
+    let ours = dir.join("ours.parq");
+    let files = FilesystemStore::new(&ours).unwrap();
+    ParquetReferences::write(&references, &files, &StorePrefix::root(), 5)
+        .await
+        .unwrap();
+
+    let store = Arc::new(ReferenceStore::open(&ours).unwrap());
+    check_manifest_values(&store, &manifest, "ours.parq").await;
+
+    let mut args = vec!["references-read", ours.to_str().unwrap()];
+    args.extend(manifest.iter().map(|entry| entry["path"].as_str().unwrap()));
+    let theirs: Map<String, Value> = serde_json::from_str(&run_peer(&python, &args)).unwrap();
+    assert_eq!(theirs["attributes"]["title"], "kerchunk interop");
+    for entry in &manifest {
+        let path = entry["path"].as_str().unwrap();
+        let expected = entry
+            .get("hex")
+            .cloned()
+            .unwrap_or_else(|| entry["strings"].clone());
+        assert_eq!(
+            theirs.get(path),
+            Some(&expected),
+            "zarr-python reading {path}"
+        );
+    }
+}
+
 /// Version 1 reference sets with templates and generators (integer arithmetic with Python's
 /// floor division and modulo, string concatenation, list and range dimensions): we resolve
 /// every key as fsspec does with Jinja.

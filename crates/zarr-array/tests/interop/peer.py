@@ -2383,12 +2383,15 @@ def cmd_references_read(refs: Path, paths: list[str]) -> None:
 
     fs = reference_filesystem(refs, asynchronous=True)
     store = FsspecStore(fs, read_only=True, path="")
+    # A Parquet set (a directory) holds Zarr v2 only, and fsspec fails on the v3 keys
+    # (`a/zarr.json`) zarr-python would try first: ask for v2.
+    version: dict[str, Any] = {"zarr_format": 2} if refs.is_dir() else {}
     # Each array is opened by its path: listing below the root through fsspec's reference
     # file system finds nothing, so zarr-python's recursive `members` does not reach them.
-    root = zarr.open_group(store, mode="r")
+    root = zarr.open_group(store, mode="r", **version)
     result: dict[str, Any] = {"attributes": dict(root.attrs)}
     for path in paths:
-        data = np.asarray(zarr.open_array(store, path=path, mode="r")[...])
+        data = np.asarray(zarr.open_array(store, path=path, mode="r", **version)[...])
         if data.dtype.kind in "OTU":
             result[path] = [str(x) for x in data.reshape(-1)]
         else:

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::Reference;
 use crate::fallback::list_dir_from_keys;
-use crate::{Error, ListDir, ReadableStore, Result, StoreKey, StorePrefix};
+use crate::{Error, ListDir, ReadableStore, Result, StoreKey, StorePrefix, WritableStore};
 
 /// How many record files a [`ParquetReferences`] keeps decoded unless told otherwise (as
 /// fsspec does).
@@ -368,16 +368,7 @@ impl ParquetReferences {
 
     /// The array and chunk number of chunk key `key`.
     fn locate<'a>(&'a self, key: &str) -> Option<(&'a str, u64)> {
-        let mut end = key.len();
-        while let Some(slash) = key[..end].rfind('/') {
-            if let Some((field, grid)) = self.arrays.get_key_value(&key[..slash])
-                && let Some(number) = grid.number(&key[slash + 1..])
-            {
-                return Some((field.as_str(), number));
-            }
-            end = slash;
-        }
-        None
+        locate(&self.arrays, key)
     }
 
     /// Record file `record` of the array at `field`, decoded (empty when there is no file).
@@ -488,6 +479,84 @@ impl ParquetReferences {
         Ok(list_dir_from_keys(prefix, keys))
     }
 
+    /// Write `references` as a Parquet reference set at `root` of `store`, `record_size`
+    /// references per record file, as fsspec's `LazyReferenceMapper` writes one: the
+    /// metadata documents (keys whose name starts with `.z`, each JSON) into `.zmetadata`,
+    /// each array's chunk references into its record files, zstd-compressed. Record files
+    /// with no reference in them are not written (their chunks do not exist), so write into
+    /// an empty place: files already there are not removed. `.zmetadata` is written last. A
+    /// `.zmetadata` in `references` is left out (readers make their own).
+    ///
+    /// # Errors
+    /// [`Error::InvalidReferences`] naming the key for what the layout cannot hold: a
+    /// metadata document that is not inline JSON, a key that is neither metadata nor a chunk
+    /// of an array with a `.zarray` (fsspec numbers chunks by that grid), a reference without
+    /// a URL, an offset or length past `i64::MAX`; a `record_size` of 0. Errors of the store.
+    pub async fn write(
+        references: &super::References,
+        store: &dyn WritableStore,
+        root: &StorePrefix,
+        record_size: u64,
+    ) -> Result<()> {
+        if record_size == 0 {
+            return Err(invalid("record_size must be positive".into()));
+        }
+        let mut metadata = serde_json::Map::new();
+        let mut arrays = HashMap::new();
+        for (key, reference) in references.iter() {
+            let key = key.as_str();
+            if !is_metadata(key) || key == ".zmetadata" {
+                continue;
+            }
+            let Reference::Inline(bytes) = reference else {
+                return Err(invalid(format!(
+                    "{key}: a metadata document must be inline to go into .zmetadata"
+                )));
+            };
+            let value: Value = serde_json::from_slice(bytes)
+                .map_err(|e| invalid(format!("{key}: not JSON ({e})")))?;
+            if let Some(field) = key.strip_suffix("/.zarray") {
+                let grid = parse_grid(&value, arrays.len())
+                    .map_err(|why| invalid(format!("{key}: {why}")))?;
+                arrays.insert(field.to_owned(), grid);
+            }
+            metadata.insert(key.to_owned(), value);
+        }
+        let mut records: BTreeMap<(&str, u64), Vec<Row<'_>>> = BTreeMap::new();
+        for (key, reference) in references.iter() {
+            if is_metadata(key.as_str()) {
+                continue;
+            }
+            let Some((field, number)) = locate(&arrays, key.as_str()) else {
+                return Err(invalid(format!(
+                    "{key}: neither metadata nor a chunk of an array with a .zarray, which \
+                     a Parquet reference set cannot hold"
+                )));
+            };
+            let record = number / record_size;
+            let rows = records.entry((field, record)).or_insert_with(|| {
+                // A row for every chunk of the record (record_size, fewer in the array's
+                // last one), as fsspec's reader expects.
+                let chunks = arrays[field].count - record * record_size;
+                vec![None; usize::try_from(chunks.min(record_size)).unwrap_or(usize::MAX)]
+            });
+            // In range: number % record_size < the record's chunks.
+            rows[usize::try_from(number % record_size).unwrap_or(usize::MAX)] =
+                Some((key, reference));
+        }
+        for ((field, record), rows) in records {
+            let bytes = encode_record(&rows)
+                .map_err(|why| invalid(format!("{field}/refs.{record}.parq: {why}")))?;
+            let key = root.key(&format!("{field}/refs.{record}.parq"))?;
+            store.set(&key, Bytes::from(bytes)).await?;
+        }
+        let doc = serde_json::json!({"metadata": metadata, "record_size": record_size});
+        let bytes = serde_json::to_vec(&doc).map_err(|e| invalid(e.to_string()))?;
+        store
+            .set(&root.key(".zmetadata")?, Bytes::from(bytes))
+            .await
+    }
+
     /// Every reference of the set, read into memory (for example, to write it as JSON with
     /// [`References::to_json`](super::References::to_json)).
     ///
@@ -504,6 +573,123 @@ impl ParquetReferences {
         }
         Ok(references)
     }
+}
+
+/// The array (in `arrays`) and chunk number of chunk key `key`.
+fn locate<'a>(arrays: &'a HashMap<String, Grid>, key: &str) -> Option<(&'a str, u64)> {
+    let mut end = key.len();
+    while let Some(slash) = key[..end].rfind('/') {
+        if let Some((field, grid)) = arrays.get_key_value(&key[..slash])
+            && let Some(number) = grid.number(&key[slash + 1..])
+        {
+            return Some((field.as_str(), number));
+        }
+        end = slash;
+    }
+    None
+}
+
+/// Whether `key` is a metadata document in fsspec's sense (`.zarray`, `.zattrs`, `.zgroup`,
+/// `.zmetadata`, at any depth).
+fn is_metadata(key: &str) -> bool {
+    key.rsplit('/')
+        .next()
+        .is_some_and(|name| name.starts_with(".z"))
+}
+
+/// A row of a record file to write: `None` for no chunk, else the chunk's key and reference.
+type Row<'a> = Option<(&'a StoreKey, &'a Reference)>;
+
+/// The bytes of a record file holding `rows`, in fsspec's four columns.
+fn encode_record(rows: &[Row<'_>]) -> std::result::Result<Vec<u8>, String> {
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+
+    let failed = |e: parquet::errors::ParquetError| format!("writing a record file: {e}");
+    let mut paths = Vec::new();
+    let mut path_defs = Vec::with_capacity(rows.len());
+    let mut offsets = Vec::with_capacity(rows.len());
+    let mut sizes = Vec::with_capacity(rows.len());
+    let mut raws = Vec::new();
+    let mut raw_defs = Vec::with_capacity(rows.len());
+    for row in rows {
+        let at = |what: String| match row {
+            Some((key, _)) => format!("{key}: {what}"),
+            None => what,
+        };
+        let (path, offset, size, raw): (Option<&str>, u64, u64, Option<&[u8]>) =
+            match row.map(|(_, reference)| reference) {
+                None => (None, 0, 0, None),
+                Some(Reference::Inline(bytes)) => (None, 0, 0, Some(bytes)),
+                // An empty range reads as empty bytes; as a path with offset and size 0 it would
+                // read as the whole file.
+                Some(Reference::Range { length: 0, .. }) => (None, 0, 0, Some(&[])),
+                Some(Reference::Whole { url }) => (url.as_deref(), 0, 0, None),
+                Some(Reference::Range {
+                    url,
+                    offset,
+                    length,
+                }) => (url.as_deref(), *offset, *length, None),
+            };
+        if row.is_some() && path.is_none() && raw.is_none() {
+            return Err(at(
+                "a reference without a URL (the default target) cannot be stored: a row \
+                 without a path is a chunk that does not exist"
+                    .into(),
+            ));
+        }
+        let signed = |n: u64| {
+            i64::try_from(n).map_err(|_| at(format!("{n} does not fit Parquet's signed 64 bits")))
+        };
+        offsets.push(signed(offset)?);
+        sizes.push(signed(size)?);
+        path_defs.push(i16::from(path.is_some()));
+        paths.extend(path.map(|p| ByteArray::from(p.as_bytes().to_vec())));
+        raw_defs.push(i16::from(raw.is_some()));
+        raws.extend(raw.map(|r| ByteArray::from(r.to_vec())));
+    }
+    let schema = parse_message_type(
+        "message schema {
+            OPTIONAL BYTE_ARRAY path (UTF8);
+            REQUIRED INT64 offset;
+            REQUIRED INT64 size;
+            OPTIONAL BYTE_ARRAY raw;
+        }",
+    )
+    .map_err(failed)?;
+    // zstd, as fsspec writes them.
+    let level = ZstdLevel::try_new(3).map_err(failed)?;
+    let properties = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .build();
+    let mut out = Vec::new();
+    let mut writer = SerializedFileWriter::new(&mut out, Arc::new(schema), Arc::new(properties))
+        .map_err(failed)?;
+    let mut group = writer.next_row_group().map_err(failed)?;
+    let mut column = 0;
+    while let Some(mut writer) = group.next_column().map_err(failed)? {
+        match column {
+            0 => writer
+                .typed::<ByteArrayType>()
+                .write_batch(&paths, Some(&path_defs), None),
+            1 => writer
+                .typed::<Int64Type>()
+                .write_batch(&offsets, None, None),
+            2 => writer.typed::<Int64Type>().write_batch(&sizes, None, None),
+            _ => writer
+                .typed::<ByteArrayType>()
+                .write_batch(&raws, Some(&raw_defs), None),
+        }
+        .map_err(failed)?;
+        writer.close().map_err(failed)?;
+        column += 1;
+    }
+    group.close().map_err(failed)?;
+    writer.close().map_err(failed)?;
+    Ok(out)
 }
 
 /// The chunk grid of a `.zarray` document.

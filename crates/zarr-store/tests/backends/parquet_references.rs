@@ -432,3 +432,146 @@ async fn malformed_sets_and_record_files_are_typed_errors_naming_the_file() {
     }
     drop(references);
 }
+
+#[tokio::test]
+async fn written_sets_read_back_the_same() {
+    use zarr_store::References;
+
+    // The sample set, read into memory, written again with another record size.
+    let (dir, metadata) = sample().await;
+    let read = ParquetReferences::open(Arc::clone(&dir) as _, &StorePrefix::root())
+        .await
+        .unwrap();
+    let mut references = read.to_references().await.unwrap();
+    assert_eq!(references.len(), 12, "{references:?}");
+    // An empty range is stored as empty bytes (offset and size 0 would mean the whole file).
+    let empty = Reference::Range {
+        url: Some("mem://data.bin".into()),
+        offset: 3,
+        length: 0,
+    };
+    references.insert(key("a/2.1"), empty).unwrap();
+
+    let out = Arc::new(MemoryStore::new());
+    let root = StorePrefix::new("copy/");
+    ParquetReferences::write(&references, out.as_ref(), &root, 2)
+        .await
+        .unwrap();
+    let zmetadata: Value =
+        serde_json::from_slice(&out.get(&key("copy/.zmetadata")).await.unwrap().unwrap()).unwrap();
+    assert_eq!(zmetadata, json!({"metadata": metadata, "record_size": 2}));
+    // a: 6 chunks, 3 records, the last with only a/2.1; no file for record 1 (no references).
+    let mut files: Vec<String> = out
+        .list()
+        .await
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().to_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "copy/.zmetadata",
+            "copy/a/refs.0.parq",
+            "copy/a/refs.2.parq",
+            "copy/g/b/refs.0.parq",
+            "copy/g/b/refs.1.parq",
+            "copy/s/refs.0.parq"
+        ]
+    );
+    let back = ParquetReferences::open(Arc::clone(&out) as _, &root)
+        .await
+        .unwrap();
+    assert_eq!(back.record_size(), 2);
+    let mut expected = references.clone();
+    expected
+        .insert(key("a/2.1"), Reference::Inline(Bytes::new()))
+        .unwrap();
+    let mut got = back.to_references().await.unwrap();
+    for refs in [&mut expected, &mut got] {
+        // Each side's .zmetadata is its own consolidated document: compare the rest.
+        let kept: Vec<(StoreKey, Reference)> = refs
+            .iter()
+            .filter(|(k, _)| k.as_str() != ".zmetadata")
+            .map(|(k, r)| (k.clone(), r.clone()))
+            .collect();
+        *refs = References::new();
+        for (k, r) in kept {
+            refs.insert(k, r).unwrap();
+        }
+    }
+    assert_eq!(got, expected);
+
+    // What the layout cannot hold: named errors, and nothing written.
+    let reason = |result: Result<(), Error>| match result {
+        Err(Error::InvalidReferences { reason }) => reason,
+        other => panic!("{other:?}"),
+    };
+    let with = |k: &str, r: Reference| {
+        let mut refs = references.clone();
+        refs.insert(key(k), r).unwrap();
+        refs
+    };
+    let inline = |b: &'static [u8]| Reference::Inline(Bytes::from_static(b));
+    let cases = [
+        (
+            with("x/0", inline(b"1")),
+            3,
+            "x/0: neither metadata nor a chunk",
+        ),
+        (
+            with("loose", inline(b"1")),
+            3,
+            "loose: neither metadata nor a chunk",
+        ),
+        (
+            with("a/9.9", inline(b"1")),
+            3,
+            "a/9.9: neither metadata nor a chunk",
+        ),
+        (
+            with("a/.zattrs", inline(b"{not json")),
+            3,
+            "a/.zattrs: not JSON",
+        ),
+        (
+            with(
+                "a/.zattrs",
+                Reference::Whole {
+                    url: Some("f".into()),
+                },
+            ),
+            3,
+            "a/.zattrs: a metadata document must be inline",
+        ),
+        (
+            with("a/1.1", Reference::Whole { url: None }),
+            3,
+            "a/refs.1.parq: a/1.1: a reference without a URL",
+        ),
+        (
+            with(
+                "a/1.1",
+                Reference::Range {
+                    url: Some("f".into()),
+                    offset: u64::MAX - 1,
+                    length: 1,
+                },
+            ),
+            3,
+            "a/refs.1.parq: a/1.1: 18446744073709551614 does not fit",
+        ),
+        (references.clone(), 0, "record_size must be positive"),
+    ];
+    for (i, (refs, record_size, expected)) in cases.into_iter().enumerate() {
+        let out = MemoryStore::new();
+        let reason =
+            reason(ParquetReferences::write(&refs, &out, &StorePrefix::root(), record_size).await);
+        assert!(reason.contains(expected), "case {i}: {reason}");
+        assert!(
+            out.get(&key(".zmetadata")).await.unwrap().is_none(),
+            "case {i}: .zmetadata written"
+        );
+    }
+}
