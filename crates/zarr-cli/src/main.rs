@@ -27,6 +27,7 @@ mod npy;
 mod progress;
 mod put;
 mod pyramid;
+mod refs;
 mod region;
 mod resize;
 mod rm;
@@ -303,6 +304,20 @@ Examples:
   zarr pyramid stack.zarr/raw s3://bucket/stack.zarr --axes c,z,y,x --factor 1,1,2,2 \\
     --scale 1,2.0,0.325,0.325 --unit micrometer --shards 1,64,1024,1024 --chunks 1,64,128,128")]
     Pyramid(pyramid::PyramidArgs),
+    /// Convert a reference set (kerchunk's) between its JSON and Parquet layouts.
+    ///
+    /// INPUT is a JSON file or a Parquet set's directory; OUTPUT is written as JSON when it
+    /// ends in `.json`, else as a Parquet set (fsspec's `LazyReferenceMapper` layout, which
+    /// kerchunk's `refs_to_dataframe` writes): the metadata in `.zmetadata`, each array's
+    /// chunk references in record files of --record-size rows, read one at a time when
+    /// needed. Parquet sets hold Zarr v2 hierarchies: every chunk key must belong to an
+    /// array with a `.zarray`. Both read with fsspec and with this tool.
+    #[command(after_help = "\
+Examples:
+  zarr refs refs.json refs.parq
+  zarr refs refs.json refs.parq --record-size 10000
+  zarr refs refs.parq refs.json --overwrite")]
+    Refs(refs::RefsArgs),
     /// Write and read a synthetic array in a temporary local store and report throughput.
     ///
     /// With --compare, run the comparison harness instead (`zarr-compare`: this project side
@@ -365,6 +380,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Copy(args) => copy::run(args, global).await,
             Command::Diff(args) => diff::run(args).await,
             Command::Pyramid(args) => pyramid::run(args, global).await,
+            Command::Refs(args) => refs::run(args, global).await,
             Command::Bench(args) => bench::run(args, global).await,
             Command::Demo(args) => demo::run(args, global).await,
         }

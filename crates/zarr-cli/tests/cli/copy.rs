@@ -1025,7 +1025,7 @@ fn raw_with_path(store: &str, path: &str) -> Vec<u8> {
 }
 
 /// A reference set (kerchunk's JSON) naming the chunk files of `src` by absolute path, its
-/// metadata inline.
+/// metadata (`zarr.json`, or v2's `.zarray`, `.zgroup`, `.zattrs`) inline.
 fn reference_set_for(src: &Path, refs: &Path) {
     let mut map = serde_json::Map::new();
     let mut stack = vec![src.to_path_buf()];
@@ -1037,7 +1037,8 @@ fn reference_set_for(src: &Path, refs: &Path) {
                 continue;
             }
             let key = path.strip_prefix(src).unwrap().to_str().unwrap().to_owned();
-            let value = if key.ends_with("zarr.json") {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let value = if name == "zarr.json" || name.starts_with(".z") {
                 Value::String(std::fs::read_to_string(&path).unwrap())
             } else {
                 let len = std::fs::metadata(&path).unwrap().len();
@@ -1092,6 +1093,99 @@ fn reference_sets_are_read_only_targets() {
         err.contains("refs.json") && err.contains("version 7"),
         "{err}"
     );
+}
+
+/// `zarr refs` converts a reference set to Parquet and back: the same values through each,
+/// the same references; what cannot be converted, or replaced, is refused.
+#[test]
+fn reference_sets_convert_between_json_and_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = source(d);
+    let original = raw(&src);
+    // fsspec's Parquet layout keeps an array's chunks in its directory: not at the root.
+    let v2 = d.join("v2.zarr").display().to_string();
+    ok(&["copy", &src, &format!("{v2}/t"), "--zarr-format", "2"]);
+    let json = d.join("refs.json");
+    reference_set_for(Path::new(&v2), &json);
+    let json = json.display().to_string();
+    let parquet = d.join("refs.parq").display().to_string();
+    let array = |set: &str| format!("{set}/t");
+
+    let said = ok(&["refs", &json, &parquet, "--record-size", "3"]);
+    // .zgroup, .zattrs, t/.zattrs, t/.zarray and 9 chunks.
+    assert!(said.contains("wrote 13 references"), "{said}");
+    // 4x3 chunks, 3 per record file; the last row of chunks (rows 30-36) was never
+    // written, so the record file of chunks 9-11 is not there.
+    let mut files: Vec<String> = std::fs::read_dir(d.join("refs.parq/t"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["refs.0.parq", "refs.1.parq", "refs.2.parq"]);
+    assert!(d.join("refs.parq/.zmetadata").is_file());
+    assert_eq!(raw(&array(&parquet)), original);
+
+    let back = d.join("back.json").display().to_string();
+    ok(&["refs", &parquet, &back]);
+    assert_eq!(raw(&array(&back)), original);
+    let refs = |path: &str| -> serde_json::Map<String, Value> {
+        let set: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let map = set["refs"].as_object().unwrap().clone();
+        map.into_iter()
+            .map(|(k, v)| match v {
+                // Metadata documents compare as JSON.
+                Value::String(text) if k.rsplit('/').next().unwrap().starts_with(".z") => {
+                    (k, serde_json::from_str(&text).unwrap())
+                }
+                other => (k, other),
+            })
+            .collect()
+    };
+    let mut expected = refs(&json);
+    let got = refs(&back);
+    // The Parquet set serves `.zmetadata`, consolidated metadata of its documents.
+    assert_eq!(got[".zmetadata"]["zarr_consolidated_format"], 1);
+    expected.insert(".zmetadata".into(), got[".zmetadata"].clone());
+    assert_eq!(got, expected);
+
+    // Replacing: only with --overwrite, only a reference set.
+    let err = fails(&["refs", &json, &parquet], 2);
+    assert!(err.contains("--overwrite"), "{err}");
+    ok(&[
+        "refs",
+        &json,
+        &parquet,
+        "--overwrite",
+        "--record-size",
+        "100",
+    ]);
+    assert_eq!(raw(&array(&parquet)), original);
+    let err = fails(&["refs", &json, &v2, "--overwrite"], 2);
+    assert!(err.contains("not a reference set"), "{err}");
+    assert_eq!(raw(&array(&v2)), original, "left alone");
+    let err = fails(&["refs", &json, &parquet, "--record-size", "0"], 2);
+    assert!(err.contains("--record-size"), "{err}");
+
+    // A Zarr v3 set has no `.zarray` to number its chunks by: refused, nothing left behind.
+    let v3 = d.join("v3.zarr").display().to_string();
+    ok(&["copy", &src, &format!("{v3}/t")]);
+    let v3_json = d.join("v3.json");
+    reference_set_for(Path::new(&v3), &v3_json);
+    let v3_parquet = d.join("v3.parq");
+    let err = fails(
+        &[
+            "refs",
+            v3_json.to_str().unwrap(),
+            v3_parquet.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        err.contains("neither metadata nor a chunk of an array with a .zarray"),
+        "{err}"
+    );
+    assert!(!v3_parquet.exists());
 }
 
 /// Run `zarr diff` with `args`: its exit code and standard output.

@@ -527,6 +527,12 @@ impl ParquetReferences {
             if is_metadata(key.as_str()) {
                 continue;
             }
+            if !key.as_str().contains('/') {
+                return Err(invalid(format!(
+                    "{key}: a key at the root (of an array at the root) cannot go into a \
+                     Parquet reference set, which keeps chunks in a directory per array"
+                )));
+            }
             let Some((field, number)) = locate(&arrays, key.as_str()) else {
                 return Err(invalid(format!(
                     "{key}: neither metadata nor a chunk of an array with a .zarray, which \

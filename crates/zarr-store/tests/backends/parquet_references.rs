@@ -520,11 +520,7 @@ async fn written_sets_read_back_the_same() {
             3,
             "x/0: neither metadata nor a chunk",
         ),
-        (
-            with("loose", inline(b"1")),
-            3,
-            "loose: neither metadata nor a chunk",
-        ),
+        (with("loose", inline(b"1")), 3, "loose: a key at the root"),
         (
             with("a/9.9", inline(b"1")),
             3,
