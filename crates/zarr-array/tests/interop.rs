@@ -2290,6 +2290,39 @@ where
     }
 }
 
+/// The groups, attributes and tree of `peer.py kerchunk-hdf5`'s hierarchy, read through a
+/// reference store.
+async fn check_kerchunk_hierarchy<S>(store: &Arc<S>, what: &str)
+where
+    S: zarr_store::ReadableStore + zarr_store::ListableStore + zarr_store::WritableStore,
+{
+    let root = Group::open(Arc::clone(store), "/").await.unwrap();
+    assert_eq!(root.attributes()["title"], "kerchunk interop", "{what}");
+    assert_eq!(root.attributes()["version"], 3, "{what}");
+    let tree: Vec<String> = root
+        .tree()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(path, _)| path.to_string())
+        .collect();
+    for node in [
+        "/ints",
+        "/ints/i8",
+        "/empty/group",
+        "/strings/utf8",
+        "/scalar",
+        "/sparse",
+    ] {
+        assert!(
+            tree.iter().any(|p| p == node),
+            "{what}: {node} not in {tree:?}"
+        );
+    }
+    let i8 = Array::open(Arc::clone(store), "/ints/i8").await.unwrap();
+    assert_eq!(i8.attributes()["units"], "counts", "{what}");
+}
+
 /// kerchunk's reference sets for an HDF5 file (h5py writes it: every numeric type in both
 /// byte orders, float16, complex, bool, fixed-length bytes, UTF-8 strings, a scalar; gzip,
 /// shuffle, edge chunks, chunks never written, a contiguous dataset, nested groups with
@@ -2334,31 +2367,7 @@ async fn kerchunk_references_to_an_hdf5_file_read_as_zarr() {
 
         let store = Arc::new(ReferenceStore::new(references).with_local_files(&base));
         check_manifest_values(&store, &manifest, file).await;
-
-        let root = Group::open(Arc::clone(&store), "/").await.unwrap();
-        assert_eq!(root.attributes()["title"], "kerchunk interop", "{file}");
-        assert_eq!(root.attributes()["version"], 3, "{file}");
-        let tree: Vec<String> = root
-            .tree()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(path, _)| path.to_string())
-            .collect();
-        for node in [
-            "/ints",
-            "/ints/i8",
-            "/empty/group",
-            "/strings/utf8",
-            "/scalar",
-        ] {
-            assert!(
-                tree.iter().any(|p| p == node),
-                "{file}: {node} not in {tree:?}"
-            );
-        }
-        let i8 = Array::open(Arc::clone(&store), "/ints/i8").await.unwrap();
-        assert_eq!(i8.attributes()["units"], "counts");
+        check_kerchunk_hierarchy(&store, file).await;
     }
 
     // Without permission to read local files, chunks fail with an error naming the file;
@@ -2436,29 +2445,7 @@ async fn kerchunk_parquet_references_read_as_zarr() {
 
         let store = Arc::new(store);
         check_manifest_values(&store, &manifest, name).await;
-        let root = Group::open(Arc::clone(&store), "/").await.unwrap();
-        assert_eq!(root.attributes()["title"], "kerchunk interop", "{name}");
-        let tree: Vec<String> = root
-            .tree()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(path, _)| path.to_string())
-            .collect();
-        for node in [
-            "/ints/i8",
-            "/empty/group",
-            "/strings/utf8",
-            "/scalar",
-            "/sparse",
-        ] {
-            assert!(
-                tree.iter().any(|p| p == node),
-                "{name}: {node} not in {tree:?}"
-            );
-        }
-        let i8 = Array::open(Arc::clone(&store), "/ints/i8").await.unwrap();
-        assert_eq!(i8.attributes()["units"], "counts", "{name}");
+        check_kerchunk_hierarchy(&store, name).await;
     }
 }
 

@@ -428,12 +428,13 @@ impl ParquetReferences {
         Ok(keys)
     }
 
-    /// Every key below `prefix`: metadata documents, and the chunks with a reference of the
-    /// arrays at or below it (which reads their record files).
-    ///
-    /// # Errors
-    /// As for [`get`](ParquetReferences::get).
-    pub async fn list_prefix(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+    /// The metadata keys below `prefix`, and the chunk keys below it of the arrays whose
+    /// directory (`path/`) `include` picks (which reads their record files).
+    async fn keys_below(
+        &self,
+        prefix: &StorePrefix,
+        include: impl Fn(&str) -> bool,
+    ) -> Result<BTreeSet<StoreKey>> {
         let mut keys: BTreeSet<StoreKey> = self
             .metadata
             .keys()
@@ -441,16 +442,24 @@ impl ParquetReferences {
             .cloned()
             .collect();
         for field in self.arrays() {
-            let dir = format!("{field}/");
-            if dir.starts_with(prefix.as_str()) || prefix.as_str().starts_with(&dir) {
-                keys.extend(
-                    self.chunk_keys(field)
-                        .await?
-                        .into_iter()
-                        .filter(|key| key.has_prefix(prefix)),
-                );
+            if include(&format!("{field}/")) {
+                let chunks = self.chunk_keys(field).await?;
+                keys.extend(chunks.into_iter().filter(|key| key.has_prefix(prefix)));
             }
         }
+        Ok(keys)
+    }
+
+    /// Every key below `prefix`: metadata documents, and the chunks with a reference of the
+    /// arrays at or below it (which reads their record files).
+    ///
+    /// # Errors
+    /// As for [`get`](ParquetReferences::get).
+    pub async fn list_prefix(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+        let p = prefix.as_str();
+        let keys = self
+            .keys_below(prefix, |dir| dir.starts_with(p) || p.starts_with(dir))
+            .await?;
         Ok(keys.into_iter().collect())
     }
 
@@ -460,22 +469,8 @@ impl ParquetReferences {
     /// # Errors
     /// As for [`get`](ParquetReferences::get).
     pub async fn list_dir(&self, prefix: &StorePrefix) -> Result<ListDir> {
-        let mut keys: Vec<StoreKey> = self
-            .metadata
-            .keys()
-            .filter(|key| key.has_prefix(prefix))
-            .cloned()
-            .collect();
-        for field in self.arrays() {
-            if prefix.as_str().starts_with(&format!("{field}/")) {
-                keys.extend(
-                    self.chunk_keys(field)
-                        .await?
-                        .into_iter()
-                        .filter(|key| key.has_prefix(prefix)),
-                );
-            }
-        }
+        let p = prefix.as_str();
+        let keys = self.keys_below(prefix, |dir| p.starts_with(dir)).await?;
         Ok(list_dir_from_keys(prefix, keys))
     }
 
