@@ -283,8 +283,8 @@ Examples:
   zarr diff data.zarr/images/raw rechunked.zarr --layout
   zarr diff s3://bucket/data.zarr data.zarr --a-path /images --b-path /images --show 20")]
     Diff(diff::DiffArgs),
-    /// Build a multiscale image from an array: an OME-Zarr 0.5 group whose arrays `0`, `1`,
-    /// ... are the array and smaller copies of it.
+    /// Build a multiscale image from an array: an OME-Zarr 0.5 (or 0.4) group whose arrays
+    /// `0`, `1`, ... are the array and smaller copies of it.
     ///
     /// Level 0 is a copy of the array (with the layout of --chunks, --shards and --codec, or
     /// the source's); each further level is the one before downsampled by --factor (2 along
@@ -292,7 +292,8 @@ Examples:
     /// chunk holds every downsampled dimension (or --levels). A dimension whose length the
     /// factor does not divide keeps a last, partial window. The levels keep level 0's
     /// codecs, with chunks (and shards) no larger than the level. The group's `ome`
-    /// attribute describes the levels for OME-Zarr readers (napari, neuroglancer, vizarr,
+    /// attribute (`multiscales` with --ome-version 0.4) describes the levels for OME-Zarr
+    /// readers (napari, neuroglancer, vizarr,
     /// ome-zarr-py): the axes (t, c, z, y, x by name: see --axes), each level's scale
     /// (--scale times the factors so far) and, for every method but stride, the translation
     /// that puts each element at the centre of its window. Levels are written in blocks of

@@ -1,5 +1,5 @@
-//! `zarr pyramid`: build a multiscale image (an OME-Zarr 0.5 `multiscales` group) from an
-//! array: level 0 is a copy of the array, each further level the one before downsampled.
+//! `zarr pyramid`: build a multiscale image (an OME-Zarr 0.5 or 0.4 `multiscales` group) from
+//! an array: level 0 is a copy of the array, each further level the one before downsampled.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,7 +9,9 @@ use clap::Args;
 use serde_json::{Map, Value, json};
 use zarr::array::{Array, ArrayBuilder, Group, Node, Reduction, downsampled_shape};
 use zarr::metadata::v2::ZarrFormat;
-use zarr::metadata::{ArrayMetadata, ChunkGrid, GroupMetadata, NodePath};
+use zarr::metadata::{
+    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, GroupMetadata, NodePath,
+};
 use zarr::store::Store;
 
 use crate::copy::{
@@ -20,9 +22,6 @@ use crate::layout::{Layout, SHARDING, chunking_text, shape_text};
 use crate::progress::note;
 use crate::target::{Occupant, Target, resolve_pair};
 use crate::{Global, usage};
-
-/// The OME-Zarr version written.
-const OME_VERSION: &str = "0.5";
 
 /// Units OME-Zarr names for space axes (UDUNITS-2).
 const SPACE_UNITS: [&str; 26] = [
@@ -128,6 +127,12 @@ pub(crate) struct PyramidArgs {
     /// The multiscale image's name [default: the source array's name].
     #[arg(long)]
     name: Option<String>,
+    /// The OME-Zarr version to write: 0.5 (Zarr v3, the metadata under the group's `ome`
+    /// attribute) or 0.4 (Zarr v2, `multiscales` among the group's attributes, chunk keys
+    /// with `/`; for viewers that read only 0.4; no sharding: give --shards none for a
+    /// sharded source).
+    #[arg(long, value_name = "VERSION", default_value = "0.5", value_parser = ["0.4", "0.5"])]
+    ome_version: String,
     #[command(flatten)]
     layout: LayoutArgs,
     /// Replace whatever is at the destination.
@@ -352,6 +357,8 @@ pub(crate) async fn run(args: PyramidArgs, global: Global) -> Result<()> {
 
 /// Everything about the pyramid, planned before anything is written.
 struct Pyramid {
+    /// Zarr v3 for OME-Zarr 0.5, v2 for 0.4.
+    format: ZarrFormat,
     levels: Vec<ArrayMetadata>,
     reduction: Reduction,
     factors: Vec<u64>,
@@ -378,8 +385,24 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
             data_type.name()
         );
     }
-    let plan = Plan::new(&args.layout, ZarrFormat::V3, 64 << 20)?;
-    let level0 = destination_metadata(source, array.zarr_format(), &plan)?;
+    let format = match args.ome_version.as_str() {
+        "0.4" => ZarrFormat::V2,
+        _ => ZarrFormat::V3,
+    };
+    let plan = Plan::new(&args.layout, format, 64 << 20)?;
+    let mut level0 = destination_metadata(source, array.zarr_format(), &plan)?;
+    if format == ZarrFormat::V2 {
+        // OME-Zarr 0.4 asks for chunk keys with "/" between the indices.
+        level0.chunk_key_encoding = ChunkKeyEncoding::V2 {
+            separator: ChunkKeySeparator::Slash,
+        };
+        if level0.codecs.iter().any(|c| c.name == SHARDING) {
+            usage!(
+                "OME-Zarr 0.4 is Zarr v2, which has no sharding; give --shards none (and \
+                 --chunks) to write it unsharded"
+            );
+        }
+    }
     if !matches!(level0.chunk_grid, ChunkGrid::Regular(_)) {
         usage!(
             "every level needs a regular chunk grid, and {} {}: give --chunks a chunk shape \
@@ -400,10 +423,12 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
             "--axes",
         ),
         None => {
+            // A v2 level 0 keeps the names in xarray's attribute.
             let named: Option<Vec<String>> = level0
                 .dimension_names
                 .as_ref()
-                .and_then(|names| names.iter().cloned().collect());
+                .and_then(|names| names.iter().cloned().collect())
+                .or_else(|| crate::copy::xarray_dimensions(&level0.attributes, rank));
             let defaults = || -> Vec<String> {
                 let all = ["t", "c", "z", "y", "x"];
                 all[all.len().saturating_sub(rank)..]
@@ -450,7 +475,16 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
         .unwrap_or_else(|| vec![1; rank]);
     let shapes = level_shapes(&level0.shape, &factors, &chunk, args.levels);
     let mut level0 = level0;
-    level0.dimension_names = Some(axes.iter().map(|(n, _)| Some(n.clone())).collect());
+    let names: Vec<String> = axes.iter().map(|(n, _)| n.clone()).collect();
+    match format {
+        ZarrFormat::V3 => level0.dimension_names = Some(names.into_iter().map(Some).collect()),
+        // Zarr v2 keeps dimension names in xarray's attribute.
+        ZarrFormat::V2 => {
+            level0
+                .attributes
+                .insert("_ARRAY_DIMENSIONS".into(), json!(names));
+        }
+    }
     let levels = shapes
         .iter()
         .map(|shape| level_metadata(&level0, shape))
@@ -526,11 +560,21 @@ fn plan(array: &Array<dyn Store>, args: &PyramidArgs) -> Result<Pyramid> {
         },
     });
     let mut attributes = Map::new();
-    attributes.insert(
-        "ome".into(),
-        json!({"version": OME_VERSION, "multiscales": [multiscale]}),
-    );
+    match format {
+        ZarrFormat::V3 => {
+            attributes.insert(
+                "ome".into(),
+                json!({"version": "0.5", "multiscales": [multiscale]}),
+            );
+        }
+        ZarrFormat::V2 => {
+            let mut multiscale = multiscale;
+            multiscale["version"] = "0.4".into();
+            attributes.insert("multiscales".into(), json!([multiscale]));
+        }
+    }
     Ok(Pyramid {
+        format,
         levels,
         reduction,
         factors,
@@ -585,14 +629,14 @@ async fn build(
         Arc::clone(&dst.store),
         dst_path.as_str(),
         GroupMetadata::new().with_attributes(pyramid.attributes.clone()),
-        ZarrFormat::V3,
+        pyramid.format,
     )
     .await
     .with_context(|| format!("creating group {}", dst.describe()))?;
     let mut input = array.clone();
     for (level, metadata) in pyramid.levels.iter().enumerate() {
         let path = dst_path.child(&level.to_string())?;
-        let output = create_level(dst, &path, metadata).await?;
+        let output = create_level(dst, &path, metadata, pyramid.format).await?;
         // Level 0 is a copy: every factor 1.
         let (factors, reduction) = if level == 0 {
             (vec![1; metadata.shape.len()], Reduction::Stride)
@@ -631,6 +675,7 @@ async fn create_level(
     dst: &Target,
     path: &NodePath,
     metadata: &ArrayMetadata,
+    format: ZarrFormat,
 ) -> Result<Array<dyn Store>> {
     let names: Vec<String> = metadata
         .dimension_names
@@ -643,13 +688,16 @@ async fn create_level(
         .nominal_chunk_shape()
         .expect("levels have regular grids")
         .to_vec();
-    let array = ArrayBuilder::new(metadata.shape.clone(), metadata.data_type.clone(), chunks)
+    let mut builder = ArrayBuilder::new(metadata.shape.clone(), metadata.data_type.clone(), chunks)
         .codecs(metadata.codecs.clone())
         .fill_value(metadata.fill_value.clone())
         .chunk_key_encoding(metadata.chunk_key_encoding.clone())
         .attributes(metadata.attributes.clone())
-        .dimension_names(names)
-        .zarr_format(ZarrFormat::V3)
+        .zarr_format(format);
+    if metadata.dimension_names.is_some() {
+        builder = builder.dimension_names(names);
+    }
+    let array = builder
         .create(Arc::clone(&dst.store), path.as_str())
         .await
         .with_context(|| format!("creating {path} in {}", dst.describe()))?;

@@ -317,12 +317,18 @@ print("ok")
 /// reference reduction of the level before (written here, element by element) computes it.
 const PYRAMID_CHECK: &str = r#"
 import json, sys, numpy, zarr
-from ome_zarr_models.v05 import Image
+from ome_zarr_models import v04, v05
 pyramid, source, method, factors, scale0 = sys.argv[1:6]
 factors, scale0 = json.loads(factors), json.loads(scale0)
 group = zarr.open_group(pyramid, mode="r")
-image = Image.from_zarr(group)
-ms = image.attributes.ome.multiscales[0]
+# OME-Zarr 0.4 (Zarr v2): `multiscales` among the group's attributes; 0.5 under `ome`.
+v2 = "multiscales" in group.attrs
+if v2:
+    assert group.metadata.zarr_format == 2
+    ms = v04.Image.from_zarr(group).attributes.multiscales[0]
+    assert ms.version == "0.4", ms.version
+else:
+    ms = v05.Image.from_zarr(group).attributes.ome.multiscales[0]
 names = [axis.name for axis in ms.axes]
 
 def reduce(a, f):
@@ -352,7 +358,11 @@ def reduce(a, f):
 want = zarr.open_array(source, mode="r")[...]
 for level, dataset in enumerate(ms.datasets):
     array = group[dataset.path]
-    assert list(array.metadata.dimension_names) == names, (array.metadata.dimension_names, names)
+    if v2:
+        assert array.metadata.dimension_separator == "/", array.metadata
+        assert array.attrs["_ARRAY_DIMENSIONS"] == names, (dict(array.attrs), names)
+    else:
+        assert list(array.metadata.dimension_names) == names, (array.metadata.dimension_names, names)
     if level > 0:
         want = reduce(want, factors)
     got = array[...]
@@ -369,7 +379,7 @@ for level, dataset in enumerate(ms.datasets):
 print(len(ms.datasets))
 "#;
 
-/// `zarr pyramid` reads arrays zarr-python wrote and writes OME-Zarr 0.5 multiscale images
+/// `zarr pyramid` reads arrays zarr-python wrote and writes OME-Zarr 0.5 (and 0.4) multiscale images
 /// that OME-Zarr's validator (`ome-zarr-models`) accepts and zarr-python reads, each level
 /// equal to an independent reduction of the level before: mean of integers and of floats
 /// with NaN and infinities, mode of labels, max, stride, with partial windows at the edges,
@@ -425,6 +435,21 @@ fn ome_zarr_validates_our_pyramids_and_zarr_python_reads_their_levels() {
         ),
         ("f", &[][..], "mean", "[2,2]", "[1,1]", 3),
         (
+            "img",
+            &[
+                "--ome-version",
+                "0.4",
+                "--scale",
+                "1,0.5,0.5",
+                "--unit",
+                "micrometer",
+            ][..],
+            "mean",
+            "[1,2,2]",
+            "[1,0.5,0.5]",
+            3,
+        ),
+        (
             "f",
             &["--method", "min", "--levels", "2"][..],
             "min",
@@ -434,7 +459,7 @@ fn ome_zarr_validates_our_pyramids_and_zarr_python_reads_their_levels() {
         ),
     ] {
         let src = format!("{d}/{source}.zarr");
-        let dst = format!("{d}/{source}-{method}.zarr");
+        let dst = format!("{d}/{source}-{method}-{}.zarr", args.len());
         let mut all = vec!["pyramid", &src, &dst, "-q"];
         all.extend_from_slice(args);
         ok(&all);

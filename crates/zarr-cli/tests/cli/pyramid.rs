@@ -1,4 +1,4 @@
-//! `zarr pyramid`: multiscale images (OME-Zarr 0.5) built from an array. The interop test
+//! `zarr pyramid`: multiscale images (OME-Zarr 0.5 and 0.4) built from an array. The interop test
 //! (`interop.rs`) checks every level's values against an independent reduction and has
 //! OME-Zarr's validator read the metadata; these tests check the command itself.
 
@@ -113,6 +113,64 @@ fn pyramid_writes_levels_down_to_one_chunk_with_ome_zarr_metadata() {
         serde_json::json!([{"type": "scale", "scale": [2.0, 2.0]}]),
         "stride keeps each level's first element where level 0's is: no translation"
     );
+}
+
+/// `--ome-version 0.4` writes the same levels as Zarr v2: the `multiscales` attribute of a
+/// `.zgroup`, levels with `/` chunk keys and the axes in xarray's attribute; a sharded
+/// layout is refused (v2 has no sharding).
+#[test]
+fn pyramid_writes_ome_zarr_0_4_as_zarr_v2() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo.zarr");
+    let demo = demo.to_str().unwrap();
+    ok(&["demo", demo, "-q"]);
+    let raw = format!("{demo}/images/raw");
+    let v5 = dir.path().join("p5.zarr");
+    let v4 = dir.path().join("p4.zarr");
+    let (p5, p4) = (v5.to_str().unwrap(), v4.to_str().unwrap());
+    let flags = [
+        "--chunks", "64,64", "--shards", "none", "--scale", "0.5", "-q",
+    ];
+    ok(&[&["pyramid", &raw, p5][..], &flags].concat());
+    let err = fails(&["pyramid", &raw, p4, "--ome-version", "0.4"], 2);
+    assert!(
+        err.contains("no sharding") && err.contains("--shards none"),
+        "{err}"
+    );
+    assert!(!v4.exists(), "nothing written");
+    ok(&[&["pyramid", &raw, p4, "--ome-version", "0.4"][..], &flags].concat());
+
+    let read = |path: std::path::PathBuf| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    assert_eq!(
+        read(v4.join(".zgroup")),
+        serde_json::json!({"zarr_format": 2})
+    );
+    let attributes = read(v4.join(".zattrs"));
+    assert!(attributes.get("ome").is_none(), "{attributes}");
+    let multiscale = &attributes["multiscales"][0];
+    assert_eq!(multiscale["version"], "0.4");
+    // The same description as 0.5's, but for the version.
+    let mut expected = document(&v5)["attributes"]["ome"]["multiscales"][0].clone();
+    expected["version"] = "0.4".into();
+    assert_eq!(multiscale, &expected);
+    let levels = multiscale["datasets"].as_array().unwrap().len();
+    assert_eq!(levels, 4);
+    for level in 0..levels {
+        let array = v4.join(level.to_string());
+        let zarray = read(array.join(".zarray"));
+        assert_eq!(zarray["dimension_separator"], "/", "level {level}");
+        assert_eq!(
+            read(array.join(".zattrs"))["_ARRAY_DIMENSIONS"],
+            serde_json::json!(["y", "x"])
+        );
+        // The same values as the 0.5 pyramid's level.
+        let (a, b) = (format!("{p4}/{level}"), format!("{p5}/{level}"));
+        let same = ok(&["diff", &a, &b]);
+        assert!(same.contains("are the same"), "level {level}: {same}");
+    }
+    assert!(v4.join("1/0/0").is_file(), "chunk keys with /");
 }
 
 /// What cannot be a pyramid is refused before anything is written, naming the reason; a
