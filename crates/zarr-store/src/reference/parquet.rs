@@ -404,19 +404,19 @@ impl ParquetReferences {
         Ok(decoded)
     }
 
-    /// The keys of the chunks of the array at `field` that have a reference, sorted.
+    /// The keys of the chunks of the array at `field` that have a reference, sorted. The
+    /// record files are read a few at a time, each dropped (unless cached) once its keys
+    /// are taken.
     async fn chunk_keys(&self, field: &str) -> Result<Vec<StoreKey>> {
         let grid = &self.arrays[field];
         let records = grid.count.div_ceil(self.record_size);
-        let loaded: Vec<(u64, Record)> = stream::iter(0..records)
+        let mut loaded = stream::iter(0..records)
             .map(
                 |record| async move { Ok::<_, Error>((record, self.record(field, record).await?)) },
             )
-            .buffered(LIST_CONCURRENCY)
-            .try_collect()
-            .await?;
+            .buffered(LIST_CONCURRENCY);
         let mut keys = Vec::new();
-        for (record, references) in loaded {
+        while let Some((record, references)) = loaded.try_next().await? {
             for (row, reference) in references.iter().enumerate() {
                 let number = record * self.record_size + row as u64;
                 if reference.is_some() && number < grid.count {
