@@ -33,6 +33,10 @@ use crate::{Error, ListDir, ReadableStore, Result, StoreKey, StorePrefix, Writab
 /// fsspec does).
 pub const DEFAULT_CACHED_RECORDS: usize = 128;
 
+/// The most rows a record file written here may have (each written file holds a row for
+/// every chunk of its record, present or not).
+const MAX_RECORD_ROWS: u64 = 1 << 24;
+
 /// Record files read at once while listing an array's chunks.
 const LIST_CONCURRENCY: usize = 8;
 
@@ -486,7 +490,8 @@ impl ParquetReferences {
     /// [`Error::InvalidReferences`] naming the key for what the layout cannot hold: a
     /// metadata document that is not inline JSON, a key that is neither metadata nor a chunk
     /// of an array with a `.zarray` (fsspec numbers chunks by that grid), a reference without
-    /// a URL, an offset or length past `i64::MAX`; a `record_size` of 0. Errors of the store.
+    /// a URL, an offset or length past `i64::MAX`; a `record_size` of 0, or one that would
+    /// make a record file of more than 2^24 rows. Errors of the store.
     pub async fn write(
         references: &super::References,
         store: &dyn WritableStore,
@@ -535,12 +540,22 @@ impl ParquetReferences {
                 )));
             };
             let record = number / record_size;
-            let rows = records.entry((field, record)).or_insert_with(|| {
-                // A row for every chunk of the record (record_size, fewer in the array's
-                // last one), as fsspec's reader expects.
-                let chunks = arrays[field].count - record * record_size;
-                vec![None; usize::try_from(chunks.min(record_size)).unwrap_or(usize::MAX)]
-            });
+            let rows = match records.entry((field, record)) {
+                std::collections::btree_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::btree_map::Entry::Vacant(entry) => {
+                    // A row for every chunk of the record (record_size, fewer in the array's
+                    // last one), as fsspec's reader expects.
+                    let rows = (arrays[field].count - record * record_size).min(record_size);
+                    if rows > MAX_RECORD_ROWS {
+                        return Err(invalid(format!(
+                            "{field}/refs.{record}.parq would need {rows} rows, more than the \
+                             {MAX_RECORD_ROWS} a record file may have here: give a smaller \
+                             record_size"
+                        )));
+                    }
+                    entry.insert(vec![None; usize::try_from(rows).unwrap_or(usize::MAX)])
+                }
+            };
             // In range: number % record_size < the record's chunks.
             rows[usize::try_from(number % record_size).unwrap_or(usize::MAX)] =
                 Some((key, reference));
@@ -781,7 +796,8 @@ fn decode_record(
             "it has neither a path nor a raw column (columns: {columns:?})"
         ));
     }
-    let mut out = Vec::with_capacity(usize::try_from(rows).unwrap_or(0));
+    // The row count is the file's claim: reserve no more than a modest number up front.
+    let mut out = Vec::with_capacity(usize::try_from(rows).unwrap_or(0).min(1 << 16));
     let rows = reader
         .get_row_iter(None)
         .map_err(|e| format!("cannot read its rows ({e})"))?;

@@ -559,6 +559,19 @@ async fn written_sets_read_back_the_same() {
             "a/refs.1.parq: a/1.1: 18446744073709551614 does not fit",
         ),
         (references.clone(), 0, "record_size must be positive"),
+        // A record file of a row per chunk of a huge array: refused, not allocated.
+        (
+            {
+                let mut refs = with(
+                    "big/.zarray",
+                    inline(br#"{"shape": [1000000000000], "chunks": [1]}"#),
+                );
+                refs.insert(key("big/5"), inline(b"1")).unwrap();
+                refs
+            },
+            u64::MAX,
+            "big/refs.0.parq would need 1000000000000 rows",
+        ),
     ];
     for (i, (refs, record_size, expected)) in cases.into_iter().enumerate() {
         let out = MemoryStore::new();
