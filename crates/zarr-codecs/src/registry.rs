@@ -14,6 +14,7 @@ use crate::codecs::bytes::BytesCodec;
 use crate::codecs::cast_value::CastValueCodec;
 use crate::codecs::crc32c::Crc32cCodec;
 use crate::codecs::gzip::GzipCodec;
+use crate::codecs::n5::N5DefaultCodec;
 use crate::codecs::numcodecs::alias::{ALIASES, NumcodecsAlias};
 use crate::codecs::numcodecs::bz2::Bz2Codec;
 use crate::codecs::numcodecs::checksum::{Checksum, ChecksumCodec};
@@ -236,6 +237,11 @@ impl CodecRegistry {
                     meta,
                 )?)))
             });
+        registry.register(N5DefaultCodec::NAME, |meta, repr, registry| {
+            Ok(Codec::ArrayToBytes(Arc::new(
+                N5DefaultCodec::from_metadata(meta, repr, registry)?,
+            )))
+        });
         for name in [OptionalCodec::NAME, OptionalCodec::REGISTERED] {
             registry.register(name, |meta, repr, registry| {
                 Ok(Codec::ArrayToBytes(Arc::new(OptionalCodec::from_metadata(

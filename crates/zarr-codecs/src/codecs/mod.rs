@@ -7,6 +7,7 @@ pub(crate) mod bytes;
 pub(crate) mod cast_value;
 pub(crate) mod crc32c;
 pub(crate) mod gzip;
+pub(crate) mod n5;
 pub(crate) mod numcodecs;
 pub(crate) mod optional;
 pub(crate) mod pad;
