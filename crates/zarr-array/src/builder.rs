@@ -61,6 +61,7 @@ pub struct ArrayBuilder {
     chunks_per_shard: Option<Vec<u64>>,
     attributes: Map<String, Value>,
     dimension_names: Option<Vec<Option<String>>>,
+    n5: bool,
     overwrite: bool,
     options: ArrayOptions,
 }
@@ -83,6 +84,7 @@ impl ArrayBuilder {
             chunks_per_shard: None,
             attributes: Map::new(),
             dimension_names: None,
+            n5: false,
             overwrite: false,
             options: ArrayOptions::default(),
         }
@@ -250,6 +252,29 @@ impl ArrayBuilder {
         self
     }
 
+    /// Lay the array out as an N5 dataset, for an N5 container opened through
+    /// [`zarr_store::N5Store`]: the `n5_default` codec (a full transpose, big-endian `bytes`
+    /// and the compressor given with [`gzip`](Self::gzip), [`zstd`](Self::zstd) or
+    /// [`blosc`](Self::blosc), if any) and N5's block paths (the `v2` chunk key encoding with
+    /// `/`). N5 has no fill value, no dimension names and no sharding: leave them out.
+    ///
+    /// ```
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    ///
+    /// let metadata = ArrayBuilder::new(vec![64, 64], DataType::Float32, vec![16, 16])
+    ///     .gzip(5)
+    ///     .n5()
+    ///     .build_metadata()?;
+    /// assert_eq!(metadata.codecs[0].name, "n5_default");
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    #[must_use]
+    pub fn n5(mut self) -> Self {
+        self.n5 = true;
+        self
+    }
+
     /// Store the chunks through the sharding storage transformer (the seed's design, not
     /// the `sharding_indexed` codec of the final spec): every `chunks_per_shard` chunks (per
     /// dimension) share one object, with a plain little-endian index at its end. The
@@ -353,6 +378,18 @@ impl ArrayBuilder {
         if let Some(codecs) = &self.codecs {
             return codecs.clone();
         }
+        if self.n5 {
+            let mut codecs = vec![
+                extension(
+                    "transpose",
+                    json!({"order": (0..self.shape.len()).rev().collect::<Vec<_>>()}),
+                ),
+                extension("bytes", json!({"endian": "big"})),
+            ];
+            codecs.extend(self.bytes_to_bytes.iter().cloned());
+            let codecs: Vec<Value> = codecs.iter().map(ExtensionObject::to_json).collect();
+            return vec![extension("n5_default", json!({ "codecs": codecs }))];
+        }
         let array_to_bytes = self
             .array_to_bytes
             .clone()
@@ -396,6 +433,24 @@ impl ArrayBuilder {
                 field: "chunk_grid".into(),
                 reason,
             })?;
+        if self.n5 {
+            let conflict = if self.shard_inner.is_some() || self.chunks_per_shard.is_some() {
+                Some("sharding")
+            } else if !self.array_to_array.is_empty() || self.array_to_bytes.is_some() {
+                Some("array codecs other than its own")
+            } else if self.zarr_format != ZarrFormat::V3 {
+                Some("Zarr v2 metadata")
+            } else {
+                None
+            };
+            if let Some(conflict) = conflict {
+                return Err(zarr_core::Error::InvalidField {
+                    field: "codecs".into(),
+                    reason: format!("an N5 dataset cannot have {conflict}"),
+                }
+                .into());
+            }
+        }
         let fill_value = match &self.fill_value {
             Some(fill) => fill.for_data_type(&self.data_type)?,
             None => FillValue::default_for(&self.data_type),
@@ -409,6 +464,9 @@ impl ArrayBuilder {
         )?
         .with_chunk_key_encoding(self.chunk_key_encoding.clone().unwrap_or(
             match self.zarr_format {
+                ZarrFormat::V3 if self.n5 => ChunkKeyEncoding::V2 {
+                    separator: ChunkKeySeparator::Slash,
+                },
                 ZarrFormat::V3 => ChunkKeyEncoding::default(),
                 ZarrFormat::V2 => ChunkKeyEncoding::V2 {
                     separator: ChunkKeySeparator::Dot,

@@ -238,6 +238,16 @@ pub enum Error {
         source: Option<Box<Error>>,
     },
 
+    /// N5 metadata (`attributes.json`) that cannot be read as Zarr, or Zarr metadata that an
+    /// N5 container cannot hold (see [`N5Store`](crate::N5Store)).
+    #[error("N5 metadata at {key}: {reason}")]
+    N5Metadata {
+        /// The key read or written.
+        key: StoreKey,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// An error from a store wrapper defined in another crate (such as the sharding storage
     /// transformer finding a corrupt shard index), kept whole as the source so callers can
     /// downcast it.

@@ -176,6 +176,7 @@ mod filesystem;
 pub mod inline;
 mod key;
 mod memory;
+mod n5;
 mod object;
 #[cfg(unix)]
 mod pool;
@@ -194,6 +195,7 @@ pub use filesystem::{
 };
 pub use key::{StoreKey, StorePrefix};
 pub use memory::MemoryStore;
+pub use n5::{N5_VERSION, N5Store};
 pub use object::{ObjectStoreAdapter, ObjectStoreOptions};
 pub use range::{ByteRange, ByteRangeForm};
 #[cfg(feature = "parquet")]
