@@ -2783,3 +2783,152 @@ async fn zarr_python_sees_our_metadata_changes_through_consolidated_records() {
     }
     eprintln!("zarr-python saw every change through the consolidated records, v3 and v2");
 }
+
+/// The values of an N5 dataset of `data_type` as JSON numbers (the manifest's form).
+async fn n5_values<S>(array: &Array<S>, data_type: &str) -> Vec<Value>
+where
+    S: zarr_store::ReadableStore + ?Sized,
+{
+    macro_rules! read {
+        ($t:ty) => {
+            array
+                .read::<$t>(..)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|v| json!(v))
+                .collect()
+        };
+    }
+    match data_type {
+        "uint8" => read!(u8),
+        "uint16" => read!(u16),
+        "uint32" => read!(u32),
+        "uint64" => read!(u64),
+        "int8" => read!(i8),
+        "int16" => read!(i16),
+        "int32" => read!(i32),
+        "int64" => read!(i64),
+        "float32" => array
+            .read::<f32>(..)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|v| json!(f64::from(v)))
+            .collect(),
+        "float64" => read!(f64),
+        other => panic!("no N5 data type {other}"),
+    }
+}
+
+/// `values` (JSON numbers) written to all of `array` as `data_type`.
+async fn n5_write<S>(array: &Array<S>, data_type: &str, region: Vec<Range<u64>>, values: &[Value])
+where
+    S: zarr_store::WritableStore + ?Sized,
+{
+    macro_rules! write {
+        ($t:ty, $get:ident) => {{
+            let typed: Vec<$t> = values.iter().map(|v| v.$get().unwrap() as $t).collect();
+            array.write(region, &typed).await.unwrap()
+        }};
+    }
+    match data_type {
+        "uint8" => write!(u8, as_u64),
+        "uint16" => write!(u16, as_u64),
+        "uint32" => write!(u32, as_u64),
+        "uint64" => write!(u64, as_u64),
+        "int8" => write!(i8, as_i64),
+        "int16" => write!(i16, as_i64),
+        "int32" => write!(i32, as_i64),
+        "int64" => write!(i64, as_i64),
+        "float32" => write!(f32, as_f64),
+        "float64" => write!(f64, as_f64),
+        other => panic!("no N5 data type {other}"),
+    }
+}
+
+/// tensorstore's N5 containers read through `N5Store`, and ours read by tensorstore: every N5
+/// data type and compression, edge blocks, blocks never written, nested and implicit groups.
+#[tokio::test]
+async fn n5_containers_interoperate_with_tensorstore() {
+    use zarr_store::N5Store;
+
+    let Some(python) = python("n5_containers_interoperate_with_tensorstore") else {
+        return;
+    };
+    let (_guard, dir) = work_dir("n5");
+    let theirs = dir.join("theirs");
+    run_peer(&python, &["n5-write", theirs.to_str().unwrap()]);
+    let manifest: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(theirs.join("manifest.json")).unwrap()).unwrap();
+    let store = Arc::new(N5Store::new(FilesystemStore::new(&theirs).unwrap()));
+    let root = Group::open(Arc::clone(&store), "/").await.unwrap();
+    assert_eq!(root.attributes()["title"], "n5 interop");
+    let tree: Vec<String> = root
+        .tree()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(path, _)| path.as_str().to_owned())
+        .collect();
+    for path in [
+        "/groups",
+        "/groups/inner",
+        "/groups/inner/raw_i8",
+        "/zstd_u64",
+    ] {
+        assert!(tree.contains(&path.to_owned()), "{path} not in {tree:?}");
+    }
+    let groups = Group::open(Arc::clone(&store), "/groups").await.unwrap();
+    assert_eq!(groups.attributes()["scale"], json!([1.5, 2]));
+    for entry in &manifest {
+        let path = entry["path"].as_str().unwrap();
+        let data_type = entry["data_type"].as_str().unwrap();
+        let array = Array::open(Arc::clone(&store), path).await.unwrap();
+        assert_eq!(array.shape(), shape_of(&entry["shape"]), "{path}");
+        let values = n5_values(&array, data_type).await;
+        assert_eq!(&values, entry["values"].as_array().unwrap(), "{path}");
+    }
+
+    // Ours: the same datasets with their compressions, written through the wrapper (blocks
+    // of the first rows only where tensorstore wrote so), for tensorstore to read.
+    let ours = dir.join("ours");
+    let store = Arc::new(N5Store::new(FilesystemStore::new(&ours).unwrap()));
+    Group::create(Arc::clone(&store), "/").await.unwrap();
+    for entry in &manifest {
+        let path = entry["path"].as_str().unwrap();
+        let data_type = entry["data_type"].as_str().unwrap();
+        let theirs_array = Array::open(
+            Arc::new(N5Store::new(FilesystemStore::new(&theirs).unwrap())),
+            path,
+        )
+        .await
+        .unwrap();
+        // The same metadata, codecs included: each compression written by our codecs.
+        let document = theirs_array.metadata().to_json_pretty().unwrap();
+        let key = zarr_store::StoreKey::new(&format!("{path}/zarr.json"));
+        zarr_store::WritableStore::set(&*store, &key, document.into())
+            .await
+            .unwrap();
+        let array = Array::open(Arc::clone(&store), path).await.unwrap();
+        let shape = shape_of(&entry["shape"]);
+        let region: Vec<Range<u64>> = shape.iter().map(|&n| 0..n).collect();
+        n5_write(
+            &array,
+            data_type,
+            region,
+            entry["values"].as_array().unwrap(),
+        )
+        .await;
+    }
+    std::fs::write(
+        ours.join("manifest.json"),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    let root: Value =
+        serde_json::from_slice(&std::fs::read(ours.join("attributes.json")).unwrap()).unwrap();
+    assert_eq!(root["n5"], "4.0.0");
+    let out = run_peer(&python, &["n5-read", ours.to_str().unwrap()]);
+    assert_eq!(out.lines().count(), manifest.len(), "{out}");
+}

@@ -54,6 +54,14 @@ Usage:
                                DIR/refs-relative.parq (fsspec's LazyReferenceMapper, pyarrow,
                                7 per file); check that fsspec reads back every reference of
                                the JSON sets
+  peer.py n5-write DIR         write an N5 container at DIR with tensorstore's N5 driver (every
+                               N5 data type; raw, gzip, zlib, bzip2, xz, blosc and zstd
+                               blocks; edge blocks; blocks never written; nested groups with
+                               attributes), then DIR/manifest.json with each dataset's values
+                               in C order of its N5 dimensions
+  peer.py n5-read DIR          open every dataset DIR/manifest.json names (an N5 container
+                               written by the Rust crate) with tensorstore's N5 driver and
+                               compare its values; print one line per dataset
   peer.py references-render IN OUT
                                resolve the reference set IN with fsspec's ReferenceFileSystem
                                (Jinja templates and generators on) and write every key's
@@ -2364,6 +2372,87 @@ def reference_filesystem(refs: Path, **kwargs: Any) -> Any:
     return fsspec.filesystem("reference", fo=str(refs), remote_protocol="file", **kwargs)
 
 
+# --- N5 (tensorstore's N5 driver) -------------------------------------------------------
+#
+# (path, dataType, dimensions, blockSize, compression, the written region's end along axis
+#  0 (None: whole))
+N5_CASES = [
+    ("raw_u8", "uint8", [9, 6], [4, 4], {"type": "raw"}, None),
+    ("gzip_i16", "int16", [7, 5, 3], [3, 2, 2], {"type": "gzip", "level": 5}, None),
+    ("zlib_u32", "uint32", [10, 4], [4, 3], {"type": "gzip", "useZlib": True}, 6),
+    ("bzip2_i64", "int64", [33], [8], {"type": "bzip2", "blockSize": 4}, None),
+    ("xz_f32", "float32", [6, 6], [5, 2], {"type": "xz", "preset": 3}, None),
+    ("blosc_f64", "float64", [5, 9], [2, 4],
+     {"type": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 2, "blocksize": 0}, 3),
+    ("zstd_u64", "uint64", [4, 4, 4], [2, 3, 4], {"type": "zstd", "level": 3}, None),
+    ("groups/inner/raw_i8", "int8", [5], [2], {"type": "raw"}, None),
+    ("groups/gzip_u16", "uint16", [3, 17], [3, 5], {"type": "gzip"}, None),
+    ("groups/zlib_i32", "int32", [6, 2], [4, 2], {"type": "gzip", "useZlib": True, "level": 1}, None),
+]
+
+
+def n5_values(data_type: str, shape: list[int], seed: int) -> np.ndarray:
+    """Values of every magnitude the type holds (exact as JSON numbers below 2^53)."""
+    dtype = np.dtype(data_type)
+    n = int(np.prod(shape))
+    index = np.arange(n, dtype=np.int64)
+    if dtype.kind == "f":
+        values = (index * 0.75 - 3.5 + seed).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        top = min(int(info.max), 2**52)
+        bottom = max(int(info.min), -(2**52))
+        values = np.array([bottom if i % 7 == 3 else top - i if i % 5 == 1 else (i * 37 + seed) % 100
+                           for i in range(n)], dtype=dtype)
+    return values.reshape(shape)
+
+
+def n5_spec(path: Path, case: tuple) -> dict[str, Any]:
+    name, data_type, dimensions, block_size, compression, _ = case
+    return {"driver": "n5", "kvstore": {"driver": "file", "path": str(path / name)},
+            "metadata": {"dataType": data_type, "dimensions": dimensions,
+                         "blockSize": block_size, "compression": compression}}
+
+
+def cmd_n5_write(out: Path) -> None:
+    import tensorstore as ts
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "attributes.json").write_text(json.dumps({"n5": "4.0.0", "title": "n5 interop"}))
+    manifest = []
+    for seed, case in enumerate(N5_CASES):
+        name, data_type, dimensions, _, _, end = case
+        values = n5_values(data_type, dimensions, seed)
+        store = ts.open(n5_spec(out, case), create=True).result()
+        region = tuple(slice(0, end if axis == 0 else None) for axis in range(len(dimensions)))
+        store[region] = values[region]
+        expected = np.zeros_like(values)
+        expected[region] = values[region]
+        manifest.append({"path": name, "data_type": data_type, "shape": dimensions,
+                         "values": expected.reshape(-1).tolist()})
+    attributes = out / "groups" / "attributes.json"
+    attributes.write_text(json.dumps({"kind": "nested", "scale": [1.5, 2]}))
+    (out / "manifest.json").write_text(json.dumps(manifest))
+
+
+def cmd_n5_read(root: Path) -> None:
+    import tensorstore as ts
+
+    manifest = json.loads((root / "manifest.json").read_text())
+    problems = []
+    for entry in manifest:
+        spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(root / entry["path"])}}
+        store = ts.open(spec, open=True, read=True).result()
+        got = store.read().result()
+        want = np.array(entry["values"], dtype=entry["data_type"]).reshape(entry["shape"])
+        if got.dtype != want.dtype or not np.array_equal(got, want):
+            problems.append(f"{entry['path']}: {describe_mismatch(got, want)}")
+        else:
+            print(f"{entry['path']}: equal ({store.spec().to_json()['metadata']['compression']['type']})")
+    if problems:
+        sys.exit("\n".join(problems))
+
+
 def cmd_references_render(refs: Path, out: Path) -> None:
     import base64
 
@@ -2447,6 +2536,10 @@ def main() -> None:
         cmd_kerchunk_hdf5(Path(args[1]).resolve())
     elif len(args) == 2 and args[0] == "kerchunk-parquet":
         cmd_kerchunk_parquet(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "n5-write":
+        cmd_n5_write(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "n5-read":
+        cmd_n5_read(Path(args[1]).resolve())
     elif len(args) == 3 and args[0] == "references-render":
         cmd_references_render(Path(args[1]).resolve(), Path(args[2]).resolve())
     elif len(args) >= 2 and args[0] == "references-read":
