@@ -8,10 +8,11 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures::{StreamExt as _, TryStreamExt as _};
 use zarr::array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Group, Node};
+use zarr::codecs::N5DefaultCodec;
 use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{
-    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, FillValue,
-    GroupMetadata, NodeMetadata, NodePath,
+    ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, ExtensionObject,
+    FillValue, GroupMetadata, NodeMetadata, NodePath,
 };
 use zarr::store::{ReadableStoreExt as _, Store, StoreKey, StorePrefix};
 
@@ -111,6 +112,8 @@ pub(crate) struct Plan {
     group: bool,
     /// The format of everything written.
     format: ZarrFormat,
+    /// Whether the destination is an N5 container: arrays are laid out as N5 datasets.
+    pub(crate) n5: bool,
 }
 
 impl Plan {
@@ -135,6 +138,7 @@ impl Plan {
             block_size,
             group: false,
             format,
+            n5: false,
         })
     }
 }
@@ -145,16 +149,23 @@ pub(crate) async fn run(args: CopyArgs, global: Global) -> Result<()> {
     } else {
         ZarrFormat::V3
     };
-    let plan = Plan {
-        data_type: args.data_type.as_deref().map(parse_data_type).transpose()?,
-        overwrite: args.overwrite,
-        resume: args.resume,
-        ..Plan::new(&args.layout, format, args.block_size)?
-    };
     let (src, dst) = resolve_pair(
         (&args.src, args.src_path.as_deref()),
         (&args.dst, args.dst_path.as_deref()),
     )?;
+    if dst.n5 && format == ZarrFormat::V2 {
+        usage!(
+            "{}: an N5 container holds no Zarr v2 metadata",
+            dst.describe()
+        );
+    }
+    let plan = Plan {
+        data_type: args.data_type.as_deref().map(parse_data_type).transpose()?,
+        overwrite: args.overwrite,
+        resume: args.resume,
+        n5: dst.n5,
+        ..Plan::new(&args.layout, format, args.block_size)?
+    };
     let mut undo = Undo::new("copy");
     match copy(&src, &dst, plan, global, &mut undo).await {
         Ok(()) => dst.finish(),
@@ -503,6 +514,15 @@ pub(crate) fn destination_metadata(
     src_format: ZarrFormat,
     plan: &Plan,
 ) -> Result<ArrayMetadata> {
+    let unwrapped;
+    let from_n5 = src.codecs.len() == 1 && src.codecs[0].name == "n5_default";
+    let src = match n5_as_zarr(src)? {
+        Some(plain) => {
+            unwrapped = plain;
+            &unwrapped
+        }
+        None => src,
+    };
     let source = Layout::of(src)?;
     let data_type = plan
         .data_type
@@ -671,16 +691,96 @@ pub(crate) fn destination_metadata(
         .build_metadata()?;
     if !v2 {
         metadata.dimension_names.clone_from(&src.dimension_names);
-        if src_format == ZarrFormat::V2 && src.dimension_names.is_none() {
+        if (src_format == ZarrFormat::V2 || from_n5) && src.dimension_names.is_none() {
             // xarray keeps a v2 array's dimension names in an attribute and a v3 array's in
             // `dimension_names`: move them, so xarray sees the same dimensions in the copy.
+            // (A copy to N5 keeps them in that attribute.)
             if let Some(names) = xarray_dimensions(&metadata.attributes, rank) {
                 metadata.attributes.remove("_ARRAY_DIMENSIONS");
                 metadata.dimension_names = Some(names.into_iter().map(Some).collect());
             }
         }
     }
+    if plan.n5 {
+        as_n5_dataset(&mut metadata)?;
+    }
     Ok(metadata)
+}
+
+/// An N5 dataset's metadata (its one codec `n5_default`) in Zarr's own layout: the N5
+/// compressor after little-endian `bytes` (the block's transpose and byte order are N5's),
+/// and the default chunk keys. `None` for other arrays.
+fn n5_as_zarr(src: &ArrayMetadata) -> Result<Option<ArrayMetadata>> {
+    let [codec] = src.codecs.as_slice() else {
+        return Ok(None);
+    };
+    if codec.name != "n5_default" {
+        return Ok(None);
+    }
+    let inner = codec
+        .configuration
+        .as_ref()
+        .and_then(|c| c.get("codecs"))
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut codecs = vec![ExtensionObject::with_configuration(
+        "bytes",
+        serde_json::Map::from_iter([("endian".to_owned(), "little".into())]),
+    )];
+    for (i, item) in inner.iter().enumerate().skip(2) {
+        codecs.push(ExtensionObject::from_json(item, &format!("codecs[{i}]"))?);
+    }
+    let mut plain = src.clone();
+    plain.codecs = codecs;
+    plain.chunk_key_encoding = ChunkKeyEncoding::default();
+    Ok(Some(plain))
+}
+
+/// `metadata` laid out as an N5 dataset: its compressor inside `n5_default`, N5's block
+/// paths, and dimension names in xarray's `_ARRAY_DIMENSIONS` attribute (N5 has no place
+/// for them). A layout N5 cannot hold (sharding, other array codecs, more than one
+/// compressor, another fill value than 0) is an error saying what to change.
+pub(crate) fn as_n5_dataset(metadata: &mut ArrayMetadata) -> Result<()> {
+    let names: Vec<&str> = metadata.codecs.iter().map(|c| c.name.as_str()).collect();
+    if names.contains(&"sharding_indexed") {
+        usage!("N5 blocks cannot be sharded: give --shards none");
+    }
+    let compressor = match metadata.codecs.as_slice() {
+        [bytes] if bytes.name == "bytes" => None,
+        [bytes, compressor] if bytes.name == "bytes" => Some(compressor.clone()),
+        _ => usage!(
+            "an N5 block holds its elements through at most one compressor, not the codecs {};              give --codec gzip, zstd, blosc or none",
+            names.join(", ")
+        ),
+    };
+    if !matches!(metadata.chunk_grid, ChunkGrid::Regular(_)) {
+        usage!("N5 blocks are all of one shape: give --chunks");
+    }
+    if metadata.fill_value.as_bytes().iter().any(|&b| b != 0) {
+        bail!(
+            "N5 has no fill value (blocks never written read as 0), and the source's is not 0:              copy to a Zarr store instead"
+        );
+    }
+    metadata.codecs = vec![N5DefaultCodec::default_metadata(
+        metadata.shape.len(),
+        compressor,
+    )];
+    metadata.chunk_key_encoding = ChunkKeyEncoding::V2 {
+        separator: ChunkKeySeparator::Slash,
+    };
+    if let Some(names) = metadata.dimension_names.take() {
+        let Some(names) = names.into_iter().collect::<Option<Vec<String>>>() else {
+            bail!(
+                "N5 cannot store dimension names with some unnamed: xarray's                  `_ARRAY_DIMENSIONS` attribute, where they go, needs a name for every dimension"
+            );
+        };
+        metadata
+            .attributes
+            .entry("_ARRAY_DIMENSIONS")
+            .or_insert_with(|| names.into());
+    }
+    Ok(())
 }
 
 /// xarray's `_ARRAY_DIMENSIONS` attribute when it names each of `rank` dimensions.

@@ -456,6 +456,25 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
         if let Some(names) = &args.dimension_names {
             builder = builder.dimension_names(names.iter().cloned());
         }
+        if target.n5 {
+            // An N5 dataset: the compressor inside `n5_default`, N5's block paths, the
+            // dimension names as an attribute.
+            if format == ZarrFormat::V2 {
+                usage!("{}: an N5 container holds no Zarr v2 metadata", target.describe());
+            }
+            let mut metadata = builder.build_metadata()?;
+            crate::copy::as_n5_dataset(&mut metadata)?;
+            builder = ArrayBuilder::new(
+                metadata.shape.clone(),
+                metadata.data_type.clone(),
+                vec![1; metadata.shape.len()],
+            )
+            .chunk_grid(metadata.chunk_grid)
+            .codecs(metadata.codecs)
+            .chunk_key_encoding(metadata.chunk_key_encoding)
+            .attributes(metadata.attributes)
+            .overwrite(args.overwrite);
+        }
         let array = builder
             .create(Arc::clone(&target.store), &target.path)
             .await

@@ -259,13 +259,14 @@ fn layout_differences(x: &Array<dyn Store>, y: &Array<dyn Store>) -> Vec<String>
     out
 }
 
-/// An array's dimension names and attributes, with a Zarr v2 array's names taken from
-/// xarray's `_ARRAY_DIMENSIONS` attribute when it names every dimension (as `zarr copy`
-/// moves them between the formats).
+/// An array's dimension names and attributes, with a Zarr v2 array's (or an N5 dataset's)
+/// names taken from xarray's `_ARRAY_DIMENSIONS` attribute when it names every dimension
+/// (as `zarr copy` moves them between the formats).
 fn named(array: &Array<dyn Store>) -> (Option<Vec<Option<String>>>, Map<String, Value>) {
     let metadata = array.metadata();
     let mut attributes = metadata.attributes.clone();
-    if array.zarr_format() == ZarrFormat::V2
+    let n5 = matches!(metadata.codecs.as_slice(), [codec] if codec.name == "n5_default");
+    if (array.zarr_format() == ZarrFormat::V2 || n5)
         && metadata.dimension_names.is_none()
         && let Some(names) = xarray_dimensions(&attributes, metadata.shape.len())
     {

@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 use zarr::array::{Array, Node};
 use zarr::metadata::NodePath;
 use zarr::store::{
-    FilesystemStore, ListableStore as _, ObjectStoreAdapter, ParquetReferences, ReadableStore as _,
-    ReadableStoreExt as _, ReferenceStore, References, Store, StoreKey, StorePrefix, ZipStore,
+    FilesystemStore, ListableStore as _, N5Store, ObjectStoreAdapter, ParquetReferences,
+    ReadableStore as _, ReadableStoreExt as _, ReferenceStore, References, Store, StoreKey,
+    StorePrefix, ZipStore,
 };
 
 use crate::TargetArgs;
@@ -32,6 +33,8 @@ pub(crate) struct Target {
     created: Option<(PathBuf, PathBuf)>,
     /// The zip archive the store is, if it is one: to complete it after writing.
     zip: Option<Zip>,
+    /// Whether the store is an N5 container (read and written through `N5Store`).
+    pub(crate) n5: bool,
 }
 
 /// A zip archive opened as a target.
@@ -166,6 +169,7 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
             location,
             created,
             zip: None,
+            n5: false,
         });
     }
     let given = Path::new(&args.target);
@@ -173,6 +177,9 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
         return Ok(target);
     }
     if let Some(target) = reference_target(args, access, &display)? {
+        return Ok(target);
+    }
+    if let Some(target) = n5_target(args, access, &display)? {
         return Ok(target);
     }
     if let Some(path) = &args.path {
@@ -249,6 +256,7 @@ fn local(root: &Path, path: String, display: String, display_is_node: bool) -> R
         location: Location::Local(location),
         created,
         zip: None,
+        n5: false,
     })
 }
 
@@ -292,6 +300,7 @@ fn zip_url_target(
         location,
         created: None,
         zip: None,
+        n5: false,
     }))
 }
 
@@ -364,16 +373,18 @@ fn zip_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option
             path: archive,
             created: create,
         }),
+        n5: false,
     }))
 }
 
-/// Whether `name` names a reference set: a `.json` file other than a node's metadata.
+/// Whether `name` names a reference set: a `.json` file other than a node's metadata (a
+/// Zarr `zarr.json`, an N5 `attributes.json`).
 fn is_reference_name(name: &Path) -> bool {
     name.extension()
         .is_some_and(|ext| ext.eq_ignore_ascii_case("json"))
         && name
             .file_name()
-            .is_some_and(|n| n != "zarr.json" && n != ".zmetadata")
+            .is_some_and(|n| n != "zarr.json" && n != ".zmetadata" && n != "attributes.json")
 }
 
 /// Whether `name` names a Parquet reference set at a URL (fsspec's test: a `.parq` or
@@ -436,6 +447,77 @@ fn reference_target(args: &TargetArgs, access: Access, display: &str) -> Result<
         location: Location::Local(location),
         created: None,
         zip: None,
+        n5: false,
+    }))
+}
+
+/// Whether `dir` is the root of an N5 container: its `attributes.json` names the N5
+/// version (and it is no Zarr node).
+fn is_n5_root(dir: &Path) -> bool {
+    if is_node(dir) {
+        return false;
+    }
+    std::fs::read(dir.join("attributes.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|doc| doc.get("n5").is_some())
+}
+
+/// Whether `name` names an N5 container (by its extension).
+fn is_n5_name(name: &str) -> bool {
+    name.to_ascii_lowercase().ends_with(".n5")
+}
+
+/// A target inside an N5 container, read and written as Zarr through `N5Store`:
+/// `data.n5` (the root, whose `attributes.json` names the N5 version), `data.n5/raw` (a
+/// dataset or group in it, which need not exist for a written target) or `data.n5 --path
+/// /raw`. A written target whose first new directory ends in `.n5` is a new container.
+/// `None` when no N5 container is involved, or the target is a Zarr node.
+fn n5_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option<Target>> {
+    let given = absolute(Path::new(&args.target))?;
+    // `data.n5/raw/attributes.json` means the node.
+    let given = if given.file_name().is_some_and(|n| n == "attributes.json") && given.is_file() {
+        given.parent().map_or(given.clone(), Path::to_path_buf)
+    } else {
+        given
+    };
+    if is_node(&given) {
+        return Ok(None);
+    }
+    let (existing, missing) = up_to(&given, Path::exists);
+    let (found, mut inner) = up_to(&existing, |p| p.parent().is_none() || is_n5_root(p));
+    let (root, inner) = if existing.is_dir() && is_n5_root(&found) {
+        if access != Access::Write && !missing.is_empty() {
+            anyhow::bail!("{}: no such file or directory", given.display());
+        }
+        inner.extend(missing);
+        (found, inner)
+    } else if access == Access::Write
+        && existing.is_dir()
+        && let Some(i) = missing.iter().position(|name| is_n5_name(name))
+    {
+        let mut root = existing.clone();
+        root.extend(&missing[..=i]);
+        (root, missing[i + 1..].to_vec())
+    } else {
+        return Ok(None);
+    };
+    let path = inside_path(args, &inner, display)?;
+    let created = created_by_opening(&root)?;
+    let store = FilesystemStore::new(&root)
+        .with_context(|| format!("opening the N5 container at {}", root.display()))?;
+    let mut location =
+        std::fs::canonicalize(&root).with_context(|| format!("resolving {}", root.display()))?;
+    location.extend(path.split('/').filter(|name| !name.is_empty()));
+    Ok(Some(Target {
+        store: Arc::new(N5Store::new(store)),
+        display_is_node: args.path.is_none(),
+        path,
+        display: display.to_owned(),
+        location: Location::Local(location),
+        created,
+        zip: None,
+        n5: true,
     }))
 }
 
@@ -505,6 +587,7 @@ fn reference_url_target(
             display_is_node: false,
             created: None,
             zip: None,
+            n5: false,
         }));
     }
     let parent_store =
@@ -528,6 +611,7 @@ fn reference_url_target(
         location,
         created: None,
         zip: None,
+        n5: false,
     }))
 }
 

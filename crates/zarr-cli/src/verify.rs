@@ -83,7 +83,8 @@ async fn check(array: Array<dyn Store>, chunk: Vec<u64>) -> Outcome {
 /// Whether a codec list checks the stored bytes of every chunk when it decodes: a checksum
 /// codec (`crc32c`, numcodecs' `crc32`, `adler32`, `fletcher32`, `jenkins_lookup3`), zstd
 /// with its frame checksum on, or gzip (whose trailer holds a CRC-32), at the top level or
-/// among the inner chunks' codecs of a shard. The shard index's own checksum does not
+/// among the inner chunks' codecs of a shard or of an N5 block (`n5_default`). The shard
+/// index's own checksum does not
 /// count: it covers the index, not the chunks.
 fn has_checksum(codecs: &[ExtensionObject]) -> bool {
     codecs
@@ -99,7 +100,8 @@ fn codec_checks(name: &str, configuration: Option<&Map<String, Value>>) -> bool 
             .and_then(|c| c.get("checksum"))
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        "sharding_indexed" => {
+        // Codecs whose inner chain holds the chunk's (an N5 block's) stored bytes.
+        "sharding_indexed" | "n5_default" => {
             configuration
                 .and_then(|c| c.get("codecs"))
                 .and_then(Value::as_array)
@@ -312,6 +314,14 @@ mod tests {
                     "codecs": [{"name": "bytes"}],
                     "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}]}}]"#,
                 false,
+            ),
+            // An N5 block: its compressor counts.
+            (
+                r#"[{"name": "n5_default", "configuration": {"codecs": [
+                    {"name": "transpose", "configuration": {"order": [0]}},
+                    {"name": "bytes", "configuration": {"endian": "big"}},
+                    {"name": "gzip", "configuration": {"level": 1}}]}}]"#,
+                true,
             ),
         ] {
             assert_eq!(has_checksum(&codecs(json)), checked, "{json}");

@@ -486,24 +486,32 @@ fn zarr_to_n5(document: &Value, is_root: bool, key: &StoreKey) -> Result<Value> 
         Some(Value::Object(map)) => map.clone(),
         Some(other) => return Err(refuse(format!("`attributes` is {other}"))),
     };
-    match document.get("node_type").and_then(Value::as_str) {
+    let mut out = match document.get("node_type").and_then(Value::as_str) {
         Some("group") => {
-            let mut out = attributes;
-            if is_root && !out.contains_key("n5") {
-                out.insert("n5".into(), N5_VERSION.into());
+            if document
+                .get("consolidated_metadata")
+                .is_some_and(|c| !c.is_null())
+            {
+                return Err(refuse("consolidated metadata".into()));
             }
-            Ok(Value::Object(out))
+            attributes
         }
-        Some("array") => array_to_n5(document, attributes, refuse),
-        _ => Err(refuse("no `node_type` of \"group\" or \"array\"".into())),
+        Some("array") => array_to_n5(document, attributes, refuse)?,
+        _ => return Err(refuse("no `node_type` of \"group\" or \"array\"".into())),
+    };
+    // The root names the N5 version, whether a group or a dataset: that is how readers
+    // know the container.
+    if is_root && !out.contains_key("n5") {
+        out.insert("n5".into(), N5_VERSION.into());
     }
+    Ok(Value::Object(out))
 }
 
 fn array_to_n5(
     document: &Value,
     attributes: Map<String, Value>,
     refuse: impl Fn(String) -> Error,
-) -> Result<Value> {
+) -> Result<Map<String, Value>> {
     if let Some(name) = RESERVED.iter().find(|name| attributes.contains_key(**name)) {
         return Err(refuse(format!(
             "the attribute `{name}` is a dataset attribute of N5"
@@ -582,7 +590,7 @@ fn array_to_n5(
     out.insert("dataType".into(), data_type.into());
     out.insert("compression".into(), compression);
     out.extend(attributes);
-    Ok(Value::Object(out))
+    Ok(out)
 }
 
 /// The N5 compression of a Zarr codec, if N5 has one.

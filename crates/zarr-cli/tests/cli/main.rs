@@ -7,6 +7,7 @@ mod copy;
 mod inspect;
 mod interop;
 mod misc;
+mod n5;
 mod npy_files;
 mod pyramid;
 mod verify;
