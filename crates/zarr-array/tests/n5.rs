@@ -132,8 +132,13 @@ async fn n5_containers_read_as_zarr_hierarchies() {
         .await
         .unwrap();
     assert_eq!(listed.keys, [StoreKey::new("volumes/raw/zarr.json")]);
-    // A path holding nothing is no node.
+    // A path holding nothing is no node, nor is a directory of a dataset's blocks.
     assert!(Node::open(Arc::clone(&store), "/nothing").await.is_err());
+    assert!(
+        Node::open(Arc::clone(&store), "/volumes/raw/0")
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]

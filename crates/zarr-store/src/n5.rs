@@ -39,13 +39,14 @@ const DATA_TYPES: [&str; 10] = [
 ///   paths (`v2` encoding with `/`), and the `n5_default` codec holding the N5 compressor
 ///   as a Zarr codec (`raw`, `gzip` (also zlib), `bzip2`, `xz`, `blosc`, `zstd`); the
 ///   other keys are its attributes;
-/// - any other attributes file, and any directory without one that holds keys (N5 groups
-///   need no metadata), is a group whose attributes are the file's keys.
+/// - any other attributes file, and any directory without one that holds keys and lies
+///   outside a dataset (N5 groups need no metadata), is a group whose attributes are the
+///   file's keys.
 ///
 /// Writing `<node>/zarr.json` writes `<node>/attributes.json` the other way round, for
 /// arrays N5 can hold (the `n5_default` codec, a regular grid, `v2` keys with `/`, an N5
-/// data type, fill value 0, no dimension names); the root group's attributes get the N5
-/// version. Erasing it erases `attributes.json`; listings show `zarr.json` in its place.
+/// data type, fill value 0, no dimension names; for groups, no consolidated metadata); the
+/// root's attributes (group or dataset) get the N5 version. Erasing it erases `attributes.json`; listings show `zarr.json` in its place.
 /// Every other key (the blocks) passes through unchanged.
 ///
 /// ```
@@ -126,9 +127,13 @@ impl<S: ReadableStore + ListableStore> N5Store<S> {
                 n5_to_zarr(map, attributes)?
             }
             None => {
-                // N5 groups need no attributes file: a directory holding keys is one.
+                // N5 groups need no attributes file: a directory holding keys is one, unless
+                // it lies inside a dataset (its blocks' directories are no nodes).
                 let listed = self.inner.list_dir(&key.parent()).await?;
                 if listed.keys.is_empty() && listed.prefixes.is_empty() {
+                    return Ok(None);
+                }
+                if self.inside_dataset(&key.parent()).await? {
                     return Ok(None);
                 }
                 json!({"zarr_format": 3, "node_type": "group", "attributes": {}})
@@ -136,6 +141,25 @@ impl<S: ReadableStore + ListableStore> N5Store<S> {
         };
         let text = serde_json::to_vec_pretty(&document).expect("a JSON value serializes");
         Ok(Some(Bytes::from(text)))
+    }
+}
+
+impl<S: ReadableStore> N5Store<S> {
+    /// Whether a directory above `prefix` is a dataset (its attributes file has
+    /// `dimensions`).
+    async fn inside_dataset(&self, prefix: &StorePrefix) -> Result<bool> {
+        let mut place = prefix.parent();
+        while let Some(dir) = place {
+            let key = dir.join(&StoreKey::new(ATTRIBUTES));
+            if let Some(bytes) = self.inner.get(&key).await?
+                && serde_json::from_slice::<Value>(&bytes)
+                    .is_ok_and(|doc| doc.get("dimensions").is_some())
+            {
+                return Ok(true);
+            }
+            place = dir.parent();
+        }
+        Ok(false)
     }
 }
 
