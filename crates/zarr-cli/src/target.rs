@@ -161,15 +161,27 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
             .with_context(|| format!("opening {}", args.target))?;
         let path = node(args.path.as_deref())?;
         let location = Location::at_url(&args.target, &path);
+        // `s3://bucket/data.n5`: an N5 container, its node given by --path.
+        let n5 = args
+            .target
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .is_some_and(is_n5_name);
+        let store: Arc<dyn Store> = if n5 {
+            Arc::new(N5Store::new(store))
+        } else {
+            Arc::new(store)
+        };
         return Ok(Target {
-            store: Arc::new(store),
+            store,
             path,
             display,
             display_is_node: false,
             location,
             created,
             zip: None,
-            n5: false,
+            n5,
         });
     }
     let given = Path::new(&args.target);

@@ -63,6 +63,31 @@ fn n5_containers_are_read_written_and_copied_back_to_zarr() {
     let info = ok(&["info", image.join("attributes.json").to_str().unwrap()]);
     assert!(info.contains("n5_default"), "{info}");
 
+    // At a URL (`s3://bucket/data.n5`, here `file://`): the container, --path the node.
+    let url = format!("file://{}", n5.display());
+    let tree = ok(&["tree", &url]);
+    assert!(
+        tree.contains("raw  uint16 512x512 (chunks 64x64)"),
+        "{tree}"
+    );
+    let url_copy = format!("file://{}", dir.path().join("url.n5").display());
+    ok(&[
+        "copy",
+        &raw,
+        &url_copy,
+        "--dst-path",
+        "/raw",
+        "--shards",
+        "none",
+        "--codec",
+        "zstd",
+        "-q",
+    ]);
+    let written = read_json(&dir.path().join("url.n5/raw/attributes.json"));
+    assert_eq!(written["compression"]["type"], "zstd");
+    let diff = ok(&["diff", &raw, &url_copy, "--b-path", "/raw"]);
+    assert!(diff.contains("are the same"), "{diff}");
+
     // A fill value other than 0 has no place in N5.
     let err = fails(
         &[
