@@ -514,15 +514,10 @@ pub(crate) fn destination_metadata(
     src_format: ZarrFormat,
     plan: &Plan,
 ) -> Result<ArrayMetadata> {
-    let unwrapped;
-    let from_n5 = src.codecs.len() == 1 && src.codecs[0].name == "n5_default";
-    let src = match n5_as_zarr(src)? {
-        Some(plain) => {
-            unwrapped = plain;
-            &unwrapped
-        }
-        None => src,
-    };
+    // An N5 dataset is planned from its metadata in Zarr's own layout.
+    let unwrapped = n5_as_zarr(src)?;
+    let from_n5 = unwrapped.is_some();
+    let src = unwrapped.as_ref().unwrap_or(src);
     let source = Layout::of(src)?;
     let data_type = plan
         .data_type
