@@ -341,6 +341,17 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         block_on(self.0.read_ndarray(region))?
     }
 
+    /// [`crate::Array::read_elements`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_elements`], and [`Error::BlockingInAsync`].
+    pub fn read_elements<T: Element>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<Vec<crate::NdElement<T>>> {
+        block_on(self.0.read_elements(region))?
+    }
+
     /// [`crate::Array::read_text`].
     ///
     /// # Errors
@@ -681,6 +692,18 @@ impl<S: WritableStore + ?Sized> Array<S> {
         values: ndarray::ArrayView<'_, T, D>,
     ) -> Result<()> {
         block_on(self.0.write_ndarray(origin, values))?
+    }
+
+    /// [`crate::Array::write_elements`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_elements`], and [`Error::BlockingInAsync`].
+    pub fn write_elements<T: Element>(
+        &self,
+        region: impl IntoRegion,
+        values: &[crate::NdElement<T>],
+    ) -> Result<()> {
+        block_on(self.0.write_elements(region, values))?
     }
 
     /// [`crate::Array::write_text`].

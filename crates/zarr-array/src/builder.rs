@@ -578,6 +578,9 @@ pub fn default_array_to_bytes(data_type: &DataType) -> ExtensionObject {
         DataType::String => extension("vlen-utf8", json!({})),
         DataType::Bytes => extension("vlen-bytes", json!({})),
         DataType::Optional(optional) => zarr_codecs::OptionalCodec::default_metadata(optional),
+        DataType::NdArray(nd) if nd.element_size().is_none() => {
+            ExtensionObject::new("vlen-ndarray")
+        }
         _ => extension("bytes", json!({"endian": "little"})),
     }
 }

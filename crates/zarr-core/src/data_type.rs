@@ -201,6 +201,12 @@ pub enum DataType {
     /// and 0 for a missing one (whose inner bytes are zero, or empty for variable-length
     /// types); the `optional` codec stores the validity mask and the present values apart.
     Optional(OptionalType),
+    /// `ndarray` (zarr-extensions): each element is itself an n-dimensional array of a core
+    /// numeric type, its shape following a pattern in which variable dimensions may differ
+    /// between elements. Elements of a pattern without variable dimensions are fixed-size
+    /// (the scalars packed in C order); the others are variable-length, each the packed
+    /// scalars of one element (native byte order in memory).
+    NdArray(NdArrayType),
 }
 
 /// The component type of a [`DataType::ComplexFloat`]: a floating-point format.
@@ -479,6 +485,158 @@ impl OptionalType {
     }
 }
 
+/// The element type of a [`DataType::NdArray`]: a core numeric scalar type and the element
+/// shape pattern, `None` marking a variable dimension.
+///
+/// ```
+/// use zarr_core::{DataType, DataTypeSize, NdArrayType};
+///
+/// // Elements of shape (n, 2), n varying: a ragged list of float32 pairs.
+/// let pairs = NdArrayType::new(DataType::Float32, vec![None, Some(2)])?;
+/// assert_eq!(pairs.item_size(), 8);
+/// assert_eq!(pairs.element_shape(24), Some(vec![3, 2]));
+/// let dt = DataType::NdArray(pairs);
+/// assert_eq!(dt.size(), DataTypeSize::Variable);
+/// assert_eq!(dt.to_string(), "ndarray<float32, [null, 2]>");
+/// assert_eq!(DataType::from_json(&dt.to_json(), "data_type")?, dt);
+///
+/// // Fixed (3, 2) int16 elements take 12 bytes each.
+/// let block = DataType::NdArray(NdArrayType::new(DataType::Int16, vec![Some(3), Some(2)])?);
+/// assert_eq!(block.size(), DataTypeSize::Fixed(12));
+/// # Ok::<(), zarr_core::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NdArrayType {
+    dtype: Box<DataType>,
+    shape: Vec<Option<u64>>,
+    /// The scalar size times the product of the fixed dimensions.
+    item_size: usize,
+}
+
+/// The scalar types an `ndarray` element may hold.
+const NDARRAY_SCALARS: [DataType; 14] = [
+    DataType::Bool,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+    DataType::Float16,
+    DataType::Float32,
+    DataType::Float64,
+    DataType::Complex64,
+    DataType::Complex128,
+];
+
+impl NdArrayType {
+    /// Elements of scalar type `dtype` shaped by `shape` (`None` for a variable dimension).
+    ///
+    /// # Errors
+    /// [`Error::InvalidField`] if `dtype` is not one of the fixed-size core types (`bool`,
+    /// integers, `float16/32/64`, `complex64/128`), `shape` is empty, a fixed dimension is 0,
+    /// or the fixed part of an element is larger than memory can address.
+    pub fn new(dtype: DataType, shape: Vec<Option<u64>>) -> Result<Self> {
+        Self::checked(dtype, shape, "data_type.configuration")
+    }
+
+    fn checked(dtype: DataType, shape: Vec<Option<u64>>, field: &str) -> Result<Self> {
+        if !NDARRAY_SCALARS.contains(&dtype) {
+            return Err(Error::invalid(
+                json::join(field, "dtype"),
+                format!(
+                    "{dtype} is not a scalar type an ndarray element may hold (bool, an \
+                     integer, float16/32/64 or complex64/128)"
+                ),
+            ));
+        }
+        let shape_field = json::join(field, "shape");
+        if shape.is_empty() {
+            return Err(Error::invalid(
+                &shape_field,
+                "the element shape needs at least one dimension (use the scalar type itself \
+                 for single values)",
+            ));
+        }
+        let mut item_size = dtype.fixed_size().unwrap_or(1);
+        for (i, dim) in shape.iter().enumerate() {
+            match dim {
+                Some(0) => {
+                    return Err(Error::invalid(
+                        &shape_field,
+                        format!("dimension {i} is 0; fixed dimensions are at least 1"),
+                    ));
+                }
+                Some(n) => {
+                    item_size = usize::try_from(*n)
+                        .ok()
+                        .and_then(|n| item_size.checked_mul(n))
+                        .ok_or_else(|| {
+                            Error::invalid(&shape_field, "the element is too large to address")
+                        })?;
+                }
+                None => {}
+            }
+        }
+        Ok(Self {
+            dtype: Box::new(dtype),
+            shape,
+            item_size,
+        })
+    }
+
+    /// The scalar type of the elements.
+    pub fn dtype(&self) -> &DataType {
+        &self.dtype
+    }
+
+    /// The element shape pattern, `None` for a variable dimension.
+    pub fn shape(&self) -> &[Option<u64>] {
+        &self.shape
+    }
+
+    /// How many dimensions are variable.
+    pub fn variable_dimensions(&self) -> usize {
+        self.shape.iter().filter(|d| d.is_none()).count()
+    }
+
+    /// Whether the pattern is `[null, d1, ..., dk]`: one variable dimension, the first (what
+    /// the `vlen-ndarray` codec serves).
+    pub fn is_leading_variable(&self) -> bool {
+        self.shape[0].is_none() && self.variable_dimensions() == 1
+    }
+
+    /// The size in bytes of the fixed part of an element: the scalar size times the product
+    /// of the fixed dimensions (the whole element when no dimension is variable).
+    pub fn item_size(&self) -> usize {
+        self.item_size
+    }
+
+    /// The size of every element, `None` when a dimension is variable.
+    pub fn element_size(&self) -> Option<usize> {
+        (self.variable_dimensions() == 0).then_some(self.item_size)
+    }
+
+    /// The shape of an element of `bytes` bytes: the pattern with its variable dimension
+    /// (at most one) set to `bytes / item_size`. `None` when `bytes` is not a whole number of
+    /// items, differs from the fixed size of a pattern without variable dimensions, or the
+    /// pattern has two or more variable dimensions (a nonzero length then names no single
+    /// shape; zero bytes is the element whose variable extents are all 0).
+    pub fn element_shape(&self, bytes: usize) -> Option<Vec<u64>> {
+        let variable = self.variable_dimensions();
+        if variable > 1 {
+            return (bytes == 0).then(|| self.shape.iter().map(|d| d.unwrap_or(0)).collect());
+        }
+        if !bytes.is_multiple_of(self.item_size) || (variable == 0 && bytes != self.item_size) {
+            return None;
+        }
+        let n = (bytes / self.item_size) as u64;
+        Some(self.shape.iter().map(|d| d.unwrap_or(n)).collect())
+    }
+}
+
 /// The size of one element of a [`DataType`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DataTypeSize {
@@ -544,6 +702,10 @@ impl DataType {
             Self::FixedLengthUtf32 { length_bytes }
             | Self::NullTerminatedBytes { length_bytes }
             | Self::RawBytes { length_bytes } => *length_bytes,
+            Self::NdArray(nd) => match nd.element_size() {
+                Some(n) => n,
+                None => return DataTypeSize::Variable,
+            },
             Self::String | Self::Bytes => return DataTypeSize::Variable,
         })
     }
@@ -573,6 +735,7 @@ impl DataType {
             Self::Optional(o) if o.registered => "optional".into(),
             Self::Optional(_) => "zarrs.optional".into(),
             Self::ComplexFloat(component) => format!("complex_{}", component.data_type().name()),
+            Self::NdArray(_) => "ndarray".into(),
             simple => SIMPLE
                 .iter()
                 .find(|(dt, _)| dt == simple)
@@ -765,6 +928,42 @@ impl DataType {
                 optional
             }));
         }
+        if name == "ndarray" {
+            let config = ext.configuration.as_ref().ok_or_else(|| {
+                Error::invalid(
+                    field,
+                    "data type ndarray needs its configuration (dtype and shape)",
+                )
+            })?;
+            json::deny_unknown(config, &["dtype", "shape"], &config_field)?;
+            let dtype_field = json::join(&config_field, "dtype");
+            let dtype_value = json::required(config, "dtype", &config_field)?;
+            if !dtype_value.is_string() {
+                return Err(Error::invalid(&dtype_field, "expected a data type name"));
+            }
+            let dtype = Self::from_json(dtype_value, &dtype_field)?;
+            let shape_field = json::join(&config_field, "shape");
+            let items = json::required(config, "shape", &config_field)?
+                .as_array()
+                .ok_or_else(|| Error::invalid(&shape_field, "expected an array"))?;
+            let mut shape = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                shape.push(match item {
+                    Value::Null => None,
+                    other => Some(other.as_u64().ok_or_else(|| {
+                        Error::invalid(
+                            format!("{shape_field}[{i}]"),
+                            format!("expected an integer of at least 1 or null, found {other}"),
+                        )
+                    })?),
+                });
+            }
+            return Ok(Self::NdArray(NdArrayType::checked(
+                dtype,
+                shape,
+                &config_field,
+            )?));
+        }
         if name == "numpy.datetime64" || name == "numpy.timedelta64" {
             let config = ext
                 .configuration
@@ -834,6 +1033,13 @@ impl DataType {
                 };
                 ExtensionObject::with_configuration(self.name(), config).to_json()
             }
+            Self::NdArray(nd) => {
+                let mut config = Map::new();
+                config.insert("dtype".into(), nd.dtype.to_json());
+                let shape = nd.shape.iter().map(|d| d.map_or(Value::Null, Value::from));
+                config.insert("shape".into(), Value::Array(shape.collect()));
+                ExtensionObject::with_configuration(self.name(), config).to_json()
+            }
             _ => Value::String(self.name()),
         }
     }
@@ -859,6 +1065,7 @@ impl DataType {
             }
             // The validity byte after the inner element does not swap.
             Self::Optional(o) => return o.inner.push_swap_units(base, units),
+            Self::NdArray(nd) => nd.dtype.swap_units()?.first().map_or(1, |&(_, w)| w),
             Self::Complex64 | Self::FixedLengthUtf32 { .. } => 4,
             Self::Complex128 => 8,
             Self::ComplexFloat(component) => component.size(),
@@ -897,6 +1104,17 @@ impl fmt::Display for DataType {
             | Self::NullTerminatedBytes { length_bytes }
             | Self::RawBytes { length_bytes } => write!(f, "{}[{length_bytes}]", self.name()),
             Self::Optional(o) => write!(f, "{}<{}>", self.name(), o.inner),
+            Self::NdArray(nd) => {
+                write!(f, "ndarray<{}, [", nd.dtype)?;
+                for (i, dim) in nd.shape.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    match dim {
+                        Some(n) => write!(f, "{sep}{n}")?,
+                        None => write!(f, "{sep}null")?,
+                    }
+                }
+                f.write_str("]>")
+            }
             Self::Struct(st) => {
                 write!(f, "{}{{", self.name())?;
                 for (i, field) in st.fields.iter().enumerate() {
@@ -972,6 +1190,23 @@ fn parse_data_type(text: &str, depth: usize) -> Result<DataType> {
                 optional
             }));
         }
+    }
+    if let Some(body) = text.strip_prefix("ndarray<") {
+        let (dtype, shape) = body
+            .strip_suffix('>')
+            .and_then(|b| b.split_once(','))
+            .ok_or_else(|| {
+                Error::invalid(
+                    FIELD,
+                    format!("{text:?}: expected ndarray<dtype, [shape]>, e.g. ndarray<float32, [null, 2]>"),
+                )
+            })?;
+        let shape: Value = serde_json::from_str(shape.trim()).map_err(Error::Json)?;
+        let json = serde_json::json!({
+            "name": "ndarray",
+            "configuration": {"dtype": dtype.trim(), "shape": shape},
+        });
+        return DataType::from_json(&json, FIELD);
     }
     for (prefix, structured) in [("struct{", false), ("structured{", true)] {
         if let Some(body) = text.strip_prefix(prefix) {
@@ -1567,5 +1802,59 @@ mod nesting_tests {
             let err = bad.parse::<DataType>().unwrap_err().to_string();
             assert!(err.contains(says), "{bad:?}: {err}");
         }
+    }
+
+    #[test]
+    fn ndarray_types_parse_print_and_size() {
+        for (text, size, units) in [
+            ("ndarray<float32, [null, 2]>", None, None),
+            ("ndarray<uint64, [null]>", None, None),
+            ("ndarray<int16, [3, 2]>", Some(12), Some(6)),
+            ("ndarray<complex128, [2]>", Some(32), Some(4)),
+            ("ndarray<bool, [4]>", Some(4), Some(0)),
+            ("ndarray<float16, [null, null, 3]>", None, None),
+        ] {
+            let dt: DataType = text.parse().unwrap();
+            assert_eq!(dt.to_string(), text);
+            assert_eq!(dt.fixed_size(), size, "{text}");
+            assert_eq!(dt.swap_units().map(|u| u.len()), units, "{text}");
+            assert_eq!(DataType::from_json(&dt.to_json(), "data_type").unwrap(), dt);
+            let json_text = dt.to_json().to_string();
+            assert_eq!(json_text.parse::<DataType>().unwrap(), dt);
+        }
+        let nd = NdArrayType::new(DataType::Int16, vec![None, Some(3)]).unwrap();
+        assert!(nd.is_leading_variable());
+        assert_eq!(nd.element_shape(0), Some(vec![0, 3]));
+        assert_eq!(nd.element_shape(12), Some(vec![2, 3]));
+        assert_eq!(nd.element_shape(5), None);
+        let two = NdArrayType::new(DataType::Int8, vec![None, None]).unwrap();
+        assert!(!two.is_leading_variable());
+        assert_eq!(two.element_shape(0), Some(vec![0, 0]));
+        assert_eq!(two.element_shape(4), None);
+        let inner = NdArrayType::new(DataType::Int8, vec![Some(2), None]).unwrap();
+        assert!(!inner.is_leading_variable());
+        assert_eq!(inner.element_shape(6), Some(vec![2, 3]));
+        for (bad, says) in [
+            ("ndarray<float32>", "expected ndarray<dtype, [shape]>"),
+            (
+                "ndarray<float32, [null, 2]",
+                "expected ndarray<dtype, [shape]>",
+            ),
+            ("ndarray<float32, [null, 0]>", "dimension 1 is 0"),
+            ("ndarray<string, [null]>", "not a scalar type"),
+            ("ndarray<float32, []>", "at least one dimension"),
+        ] {
+            let err = bad.parse::<DataType>().unwrap_err().to_string();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
+        assert!(
+            NdArrayType::new(
+                DataType::Struct(StructType::new(vec![]).unwrap_or_else(|_| {
+                    StructType::new(vec![StructField::new("a", DataType::Int8)]).unwrap()
+                })),
+                vec![None]
+            )
+            .is_err()
+        );
     }
 }

@@ -329,6 +329,25 @@ impl FillValue {
             DataType::String => std::str::from_utf8(&self.bytes)
                 .map(drop)
                 .map_err(|e| bad(format!("not UTF-8: {e}"))),
+            DataType::NdArray(nd) => {
+                if nd.element_shape(self.bytes.len()).is_none() {
+                    return Err(bad(match nd.variable_dimensions() {
+                        0 => format!("expected {} bytes", nd.item_size()),
+                        1 => format!(
+                            "{} bytes are not a whole number of {}-byte items",
+                            self.bytes.len(),
+                            nd.item_size()
+                        ),
+                        _ => "with two or more variable dimensions the fill value must be \
+                              the empty element"
+                            .into(),
+                    }));
+                }
+                if *nd.dtype() == DataType::Bool && self.bytes.iter().any(|&b| b > 1) {
+                    return Err(bad("a bool must be 0 or 1".into()));
+                }
+                Ok(())
+            }
             DataType::Optional(o) => {
                 let Some((inner, flag)) = OptionalType::split(&self.bytes) else {
                     return Err(bad("the validity byte is missing".into()));
@@ -443,6 +462,12 @@ impl FillValue {
             DataType::RawBits(_) => Value::Array(b.iter().map(|&x| Value::from(x)).collect()),
             DataType::String => Value::String(String::from_utf8_lossy(b).into_owned()),
             DataType::Bytes => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+            DataType::NdArray(nd) => {
+                // Little-endian scalars in C order, as base64.
+                let mut little = b.clone();
+                swap_scalars(nd.dtype(), &mut little);
+                Value::String(base64::engine::general_purpose::STANDARD.encode(little))
+            }
             DataType::Optional(o) => {
                 let (inner, flag) = OptionalType::split(b).unwrap_or_default();
                 if flag == 0 {
@@ -473,6 +498,22 @@ impl FillValue {
 
 /// Convert one element of `data_type` between native and little-endian byte order (the same
 /// swap both ways; nothing to do on a little-endian machine).
+/// Swap each scalar of `dtype` in `bytes` between little-endian and native order (nothing
+/// on little-endian machines); a trailing partial scalar is left alone.
+fn swap_scalars(dtype: &DataType, bytes: &mut [u8]) {
+    if cfg!(target_endian = "big") {
+        let width = dtype
+            .swap_units()
+            .and_then(|units| units.first().map(|&(_, w)| w))
+            .unwrap_or(1);
+        if width > 1 {
+            for scalar in bytes.chunks_exact_mut(width) {
+                scalar.reverse();
+            }
+        }
+    }
+}
+
 fn native_to_little(data_type: &DataType, bytes: &mut [u8]) {
     if cfg!(target_endian = "big") {
         for (offset, width) in data_type.swap_units().unwrap_or_default() {
@@ -717,6 +758,20 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
             Value::Array(items) => byte_list(&ctx, items)?,
             _ => return Err(ctx.err("expected a base64 string or an array of integers 0-255")),
         },
+        DataType::NdArray(nd) => {
+            let Value::String(s) = value else {
+                return Err(
+                    ctx.err("expected a base64 string of the element's little-endian bytes")
+                );
+            };
+            let mut bytes = base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|e| ctx.err(format!("not base64: {e}")))?;
+            swap_scalars(nd.dtype(), &mut bytes);
+            let value = FillValue::untyped(bytes);
+            value.check(data_type)?;
+            value.bytes
+        }
         DataType::Optional(o) => match value {
             Value::Null => vec![0; o.inner_size().unwrap_or(0) + 1],
             Value::Array(items) if items.len() == 1 => {

@@ -177,7 +177,7 @@ fn encode_interleaved<T: Copy>(
 }
 
 /// The shared implementation of both codecs.
-fn decode_chunk(
+pub(crate) fn decode_chunk(
     codec: &str,
     utf8: bool,
     bytes: &[u8],
@@ -199,7 +199,7 @@ fn decode_chunk(
     )?))
 }
 
-fn encode_chunk(
+pub(crate) fn encode_chunk(
     codec: &str,
     utf8: bool,
     array: ArrayBytes,

@@ -21,7 +21,9 @@
 //!   and the values each encoded by a codec chain of its own; read and written for
 //!   interoperability with zarrs; and [`ZarrsVlenV2Codec`] (`zarrs.vlen_v2`), zarrs' name
 //!   for the `vlen-utf8` layout on either data type.
-//! - [`register`]: adds the five codecs to a [`CodecRegistry`].
+//! - [`VlenNdArrayCodec`] (`vlen-ndarray`): ragged arrays of the zarr-extensions `ndarray`
+//!   data type, each element an `(n, d1, ..., dk)` array, in the `vlen-bytes` layout.
+//! - [`register`]: adds these codecs to a [`CodecRegistry`].
 //!
 //! # Read a chunk written by zarr-python
 //!
@@ -101,6 +103,7 @@ pub mod arrow;
 mod common;
 mod error;
 mod interleaved;
+mod ndarray;
 mod offset;
 mod utf8;
 mod zarrs_vlen;
@@ -113,12 +116,13 @@ use zarr_codecs::{Codec, CodecRegistry};
 pub use array::{BinaryIter, StringsIter, VlenBinary, VlenStrings};
 pub use error::{Error, Result};
 pub use interleaved::{VlenArrayCodec, VlenBytesCodec, VlenUtf8Codec, ZarrsVlenV2Codec};
+pub use ndarray::VlenNdArrayCodec;
 pub use offset::VlenOffset;
 pub use zarrs_vlen::{VlenIndexLocation, VlenIndexType, ZarrsVlenCodec};
 pub use zep0007::{OffsetType, VALUES_ALIGNMENT, VlenArrowCodec};
 
-/// Add `vlen-utf8`, `vlen-bytes`, `zarr-rs.vlen_arrow`, `zarrs.vlen`, `zarrs.vlen_v2` and
-/// `numcodecs.vlen-array` to `registry`.
+/// Add `vlen-utf8`, `vlen-bytes`, `zarr-rs.vlen_arrow`, `zarrs.vlen`, `zarrs.vlen_v2`,
+/// `numcodecs.vlen-array` and `vlen-ndarray` to `registry`.
 /// `zarrs.vlen` builds its index and data chains with the registry it is built from, so
 /// codecs registered there are available inside it.
 ///
@@ -131,6 +135,7 @@ pub use zep0007::{OffsetType, VALUES_ALIGNMENT, VlenArrowCodec};
 /// assert!(registry.contains(zarr_vlen::ZarrsVlenCodec::NAME));
 /// assert!(registry.contains(zarr_vlen::ZarrsVlenV2Codec::NAME));
 /// assert!(registry.contains(zarr_vlen::VlenArrayCodec::NAME));
+/// assert!(registry.contains(zarr_vlen::VlenNdArrayCodec::NAME));
 /// ```
 pub fn register(registry: &mut CodecRegistry) {
     registry
@@ -162,6 +167,11 @@ pub fn register(registry: &mut CodecRegistry) {
         .register(VlenArrayCodec::NAME, |meta, _, _| {
             Ok(Codec::ArrayToBytes(Arc::new(
                 VlenArrayCodec::from_metadata(meta)?,
+            )))
+        })
+        .register(VlenNdArrayCodec::NAME, |meta, _, _| {
+            Ok(Codec::ArrayToBytes(Arc::new(
+                VlenNdArrayCodec::from_metadata(meta)?,
             )))
         });
 }

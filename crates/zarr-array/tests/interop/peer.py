@@ -36,6 +36,15 @@ Usage:
   peer.py vlen-array-read DIR  decode the chunks of the arrays DIR/manifest.json names
                                (written by the Rust crate) with numcodecs and print each
                                array's elements as numcodecs decodes them (JSON)
+  peer.py ndarray-write DIR    write arrays of the zarr-extensions `ndarray` data type with
+                               zarr-python and zarr-vlen-ndarray (the `vlen-ndarray` codec;
+                               bool, integer, float16/64, complex scalars; 1 to 3 element
+                               dimensions; zstd, gzip, sharded; regions never written), then
+                               DIR/manifest.json with each element's shape and little-endian
+                               bytes in hex
+  peer.py ndarray-read DIR     read the arrays DIR/manifest.json names (written by the Rust
+                               crate) with zarr-vlen-ndarray and print each element's shape
+                               and bytes (JSON)
   peer.py consolidated-check DIR FORMAT PATH...
                                open DIR from its consolidated metadata (Zarr v FORMAT) with
                                zarr-python: it must list exactly the PATHs, each node equal
@@ -2248,6 +2257,108 @@ def cmd_vlen_array_read(root: Path) -> None:
     print(json.dumps(result))
 
 
+NDARRAY_CASES = [
+    # (path, scalar dtype, element shape pattern, array shape, chunks, compressor, sharded,
+    #  region left unwritten (a slice per dimension) or None)
+    ("float32_pairs", "float32", [None, 2], [7], [3], "zstd", False, (slice(6, 7),)),
+    ("uint64_lists", "uint64", [None], [5], [5], None, False, None),
+    ("int16_blocks", "int16", [None, 3, 2], [3, 4], [2, 3], "gzip", False, (slice(2, 3), slice(0, 4))),
+    ("bool_masks", "bool", [None], [6], [4], None, False, None),
+    ("complex64", "complex64", [None, 1], [4], [2], "zstd", False, None),
+    ("float16", "float16", [None, 4], [5], [2], None, False, (slice(0, 2),)),
+    ("float64_sharded", "float64", [None, 2], [9], [2], None, True, (slice(4, 6),)),
+]
+
+
+def ndarray_elements(dtype: str, pattern: list, n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        extent = int(rng.integers(0, 4)) if i % 5 else 0
+        shape = tuple(extent if d is None else d for d in pattern)
+        size = int(np.prod(shape))
+        kind = np.dtype(dtype).kind
+        if kind == "b":
+            v = rng.integers(0, 2, size).astype(bool)
+        elif kind == "c":
+            v = (rng.standard_normal(size) + 1j * rng.standard_normal(size)).astype(dtype)
+        elif kind == "f":
+            v = (rng.standard_normal(size) * 100).astype(dtype)
+        else:
+            v = rng.integers(0, 60000, size).astype(dtype)
+        out.append(v.reshape(shape))
+    return out
+
+
+def ndarray_codecs(compressor: Any, sharded: bool) -> dict[str, Any]:
+    from zarr_vlen_ndarray import VlenNDArrayCodec
+
+    comps = []
+    if compressor == "zstd":
+        comps = [zarr.codecs.ZstdCodec(level=3)]
+    elif compressor == "gzip":
+        comps = [zarr.codecs.GzipCodec(level=5)]
+    return {"serializer": VlenNDArrayCodec(), "compressors": comps}
+
+
+def cmd_ndarray_write(out: Path) -> None:
+    import zarr_vlen_ndarray  # noqa: F401 (registers the data type and codec)
+    from zarr_vlen_ndarray import NDArray
+
+    manifest = []
+    for seed, (path, dtype, pattern, shape, chunks, comp, sharded, unwritten) in enumerate(
+            NDARRAY_CASES):
+        kwargs = ndarray_codecs(comp, sharded)
+        if sharded:
+            kwargs["shards"] = [c * 2 for c in chunks]
+        a = zarr.create_array(store=str(out), name=path, shape=shape, chunks=chunks,
+                              dtype=NDArray(dtype=dtype, shape=tuple(pattern)), **kwargs)
+        n = int(np.prod(shape))
+        flat = ndarray_elements(dtype, pattern, n, seed)
+        values = np.empty(n, dtype=object)
+        values[:] = flat
+        values = values.reshape(shape)
+        written = np.ones(shape, dtype=bool)
+        if unwritten is not None:
+            written[unwritten] = False
+        # Write everything but the unwritten region (whole chunks of it stay unstored).
+        if unwritten is None:
+            a[...] = values
+        else:
+            for index in np.ndindex(*shape):
+                if written[index]:
+                    cell = np.empty((), dtype=object)
+                    cell[()] = values[index]
+                    a[index] = cell
+        empty = np.zeros(tuple(0 if d is None else d for d in pattern), dtype=dtype)
+        elements = [
+            {"shape": list(e.shape), "hex": e.astype(e.dtype.newbyteorder("<")).tobytes().hex()}
+            if written.flat[i] else {"shape": list(empty.shape), "hex": ""}
+            for i, e in enumerate(flat)
+        ]
+        manifest.append({"path": path, "dtype": dtype, "pattern": pattern, "shape": shape,
+                         "chunks": chunks, "elements": elements})
+    (out / "manifest.json").write_text(json.dumps(manifest))
+
+
+def cmd_ndarray_read(root: Path) -> None:
+    import zarr_vlen_ndarray  # noqa: F401
+
+    result = {}
+    for entry in json.loads((root / "manifest.json").read_text()):
+        a = zarr.open_array(store=str(root), path=entry["path"], mode="r")
+        cells = a[...]
+        elements = []
+        for cell in cells.reshape(-1):
+            cell = np.asarray(cell)
+            if cell.dtype != np.dtype(entry["dtype"]):
+                sys.exit(f"peer.py ndarray-read: {entry['path']}: cells of {cell.dtype}")
+            elements.append({"shape": list(cell.shape),
+                             "hex": cell.astype(cell.dtype.newbyteorder("<")).tobytes().hex()})
+        result[entry["path"]] = elements
+    print(json.dumps(result))
+
+
 def cmd_kerchunk_hdf5(out: Path) -> None:
     import h5py
     from kerchunk.hdf import SingleHdf5ToZarr
@@ -2532,6 +2643,10 @@ def main() -> None:
         cmd_vlen_array(Path(args[1]).resolve())
     elif len(args) == 2 and args[0] == "vlen-array-read":
         cmd_vlen_array_read(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "ndarray-write":
+        cmd_ndarray_write(Path(args[1]).resolve())
+    elif len(args) == 2 and args[0] == "ndarray-read":
+        cmd_ndarray_read(Path(args[1]).resolve())
     elif len(args) == 2 and args[0] == "kerchunk-hdf5":
         cmd_kerchunk_hdf5(Path(args[1]).resolve())
     elif len(args) == 2 and args[0] == "kerchunk-parquet":

@@ -148,6 +148,16 @@ impl BytesCodec {
                     ),
                 ));
             }
+            DataType::NdArray(nd) if nd.element_size().is_some() => Self::swap_width(nd.dtype())?,
+            DataType::NdArray(_) => {
+                return Err(Error::incompatible(
+                    Self::NAME,
+                    format!(
+                        "data type {data_type} has variable-length elements (use the \
+                         `vlen-ndarray` codec for a leading variable dimension)"
+                    ),
+                ));
+            }
             DataType::String | DataType::Bytes => {
                 return Err(Error::incompatible(
                     Self::NAME,
@@ -168,7 +178,23 @@ impl BytesCodec {
     /// The swap width to apply for `repr`: 1 for no swapping.
     fn width(&self, repr: &ChunkRepresentation) -> Result<usize> {
         let width = Self::swap_width(repr.data_type())?;
-        match self.endian {
+        let mut endian = self.endian;
+        if matches!(repr.data_type(), DataType::NdArray(_)) {
+            if endian == Some(Endian::Big) {
+                return Err(Error::incompatible(
+                    Self::NAME,
+                    format!(
+                        "data type {} is little-endian by definition (its fill value too); \
+                         `endian` must be \"little\"",
+                        repr.data_type()
+                    ),
+                ));
+            }
+            // zarr-vlen-ndarray 0.2 writes a bare `bytes` for fixed element shapes; the
+            // data type fixes the byte order, so there is nothing to guess.
+            endian = Some(Endian::Little);
+        }
+        match endian {
             None if width > 1 => Err(Error::incompatible(
                 Self::NAME,
                 format!(
