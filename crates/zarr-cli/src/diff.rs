@@ -300,11 +300,7 @@ async fn compare_arrays(
     if mx.data_type != my.data_type {
         report.differ(
             label,
-            &format!(
-                "data type {} in A, {} in B",
-                mx.data_type.name(),
-                my.data_type.name()
-            ),
+            &format!("data type {} in A, {} in B", mx.data_type, my.data_type),
         )?;
         comparable = false;
     } else if mx.fill_value != my.fill_value {

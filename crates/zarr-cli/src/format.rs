@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use zarr::metadata::{DataType, FillValue, OptionalType};
+use zarr::metadata::{DataType, FillValue, NdArrayType, OptionalType};
 
 /// How an element is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,6 +225,7 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
             Some((inner, 1)) => element(out, o.inner(), inner, style),
             _ => out.push_str("null"),
         },
+        DataType::NdArray(nd) => nd_element(out, nd, b, style),
         // The rest (small integers, minifloats, binary in JSON) as Zarr writes fill values.
         other => match FillValue::new(b.to_vec()).to_json(other) {
             Ok(Value::String(s)) if style == Style::Text => out.push_str(&s),
@@ -232,6 +233,41 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
             Err(_) => out.push('?'),
         },
     }
+}
+
+/// An element of the `ndarray` data type as nested lists of its scalars (`[[1, 2], [3, 4]]`
+/// for a (2, 2) element, `[]` for an empty one); `?` for bytes that are no shape of it.
+fn nd_element(out: &mut String, nd: &NdArrayType, b: &[u8], style: Style) {
+    let Some(shape) = nd.element_shape(b.len()) else {
+        out.push('?');
+        return;
+    };
+    let width = nd.dtype().fixed_size().unwrap_or(1);
+    let mut scalars = b.chunks_exact(width);
+    nd_level(out, nd.dtype(), &shape, &mut scalars, style);
+}
+
+fn nd_level(
+    out: &mut String,
+    dtype: &DataType,
+    shape: &[u64],
+    scalars: &mut std::slice::ChunksExact<'_, u8>,
+    style: Style,
+) {
+    let Some((&n, inner)) = shape.split_first() else {
+        if let Some(scalar) = scalars.next() {
+            element(out, dtype, scalar, style);
+        }
+        return;
+    };
+    out.push('[');
+    for i in 0..n {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        nd_level(out, dtype, inner, scalars, style);
+    }
+    out.push(']');
 }
 
 /// `b"..."` with non-printable bytes escaped.
@@ -252,6 +288,7 @@ pub(crate) fn variable_element(out: &mut String, data_type: &DataType, b: &[u8],
             _ => out.push_str("null"),
         },
         (DataType::String, _) => json_string(out, &String::from_utf8_lossy(b)),
+        (DataType::NdArray(nd), _) => nd_element(out, nd, b, style),
         (_, Style::Text) => byte_string(out, b),
         (other, Style::Json) => match FillValue::new(b.to_vec()).to_json(other) {
             Ok(value) => out.push_str(&value.to_string()),
@@ -272,6 +309,7 @@ pub(crate) fn swap_unit(data_type: &DataType) -> usize {
         | DataType::RawBits(_)
         | DataType::String
         | DataType::Bytes => 1,
+        DataType::NdArray(nd) => swap_unit(nd.dtype()),
         other => other.fixed_size().unwrap_or(1),
     }
 }

@@ -107,6 +107,12 @@ pub(crate) async fn run(args: GetArgs) -> Result<()> {
             metadata.data_type.name()
         );
     }
+    if format == Format::Npy && variable && matches!(metadata.data_type, DataType::NdArray(_)) {
+        usage!(
+            "numpy has no dtype for {} (elements of varying shape); use --format json or text",
+            metadata.data_type
+        );
+    }
     if format == Format::Npy && variable && matches!(metadata.data_type, DataType::Optional(_)) {
         usage!(
             "numpy has no dtype for {} (optional values of variable length); use --format \
@@ -205,7 +211,12 @@ async fn write(
         }
         Format::Npy | Format::Raw => {
             if let Some(npy) = npy {
-                out.write_all(&header(&npy.descr, &out_shape))?;
+                // Fixed-shape `ndarray` elements become trailing dimensions of numpy's array.
+                let mut npy_shape = out_shape.clone();
+                if let DataType::NdArray(nd) = data_type {
+                    npy_shape.extend(nd.shape().iter().map(|d| d.unwrap_or(0)));
+                }
+                out.write_all(&header(&npy.descr, &npy_shape))?;
             }
             for slab in slabs(metadata, &selection.region, element_bytes, slab_bytes)? {
                 let mut bytes = if selection.is_strided() {

@@ -124,6 +124,8 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
                 descr_literal(&inner.descr)
             ))
         }
+        // Fixed-shape elements: their scalars, as trailing dimensions (see `get`).
+        DataType::NdArray(nd) if nd.element_size().is_some() => npy_type(nd.dtype())?,
         DataType::String | DataType::Bytes => bail!(
             "{} elements have variable lengths: their .npy dtype (<U n or |S n) takes its width \
              from the data",

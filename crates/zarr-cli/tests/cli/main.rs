@@ -8,6 +8,7 @@ mod inspect;
 mod interop;
 mod misc;
 mod n5;
+mod ndarray;
 mod npy_files;
 mod pyramid;
 mod verify;
