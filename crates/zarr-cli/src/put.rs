@@ -17,7 +17,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use indicatif::ProgressBar;
 use zarr::array::{Array, ArrayBytes, Region};
-use zarr::metadata::{ArrayMetadata, DataType, StructField, StructType};
+use zarr::metadata::{ArrayMetadata, DataType, NdArrayType, StructField, StructType};
 use zarr::store::{ListableStore as _, ReadableStore as _, Store, StoreKey, ZipStore};
 use zarr::vlen::{VlenBinary, VlenStrings};
 
@@ -255,6 +255,44 @@ fn elements(descr: &str, data_type: &DataType, input: &str) -> Result<Elements> 
             }
         ),
     }
+}
+
+/// The array shape a file of fixed-shape `ndarray` elements holds: its shape without the
+/// trailing element dimensions (as `get` writes them).
+fn element_dims_stripped(
+    nd: &NdArrayType,
+    data_type: &DataType,
+    header: &crate::npy::Header,
+    name: &str,
+) -> Result<Vec<u64>> {
+    if nd.element_size().is_none() {
+        usage!(
+            "put does not write {data_type} arrays: elements of varying shape have no .npy \
+             form"
+        );
+    }
+    if header.fortran_order && header.shape.len() > 1 {
+        usage!(
+            "{name} is in Fortran order, so the scalars of each {data_type} element are not \
+             together; save a C-order copy: numpy.save(path, numpy.ascontiguousarray(arr))"
+        );
+    }
+    let dims: Vec<u64> = nd.shape().iter().map(|d| d.unwrap_or(0)).collect();
+    let Some(split) = header.shape.len().checked_sub(dims.len()) else {
+        usage!(
+            "{name} has shape {}, which does not end with the element shape {} of {data_type}",
+            shape_text(&header.shape),
+            shape_text(&dims)
+        );
+    };
+    if header.shape[split..] != dims[..] {
+        usage!(
+            "{name} has shape {}, which does not end with the element shape {} of {data_type}",
+            shape_text(&header.shape),
+            shape_text(&dims)
+        );
+    }
+    Ok(header.shape[..split].to_vec())
 }
 
 /// Where a structured file element's fields go in the array's element.
@@ -798,7 +836,10 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
     let input = Input::open(&args.input, args.member.as_deref()).await?;
     let name = input.name.clone();
     let mut reader = input.reader().await?;
-    let header = read_header(&mut reader).with_context(|| format!("reading {name}"))?;
+    let mut header = read_header(&mut reader).with_context(|| format!("reading {name}"))?;
+    if let DataType::NdArray(nd) = &array.metadata().data_type {
+        header.shape = element_dims_stripped(nd, &array.metadata().data_type, &header, &name)?;
+    }
     let elements = elements(&header.descr, &array.metadata().data_type, &name)?;
     // The handle written through: the array, or for `--append` the array with its grown
     // shape, stored only once every value is written.

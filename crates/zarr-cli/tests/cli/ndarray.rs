@@ -100,6 +100,55 @@ fn ndarray_elements_are_printed_exported_copied_and_verified() {
     );
     assert!(err.contains("elements of varying shape"), "{err}");
 
+    // ... and come back with `put`, into a new array of the same type.
+    let back = format!("{}/back", root.display());
+    ok(&[
+        "create",
+        &back,
+        "--shape",
+        "2",
+        "--chunks",
+        "1",
+        "--dtype",
+        "ndarray<uint8, [2, 2]>",
+        "-q",
+    ]);
+    ok(&["put", &back, "--input", npy.to_str().unwrap(), "-q"]);
+    assert_eq!(ok(&["get", &back]), ok(&["get", blk]));
+    let err = fails(&["put", pts, "--input", npy.to_str().unwrap()], 2);
+    assert!(err.contains("elements of varying shape"), "{err}");
+    let err = fails(
+        &[
+            "put",
+            &back,
+            "--input",
+            npy.to_str().unwrap(),
+            "--region",
+            "0",
+        ],
+        2,
+    );
+    assert!(err.contains("the region"), "{err}");
+    let other = format!("{}/other", root.display());
+    ok(&[
+        "create",
+        &other,
+        "--shape",
+        "2",
+        "--chunks",
+        "1",
+        "--dtype",
+        "ndarray<uint8, [4]>",
+        "-q",
+    ]);
+    let err = fails(&["put", &other, "--input", npy.to_str().unwrap()], 2);
+    assert!(
+        err.contains("does not end with the element shape 4"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(root.join("back")).unwrap();
+    std::fs::remove_dir_all(root.join("other")).unwrap();
+
     // Copy (re-chunked and compressed), and compare.
     let copy = dir.path().join("copy.zarr");
     let copy_s = copy.to_str().unwrap();
