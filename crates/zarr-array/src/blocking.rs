@@ -1024,6 +1024,17 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
         block_on(self.0.read_optional(region))?
     }
 
+    /// [`crate::CachedArray::read_elements`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_elements`], and [`Error::BlockingInAsync`].
+    pub fn read_elements<T: Element>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<Vec<crate::NdElement<T>>> {
+        block_on(self.0.read_elements(region))?
+    }
+
     /// [`crate::CachedArray::read_selection`].
     ///
     /// # Errors

@@ -478,6 +478,19 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
         self.array.field_values(&records, &plan)
     }
 
+    /// [`Array::read_elements`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_elements`].
+    pub async fn read_elements<T: Element>(
+        &self,
+        region: impl IntoRegion,
+    ) -> Result<Vec<crate::NdElement<T>>> {
+        let nd = self.array.nd_type::<T>()?.clone();
+        let bytes = self.read_array_bytes(region).await?;
+        self.array.nd_elements(&nd, bytes)
+    }
+
     /// [`Array::read_optional`] through the cache.
     ///
     /// # Errors

@@ -149,16 +149,26 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         region: impl IntoRegion,
     ) -> Result<Vec<NdElement<T>>> {
         let nd = self.nd_type::<T>()?.clone();
-        match self.read_array_bytes(region).await? {
+        let bytes = self.read_array_bytes(region).await?;
+        self.nd_elements(&nd, bytes)
+    }
+
+    /// The elements of `bytes` (read from the array) as [`NdElement`]s.
+    pub(crate) fn nd_elements<T: Element>(
+        &self,
+        nd: &NdArrayType,
+        bytes: ArrayBytes,
+    ) -> Result<Vec<NdElement<T>>> {
+        match bytes {
             ArrayBytes::Fixed(bytes) => bytes
                 .chunks_exact(nd.item_size())
                 .enumerate()
-                .map(|(i, element)| self.nd_element(&nd, element, i))
+                .map(|(i, element)| self.nd_element(nd, element, i))
                 .collect(),
             ArrayBytes::Variable(vlen) => vlen
                 .iter()
                 .enumerate()
-                .map(|(i, element)| self.nd_element(&nd, element, i))
+                .map(|(i, element)| self.nd_element(nd, element, i))
                 .collect(),
         }
     }

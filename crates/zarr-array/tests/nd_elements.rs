@@ -399,6 +399,32 @@ async fn sharded_ragged_elements() {
     );
 }
 
+#[tokio::test]
+async fn cached_arrays_read_elements_from_their_cache() {
+    let store = Arc::new(MemoryStore::new());
+    let array = ArrayBuilder::new(vec![4], nd(DataType::Int32, vec![None, Some(1)]), vec![2])
+        .create(Arc::clone(&store), "/c")
+        .await
+        .unwrap();
+    let cells: Vec<NdElement<i32>> = (0..4)
+        .map(|i| NdElement::new(vec![i, 1], (0..i as i32).collect()))
+        .collect();
+    array.write_elements(.., &cells).await.unwrap();
+    let cached = zarr_array::CachedArray::new(array.clone(), 1 << 20);
+    assert_eq!(cached.read_elements::<i32>(1..4).await.unwrap(), cells[1..]);
+    // Served from the cache once the chunks are gone from the store.
+    store.erase(&StoreKey::new("c/c/1")).await.unwrap();
+    assert_eq!(cached.read_elements::<i32>(2..4).await.unwrap(), cells[2..]);
+    assert_eq!(
+        array.read_elements::<i32>(3..4).await.unwrap()[0].shape,
+        [0, 1]
+    );
+    assert!(matches!(
+        cached.read_elements::<u32>(..).await,
+        Err(Error::ElementType { .. })
+    ));
+}
+
 #[test]
 fn blocking_arrays_read_and_write_elements() {
     let store = Arc::new(MemoryStore::new());
