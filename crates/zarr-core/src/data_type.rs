@@ -608,6 +608,15 @@ impl NdArrayType {
         self.shape[0].is_none() && self.variable_dimensions() == 1
     }
 
+    /// How many bytes swap as a unit between little-endian and native order: the scalar's
+    /// size, a complex scalar's component size, 1 for one-byte scalars.
+    pub fn swap_width(&self) -> usize {
+        self.dtype
+            .swap_units()
+            .and_then(|units| units.first().map(|&(_, width)| width))
+            .unwrap_or(1)
+    }
+
     /// The size in bytes of the fixed part of an element: the scalar size times the product
     /// of the fixed dimensions (the whole element when no dimension is variable).
     pub fn item_size(&self) -> usize {
@@ -1065,7 +1074,7 @@ impl DataType {
             }
             // The validity byte after the inner element does not swap.
             Self::Optional(o) => return o.inner.push_swap_units(base, units),
-            Self::NdArray(nd) => nd.dtype.swap_units()?.first().map_or(1, |&(_, w)| w),
+            Self::NdArray(nd) => nd.swap_width(),
             Self::Complex64 | Self::FixedLengthUtf32 { .. } => 4,
             Self::Complex128 => 8,
             Self::ComplexFloat(component) => component.size(),

@@ -9,7 +9,7 @@ use half::{bf16, f16};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::data_type::{DataType, OptionalType};
+use crate::data_type::{DataType, NdArrayType, OptionalType};
 use crate::error::{Error, Result};
 use crate::minifloat::{self, MiniFloat};
 
@@ -465,7 +465,7 @@ impl FillValue {
             DataType::NdArray(nd) => {
                 // Little-endian scalars in C order, as base64.
                 let mut little = b.clone();
-                swap_scalars(nd.dtype(), &mut little);
+                swap_scalars(nd, &mut little);
                 Value::String(base64::engine::general_purpose::STANDARD.encode(little))
             }
             DataType::Optional(o) => {
@@ -498,14 +498,11 @@ impl FillValue {
 
 /// Convert one element of `data_type` between native and little-endian byte order (the same
 /// swap both ways; nothing to do on a little-endian machine).
-/// Swap each scalar of `dtype` in `bytes` between little-endian and native order (nothing
-/// on little-endian machines); a trailing partial scalar is left alone.
-fn swap_scalars(dtype: &DataType, bytes: &mut [u8]) {
+/// Swap each scalar of an `ndarray` element in `bytes` between little-endian and native
+/// order (nothing on little-endian machines); a trailing partial scalar is left alone.
+fn swap_scalars(nd: &NdArrayType, bytes: &mut [u8]) {
     if cfg!(target_endian = "big") {
-        let width = dtype
-            .swap_units()
-            .and_then(|units| units.first().map(|&(_, w)| w))
-            .unwrap_or(1);
+        let width = nd.swap_width();
         if width > 1 {
             for scalar in bytes.chunks_exact_mut(width) {
                 scalar.reverse();
@@ -767,7 +764,7 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
             let mut bytes = base64::engine::general_purpose::STANDARD
                 .decode(s)
                 .map_err(|e| ctx.err(format!("not base64: {e}")))?;
-            swap_scalars(nd.dtype(), &mut bytes);
+            swap_scalars(nd, &mut bytes);
             let value = FillValue::untyped(bytes);
             value.check(data_type)?;
             value.bytes

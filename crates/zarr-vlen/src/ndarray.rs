@@ -119,11 +119,7 @@ impl VlenNdArrayCodec {
     /// Swap the scalars between native and little-endian order (nothing on little-endian
     /// machines). Each element is whole scalars, so the values buffer is too.
     fn swapped(nd: &NdArrayType, elements: VlenBytes) -> CodecResult<VlenBytes> {
-        let width = nd
-            .dtype()
-            .swap_units()
-            .and_then(|units| units.first().map(|&(_, w)| w))
-            .unwrap_or(1);
+        let width = nd.swap_width();
         if cfg!(target_endian = "little") || width == 1 {
             return Ok(elements);
         }
