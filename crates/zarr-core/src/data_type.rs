@@ -1148,6 +1148,9 @@ impl fmt::Display for DataType {
 ///   scale factor may be left out: `numpy.datetime64[ns]`);
 /// - a struct: `struct{x: float32, y: float32}` (or `structured{...}`), fields possibly
 ///   structs themselves; field names may not contain `,`, `:`, `{` or `}` in this form;
+/// - an optional type: `zarrs.optional<int8>` (or `optional<...>`);
+/// - an `ndarray` type: `ndarray<float32, [null, 2]>`, the scalar type then the element
+///   shape pattern as JSON;
 /// - the metadata JSON: `{"name": "numpy.datetime64", "configuration": {...}}` or `"int8"`.
 ///
 /// ```
