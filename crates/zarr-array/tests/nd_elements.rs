@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use zarr_array::{Array, ArrayBuilder, Error, NdElement};
+use zarr_array::{Array, ArrayBuilder, ArrayBytes, Error, NdElement};
 use zarr_core::{ArrayMetadata, DataType, NdArrayType};
 use zarr_store::{MemoryStore, ReadableStore, StoreKey, WritableStore};
 
@@ -423,6 +423,48 @@ async fn cached_arrays_read_elements_from_their_cache() {
         cached.read_elements::<u32>(..).await,
         Err(Error::ElementType { .. })
     ));
+}
+
+#[tokio::test]
+async fn optional_ragged_elements_take_vlen_ndarray_inside_the_optional_codec() {
+    let store = Arc::new(MemoryStore::new());
+    let inner = nd(DataType::Int16, vec![None, Some(2)]);
+    let array = ArrayBuilder::new(
+        vec![3],
+        DataType::Optional(zarr_core::OptionalType::new(inner)),
+        vec![3],
+    )
+    .create(Arc::clone(&store), "/o")
+    .await
+    .unwrap();
+    let meta = zarr_json(&store, "o").await;
+    assert_eq!(
+        meta["codecs"][0]["configuration"]["data_codecs"][0]["name"],
+        "vlen-ndarray"
+    );
+    // Each element in memory: the inner element's bytes, then the validity byte.
+    let present: Vec<u8> = [1i16, -2, 3, 4]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .chain([1])
+        .collect();
+    let elements = zarr_codecs::VlenBytes::from_elements([&present[..], &[0], &[1]]);
+    array
+        .write_array_bytes(.., ArrayBytes::Variable(elements.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        array.read_array_bytes(..).await.unwrap(),
+        ArrayBytes::Variable(elements)
+    );
+    // A present element whose bytes are no whole (1, 2) item is refused.
+    let odd = zarr_codecs::VlenBytes::from_elements([&[1u8, 0, 1][..], &[0], &[0]]);
+    assert!(
+        array
+            .write_array_bytes(.., ArrayBytes::Variable(odd))
+            .await
+            .is_err()
+    );
 }
 
 #[test]

@@ -129,6 +129,9 @@ impl OptionalCodec {
             DataType::Optional(inner) => Self::default_metadata(inner),
             DataType::String => ExtensionObject::new("vlen-utf8"),
             DataType::Bytes => ExtensionObject::new("vlen-bytes"),
+            DataType::NdArray(nd) if nd.element_size().is_none() => {
+                ExtensionObject::new("vlen-ndarray")
+            }
             inner if inner.swap_units().is_some_and(|units| !units.is_empty()) => {
                 ExtensionObject::with_configuration(
                     "bytes",
