@@ -486,9 +486,9 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
         &self,
         region: impl IntoRegion,
     ) -> Result<Vec<crate::NdElement<T>>> {
-        let nd = self.array.nd_type::<T>()?.clone();
+        let nd = self.array.nd_type::<T>()?;
         let bytes = self.read_array_bytes(region).await?;
-        self.array.nd_elements(&nd, bytes)
+        self.array.nd_elements(nd, bytes)
     }
 
     /// [`Array::read_optional`] through the cache.

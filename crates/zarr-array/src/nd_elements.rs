@@ -148,9 +148,9 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         &self,
         region: impl IntoRegion,
     ) -> Result<Vec<NdElement<T>>> {
-        let nd = self.nd_type::<T>()?.clone();
+        let nd = self.nd_type::<T>()?;
         let bytes = self.read_array_bytes(region).await?;
-        self.nd_elements(&nd, bytes)
+        self.nd_elements(nd, bytes)
     }
 
     /// The elements of `bytes` (read from the array) as [`NdElement`]s.

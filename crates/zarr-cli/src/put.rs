@@ -278,21 +278,14 @@ fn element_dims_stripped(
         );
     }
     let dims: Vec<u64> = nd.shape().iter().map(|d| d.unwrap_or(0)).collect();
-    let Some(split) = header.shape.len().checked_sub(dims.len()) else {
-        usage!(
+    match header.shape.len().checked_sub(dims.len()) {
+        Some(split) if header.shape[split..] == dims[..] => Ok(header.shape[..split].to_vec()),
+        _ => usage!(
             "{name} has shape {}, which does not end with the element shape {} of {data_type}",
             shape_text(&header.shape),
             shape_text(&dims)
-        );
-    };
-    if header.shape[split..] != dims[..] {
-        usage!(
-            "{name} has shape {}, which does not end with the element shape {} of {data_type}",
-            shape_text(&header.shape),
-            shape_text(&dims)
-        );
+        ),
     }
-    Ok(header.shape[..split].to_vec())
 }
 
 /// Where a structured file element's fields go in the array's element.
