@@ -1716,7 +1716,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
         self.set_attributes(merged).await
     }
 
-    async fn store_metadata(&mut self, metadata: ArrayMetadata) -> Result<()> {
+    async fn store_metadata(&mut self, mut metadata: ArrayMetadata) -> Result<()> {
         match self.format {
             ZarrFormat::V3 => {
                 write_metadata(
@@ -1731,6 +1731,11 @@ impl<S: WritableStore + ?Sized> Array<S> {
             // it was, so nothing another writer put there is lost), the attributes in
             // `.zattrs`.
             ZarrFormat::V2 => {
+                // The dimension names follow xarray's attribute, as when the array is opened.
+                metadata.dimension_names = zarr_core::v2::dimension_names_from_attributes(
+                    &metadata.attributes,
+                    metadata.rank(),
+                );
                 if metadata.shape != self.metadata.shape {
                     self.store_shape_v2(&metadata.shape).await?;
                 }

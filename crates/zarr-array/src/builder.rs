@@ -130,9 +130,10 @@ impl ArrayBuilder {
     /// written as v2 groups. Everything else is described as for v3 and translated
     /// ([`ArrayMetadataV2::from_v3`](zarr_core::v2::ArrayMetadataV2::from_v3)): the
     /// `bytes` codec's byte order becomes the `dtype`'s, a reversing `transpose` becomes
-    /// `order: "F"`, the last bytes->bytes codec the `compressor` and the others `filters`.
-    /// What v2 cannot store (sharding, dimension names, `bfloat16`, a rectilinear grid,
-    /// codecs numcodecs does not have) is an error from
+    /// `order: "F"`, the last bytes->bytes codec the `compressor` and the others `filters`,
+    /// [dimension names](Self::dimension_names) xarray's `_ARRAY_DIMENSIONS` attribute.
+    /// What v2 cannot store (sharding, some dimensions unnamed, `bfloat16`, a rectilinear
+    /// grid, codecs numcodecs does not have) is an error from
     /// [`build_metadata`](Self::build_metadata) and [`create`](Self::create).
     ///
     /// ```
@@ -496,6 +497,20 @@ impl ArrayBuilder {
             metadata = metadata.with_storage_transformers(vec![config.to_metadata()]);
         }
         if self.zarr_format == ZarrFormat::V2 {
+            // v2 keeps dimension names in xarray's attribute (`from_v3` refuses names the
+            // attributes do not hold, or some dimensions left unnamed).
+            if let Some(names) = &metadata.dimension_names
+                && names.iter().all(Option::is_some)
+                && !names.is_empty()
+                && !metadata
+                    .attributes
+                    .contains_key(zarr_core::v2::ARRAY_DIMENSIONS)
+            {
+                let names = Value::from(names.iter().flatten().cloned().collect::<Vec<_>>());
+                metadata
+                    .attributes
+                    .insert(zarr_core::v2::ARRAY_DIMENSIONS.into(), names);
+            }
             // What reading the `.zarray` back gives, so the created array is exactly what
             // opening it later gives.
             let attributes = metadata.attributes.clone();

@@ -329,6 +329,98 @@ async fn attributes_and_resizes_of_v2_arrays_rewrite_only_their_documents() {
 }
 
 #[tokio::test]
+async fn xarray_dimension_names_are_the_dimension_names_of_v2_arrays() {
+    let store = Arc::new(MemoryStore::new());
+    // As xarray writes it: a v2 array with its names in `.zattrs`.
+    put_json(
+        &store,
+        "t/.zarray",
+        zarray(&[2, 3], &[1, 3], "<i4", "C", json!({})),
+    )
+    .await;
+    put_json(
+        &store,
+        "t/.zattrs",
+        json!({"_ARRAY_DIMENSIONS": ["time", "x"], "units": "K"}),
+    )
+    .await;
+    let mut array = Array::open(Arc::clone(&store), "/t").await.unwrap();
+    let named = |names: &[&str]| Some(names.iter().map(|n| Some((*n).to_owned())).collect());
+    assert_eq!(
+        array.dimension_names().map(<[_]>::to_vec),
+        named(&["time", "x"])
+    );
+    assert_eq!(
+        array.attributes()["_ARRAY_DIMENSIONS"],
+        json!(["time", "x"])
+    );
+    // Attribute changes keep the two together, and the store says the same.
+    let renamed = json!({"_ARRAY_DIMENSIONS": ["t", "y"]});
+    array
+        .update_attributes(renamed.as_object().unwrap().clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        array.dimension_names().map(<[_]>::to_vec),
+        named(&["t", "y"])
+    );
+    let reopened = Array::open(Arc::clone(&store), "/t").await.unwrap();
+    assert_eq!(reopened.dimension_names(), array.dimension_names());
+    array
+        .set_attributes(json!({"units": "K"}).as_object().unwrap().clone())
+        .await
+        .unwrap();
+    assert_eq!(array.dimension_names(), None);
+    assert_eq!(get_json(&store, "t/.zattrs").await, json!({"units": "K"}));
+    // Not a list of one string per dimension: an attribute like any other, no names.
+    for attribute in [json!(["only one"]), json!(["a", 1]), json!("a,b")] {
+        put_json(&store, "t/.zattrs", json!({"_ARRAY_DIMENSIONS": attribute})).await;
+        let array = Array::open(Arc::clone(&store), "/t").await.unwrap();
+        assert_eq!(array.dimension_names(), None, "{attribute}");
+        assert_eq!(array.attributes()["_ARRAY_DIMENSIONS"], attribute);
+    }
+
+    // Created as v2 with names: written to the attribute, as xarray writes them.
+    let created = ArrayBuilder::new(vec![4, 4], DataType::UInt16, vec![2, 2])
+        .zarr_format(ZarrFormat::V2)
+        .dimension_names(["y", "x"])
+        .attributes(json!({"units": "m"}).as_object().unwrap().clone())
+        .create(Arc::clone(&store), "/c")
+        .await
+        .unwrap();
+    assert_eq!(
+        get_json(&store, "c/.zattrs").await,
+        json!({"units": "m", "_ARRAY_DIMENSIONS": ["y", "x"]})
+    );
+    assert!(
+        get_json(&store, "c/.zarray")
+            .await
+            .get("dimension_names")
+            .is_none()
+    );
+    let opened = Array::open(Arc::clone(&store), "/c").await.unwrap();
+    assert_eq!(opened.dimension_names(), created.dimension_names());
+    assert_eq!(opened.metadata(), created.metadata());
+    // The names given and the attribute given agree: fine.
+    ArrayBuilder::new(vec![4], DataType::UInt16, vec![2])
+        .zarr_format(ZarrFormat::V2)
+        .dimension_names(["z"])
+        .attributes(
+            json!({"_ARRAY_DIMENSIONS": ["z"]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+        .create(Arc::clone(&store), "/d")
+        .await
+        .unwrap();
+    assert_eq!(
+        get_json(&store, "d/.zattrs").await,
+        json!({"_ARRAY_DIMENSIONS": ["z"]})
+    );
+}
+
+#[tokio::test]
 async fn v2_groups_take_attributes_and_v2_children() {
     let store = Arc::new(MemoryStore::new());
     put_json(&store, ".zgroup", json!({"zarr_format": 2})).await;
@@ -413,7 +505,19 @@ async fn arrays_zarr_v2_cannot_store_are_refused_before_anything_is_written() {
     let base = || ArrayBuilder::new(vec![4, 4], DataType::UInt16, vec![2, 2]);
     for (builder, what) in [
         (v2(base().sharding(vec![1, 1])), "sharding_indexed"),
-        (v2(base().dimension_names(["y", "x"])), "dimension_names"),
+        (
+            v2(base().dimension_names_opt([Some("y"), None])),
+            "dimension_names",
+        ),
+        (
+            v2(base().dimension_names(["y", "x"]).attributes(
+                json!({"_ARRAY_DIMENSIONS": ["a", "b"]})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            )),
+            r#"hold ["a","b"] instead"#,
+        ),
         (
             v2(ArrayBuilder::new(vec![4], DataType::BFloat16, vec![2])),
             "bfloat16",

@@ -686,10 +686,11 @@ pub(crate) fn destination_metadata(
         .build_metadata()?;
     if !v2 {
         metadata.dimension_names.clone_from(&src.dimension_names);
-        if (src_format == ZarrFormat::V2 || from_n5) && src.dimension_names.is_none() {
+        if src_format == ZarrFormat::V2 || (from_n5 && src.dimension_names.is_none()) {
             // xarray keeps a v2 array's dimension names in an attribute and a v3 array's in
             // `dimension_names`: move them, so xarray sees the same dimensions in the copy.
-            // (A copy to N5 keeps them in that attribute.)
+            // (A v2 array's `dimension_names` come from that attribute; a copy to N5 keeps
+            // them in it.)
             if let Some(names) = xarray_dimensions(&metadata.attributes, rank) {
                 metadata.attributes.remove("_ARRAY_DIMENSIONS");
                 metadata.dimension_names = Some(names.into_iter().map(Some).collect());
@@ -783,15 +784,8 @@ pub(crate) fn xarray_dimensions(
     attributes: &serde_json::Map<String, serde_json::Value>,
     rank: usize,
 ) -> Option<Vec<String>> {
-    let Some(serde_json::Value::Array(list)) = attributes.get("_ARRAY_DIMENSIONS") else {
-        return None;
-    };
-    if list.len() != rank {
-        return None;
-    }
-    list.iter()
-        .map(|name| name.as_str().map(str::to_owned))
-        .collect()
+    zarr::metadata::v2::dimension_names_from_attributes(attributes, rank)
+        .map(|names| names.into_iter().flatten().collect())
 }
 
 async fn copy_array(

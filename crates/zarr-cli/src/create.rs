@@ -73,7 +73,8 @@ pub(crate) struct CreateArgs {
     /// as a string (`NaN`, `Infinity`, text).
     #[arg(long, allow_hyphen_values = true)]
     fill_value: Option<String>,
-    /// Dimension names, comma-separated: `y,x`.
+    /// Dimension names, comma-separated: `y,x` (Zarr v2 keeps them in xarray's
+    /// `_ARRAY_DIMENSIONS` attribute).
     #[arg(long, value_delimiter = ',')]
     dimension_names: Option<Vec<String>>,
     /// An attribute, `KEY=JSON` (a value that is not JSON is a string). Repeat for several.
@@ -83,7 +84,7 @@ pub(crate) struct CreateArgs {
     #[arg(long)]
     overwrite: bool,
     /// The format to write: 3 (`zarr.json`), or 2 (`.zarray`, for readers that know only
-    /// Zarr v2; no --shards or --dimension-names then) [default: the parent group's, else 3].
+    /// Zarr v2; no --shards then) [default: the parent group's, else 3].
     #[arg(long, value_name = "2|3", value_parser = ["2", "3"])]
     zarr_format: Option<String>,
 }
@@ -420,23 +421,22 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
                 target.describe()
             );
         }
-        let format = chosen_format(&target, &node_path, args.zarr_format.as_deref(), "array").await?;
+        let format =
+            chosen_format(&target, &node_path, args.zarr_format.as_deref(), "array").await?;
         if format == ZarrFormat::V2 {
             if rectilinear.is_some() {
                 usage!(
                     "{}: Zarr v2 has no rectilinear chunk grids (give a chunk shape, or write \
                      Zarr v3)",
-                    if layout.inner.is_some() { "--shards" } else { "--chunks" }
+                    if layout.inner.is_some() {
+                        "--shards"
+                    } else {
+                        "--chunks"
+                    }
                 );
             }
             if layout.inner.is_some() {
                 usage!("--shards: Zarr v2 has no sharding (leave --shards out, or write Zarr v3)");
-            }
-            if args.dimension_names.is_some() {
-                usage!(
-                    "--dimension-names: Zarr v2 has no dimension names (give them as the \
-                     `_ARRAY_DIMENSIONS` attribute, as xarray does: --attr '_ARRAY_DIMENSIONS=[\"y\", \"x\"]')"
-                );
             }
         }
         let mut builder = ArrayBuilder::new(shape, data_type.clone(), grid)
@@ -460,7 +460,10 @@ pub(crate) async fn run_create(args: CreateArgs, global: Global) -> Result<()> {
             // An N5 dataset: the compressor inside `n5_default`, N5's block paths, the
             // dimension names as an attribute.
             if format == ZarrFormat::V2 {
-                usage!("{}: an N5 container holds no Zarr v2 metadata", target.describe());
+                usage!(
+                    "{}: an N5 container holds no Zarr v2 metadata",
+                    target.describe()
+                );
             }
             let mut metadata = builder.build_metadata()?;
             crate::copy::as_n5_dataset(&mut metadata)?;

@@ -266,8 +266,8 @@ fn named(array: &Array<dyn Store>) -> (Option<Vec<Option<String>>>, Map<String, 
     let metadata = array.metadata();
     let mut attributes = metadata.attributes.clone();
     let n5 = matches!(metadata.codecs.as_slice(), [codec] if codec.name == "n5_default");
-    if (array.zarr_format() == ZarrFormat::V2 || n5)
-        && metadata.dimension_names.is_none()
+    // (A v2 array's `dimension_names` are the attribute's already.)
+    if (array.zarr_format() == ZarrFormat::V2 || (n5 && metadata.dimension_names.is_none()))
         && let Some(names) = xarray_dimensions(&attributes, metadata.shape.len())
     {
         attributes.remove("_ARRAY_DIMENSIONS");

@@ -556,7 +556,13 @@ fn copy_writes_zarr_v2_when_asked() {
         serde_json::json!({"origin": "test", "_ARRAY_DIMENSIONS": ["y", "x"]})
     );
     assert_eq!(raw(&dst_text), raw(&src));
-    assert_eq!(info(&dst_text)["format"], 2);
+    let v2_info = info(&dst_text);
+    assert_eq!(v2_info["format"], 2);
+    // Read back, the attribute is the v2 array's dimension names.
+    assert_eq!(
+        v2_info["metadata"]["dimension_names"],
+        serde_json::json!(["y", "x"])
+    );
     assert_eq!(info(&src)["format"], 3);
     // Resuming a v2 copy compares its metadata with what the copy would write.
     std::fs::remove_file(dst.join("1.0")).unwrap();

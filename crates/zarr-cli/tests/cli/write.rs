@@ -364,6 +364,8 @@ fn create_writes_zarr_v2_when_asked() {
         "NaN",
         "--attr",
         "units=K",
+        "--dimension-names",
+        "y,x",
         "--zarr-format",
         "2",
     ]);
@@ -378,10 +380,16 @@ fn create_writes_zarr_v2_when_asked() {
     );
     let zattrs: Value =
         serde_json::from_slice(&std::fs::read(store.join("g/t/.zattrs")).unwrap()).unwrap();
-    assert_eq!(zattrs, json!({"units": "K"}));
+    // The dimension names where xarray keeps them, and read back as the names.
+    assert_eq!(
+        zattrs,
+        json!({"units": "K", "_ARRAY_DIMENSIONS": ["y", "x"]})
+    );
     assert!(store.join("g/.zgroup").exists() && !store.join("g/zarr.json").exists());
     let info = ok(&["info", &array]);
     assert!(info.contains("Zarr v2"), "{info}");
+    let described: Value = serde_json::from_str(&ok(&["info", &array, "--json"])).unwrap();
+    assert_eq!(described["metadata"]["dimension_names"], json!(["y", "x"]));
     let err = fails(
         &[
             "create",

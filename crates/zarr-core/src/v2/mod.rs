@@ -18,6 +18,7 @@
 //! | `compressor` `pcodec` or `zfpy` (little-endian elements, no byte filters) | `numcodecs.pcodec` or `numcodecs.zfpy` in place of `bytes`, after any element filters |
 //! | `dimension_separator` (default `.`) | the `v2` chunk key encoding (`0` for a 0-d array) |
 //! | `fill_value: null` | the data type's default (zero, `false`, empty) |
+//! | `.zattrs` `_ARRAY_DIMENSIONS` (xarray's convention: one string per dimension) | `dimension_names` (the attribute stays among the attributes) |
 //!
 //! Structured data types with subarray or object fields or with both byte orders, object
 //! arrays without a string or bytes filter, and the other numcodecs filters and compressors
@@ -63,6 +64,40 @@ pub const ZGROUP: &str = ".zgroup";
 pub const ZATTRS: &str = ".zattrs";
 /// The store key (relative to a group) of v2 consolidated metadata.
 pub const ZMETADATA: &str = ".zmetadata";
+
+/// The attribute in which xarray keeps a Zarr v2 array's dimension names (v2 metadata has
+/// no place for them): a list of one string per dimension.
+pub const ARRAY_DIMENSIONS: &str = "_ARRAY_DIMENSIONS";
+
+/// The dimension names a Zarr v2 array keeps in its [`ARRAY_DIMENSIONS`] attribute: `Some`
+/// when the attribute is a list of `rank` strings, `None` when it is missing or anything else
+/// (a malformed attribute is left to the attributes, as other attributes are).
+///
+/// ```
+/// use zarr_core::v2::dimension_names_from_attributes;
+///
+/// let attributes = serde_json::json!({"_ARRAY_DIMENSIONS": ["y", "x"], "units": "m"});
+/// let attributes = attributes.as_object().unwrap();
+/// assert_eq!(
+///     dimension_names_from_attributes(attributes, 2),
+///     Some(vec![Some("y".to_owned()), Some("x".to_owned())])
+/// );
+/// assert_eq!(dimension_names_from_attributes(attributes, 3), None);
+/// ```
+pub fn dimension_names_from_attributes(
+    attributes: &Map<String, Value>,
+    rank: usize,
+) -> Option<Vec<Option<String>>> {
+    let Some(Value::Array(list)) = attributes.get(ARRAY_DIMENSIONS) else {
+        return None;
+    };
+    if list.len() != rank {
+        return None;
+    }
+    list.iter()
+        .map(|name| name.as_str().map(|n| Some(n.to_owned())))
+        .collect()
+}
 
 /// The version of the Zarr format a node's metadata was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -566,13 +601,17 @@ impl ArrayMetadataV2 {
         attributes: Map<String, Value>,
     ) -> Result<ArrayMetadata> {
         let grid = ChunkGrid::Regular(RegularChunkGrid::try_new(self.chunks.clone())?);
-        Ok(
+        let names = dimension_names_from_attributes(&attributes, self.shape.len());
+        let mut metadata =
             ArrayMetadata::new(self.shape.clone(), data_type, grid, fill_value, codecs)?
                 .with_chunk_key_encoding(ChunkKeyEncoding::V2 {
                     separator: self.dimension_separator,
                 })
-                .with_attributes(attributes),
-        )
+                .with_attributes(attributes);
+        if let Some(names) = names {
+            metadata = metadata.with_dimension_names(names)?;
+        }
+        Ok(metadata)
     }
 
     fn fill_value_v3(&self, data_type: &DataType) -> Result<FillValue> {

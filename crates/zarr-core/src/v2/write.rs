@@ -154,16 +154,33 @@ impl ArrayMetadataV2 {
                 "Zarr v2 has no storage transformers",
             ));
         }
-        if metadata
+        if let Some(names) = metadata
             .dimension_names
             .as_ref()
-            .is_some_and(|names| names.iter().any(Option::is_some))
+            .filter(|names| names.iter().any(Option::is_some))
         {
-            return Err(no_v2(
-                "dimension_names",
-                "Zarr v2 has no dimension names (xarray keeps them in the \
-                 `_ARRAY_DIMENSIONS` attribute)",
-            ));
+            // v2 keeps them only in xarray's attribute, which the attributes must hold.
+            if names.iter().any(Option::is_none) {
+                return Err(no_v2(
+                    "dimension_names",
+                    "Zarr v2 keeps dimension names in xarray's `_ARRAY_DIMENSIONS` \
+                     attribute, which needs a name for every dimension",
+                ));
+            }
+            let kept = super::dimension_names_from_attributes(&metadata.attributes, names.len());
+            if kept.as_ref() != Some(names) {
+                return Err(no_v2(
+                    "dimension_names",
+                    format!(
+                        "Zarr v2 keeps dimension names in xarray's `_ARRAY_DIMENSIONS` \
+                         attribute, and the attributes {}",
+                        match metadata.attributes.get(super::ARRAY_DIMENSIONS) {
+                            None => "have none".to_owned(),
+                            Some(other) => format!("hold {other} instead"),
+                        }
+                    ),
+                ));
+            }
         }
         if let Some(name) = metadata.extra_fields.keys().next() {
             return Err(no_v2(name, "Zarr v2 has no extension fields"));
@@ -788,6 +805,23 @@ mod tests {
             .unwrap(),
             "dimension_names",
         );
+        // Every dimension named: written when the attributes hold the same names.
+        let named = |attributes: Value| {
+            base(DataType::Int16, vec![bytes()])
+                .with_dimension_names(vec![Some("y".into()), Some("x".into())])
+                .unwrap()
+                .with_attributes(attributes.as_object().unwrap().clone())
+        };
+        refused(named(json!({})), "have none");
+        refused(
+            named(json!({"_ARRAY_DIMENSIONS": ["x", "y"]})),
+            r#"hold ["x","y"] instead"#,
+        );
+        let written = named(json!({"_ARRAY_DIMENSIONS": ["y", "x"]}));
+        let v2 = ArrayMetadataV2::from_v3(&written).unwrap();
+        let back = v2.to_v3(written.attributes.clone()).unwrap();
+        assert_eq!(back.dimension_names, written.dimension_names);
+        assert_eq!(back.attributes, written.attributes);
         refused(
             base(
                 DataType::Int16,
