@@ -352,6 +352,14 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         block_on(self.0.read_elements(region))?
     }
 
+    /// [`crate::Array::read_fixed_point`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_fixed_point`], and [`Error::BlockingInAsync`].
+    pub fn read_fixed_point(&self, region: impl IntoRegion) -> Result<Vec<f64>> {
+        block_on(self.0.read_fixed_point(region))?
+    }
+
     /// [`crate::Array::read_text`].
     ///
     /// # Errors
@@ -706,6 +714,14 @@ impl<S: WritableStore + ?Sized> Array<S> {
         block_on(self.0.write_elements(region, values))?
     }
 
+    /// [`crate::Array::write_fixed_point`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::write_fixed_point`], and [`Error::BlockingInAsync`].
+    pub fn write_fixed_point(&self, region: impl IntoRegion, values: &[f64]) -> Result<()> {
+        block_on(self.0.write_fixed_point(region, values))?
+    }
+
     /// [`crate::Array::write_text`].
     ///
     /// # Errors
@@ -1033,6 +1049,14 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
         region: impl IntoRegion,
     ) -> Result<Vec<crate::NdElement<T>>> {
         block_on(self.0.read_elements(region))?
+    }
+
+    /// [`crate::CachedArray::read_fixed_point`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::read_fixed_point`], and [`Error::BlockingInAsync`].
+    pub fn read_fixed_point(&self, region: impl IntoRegion) -> Result<Vec<f64>> {
+        block_on(self.0.read_fixed_point(region))?
     }
 
     /// [`crate::CachedArray::read_selection`].

@@ -491,6 +491,16 @@ impl<S: ReadableStore + ?Sized> CachedArray<S> {
         self.array.nd_elements(nd, bytes)
     }
 
+    /// [`Array::read_fixed_point`] through the cache.
+    ///
+    /// # Errors
+    /// As [`Array::read_fixed_point`].
+    pub async fn read_fixed_point(&self, region: impl IntoRegion) -> Result<Vec<f64>> {
+        let fp = self.array.fixed_point_type()?;
+        let bytes = self.read_bytes(region).await?;
+        Ok(crate::fixed_point::fixed_point_values(&fp, &bytes))
+    }
+
     /// [`Array::read_optional`] through the cache.
     ///
     /// # Errors

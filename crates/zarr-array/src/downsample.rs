@@ -78,10 +78,28 @@ impl Reduction {
     }
 }
 
+/// The type `mean`, `min` and `max` work in: a fixed-point type's stored integers (its
+/// scale is linear, so the mean of the integers is the integer of the mean).
+fn numeric(data_type: &DataType) -> &DataType {
+    match data_type {
+        DataType::FixedPoint(fp) => match fp.base_type() {
+            DataType::Int8 => &DataType::Int8,
+            DataType::Int16 => &DataType::Int16,
+            DataType::Int32 => &DataType::Int32,
+            DataType::Int64 => &DataType::Int64,
+            DataType::UInt8 => &DataType::UInt8,
+            DataType::UInt16 => &DataType::UInt16,
+            DataType::UInt32 => &DataType::UInt32,
+            _ => &DataType::UInt64,
+        },
+        other => other,
+    }
+}
+
 /// Whether `mean`, `min` and `max` take elements of `data_type`.
 fn is_number(data_type: &DataType) -> bool {
     matches!(
-        data_type,
+        numeric(data_type),
         DataType::Bool
             | DataType::Int2
             | DataType::Int4
@@ -541,7 +559,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
         }
         macro_rules! typed {
             ($($pat:pat => $t:ty),*) => {
-                match source.data_type() {
+                match numeric(source.data_type()) {
                     $($pat => {
                         let block: Vec<$t> = source.read(in_region).await?;
                         let out = compute(|| {

@@ -19,6 +19,7 @@ mod sealed {
 /// | `bool` | `bool` |
 /// | `i8`, `i16`, `i32`, `i64` | `int8` ... `int64`; `i8` also `int2`, `int4`; `i64` also `numpy.datetime64`, `numpy.timedelta64` |
 /// | `u8`, `u16`, `u32`, `u64` | `uint8` ... `uint64`; `u8` also `uint2`, `uint4`, the 8-bit float formats, `r8` |
+/// | the integer type of the same width and sign | a fixed-point type (`Q7f8`: `i16`, `N0f8`: `u8`): its stored integers ([`Array::read_fixed_point`](crate::Array::read_fixed_point) converts) |
 /// | `half::f16`, `half::bf16`, `f32`, `f64` | `float16`, `bfloat16`, `float32`, `float64` |
 /// | `num_complex::Complex<f32>`, `Complex<f64>` | `complex64`, `complex128`; also `complex_float32`, `complex_float64` |
 /// | `Complex<half::f16>`, `Complex<half::bf16>` | `complex_float16`, `complex_bfloat16` |
@@ -56,28 +57,41 @@ macro_rules! element {
             }
         }
     };
+    // An integer type: also a fixed-point type's stored integers.
+    ($t:ty, $name:literal, base $base:path, $($pat:pat_param)|+) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const NAME: &'static str = $name;
+            fn is_compatible(data_type: &DataType) -> bool {
+                matches!(data_type, $($pat)|+)
+                    || matches!(data_type, DataType::FixedPoint(fp) if fp.base_type() == $base)
+            }
+        }
+    };
 }
 
-element!(i8, "i8", DataType::Int8 | DataType::Int2 | DataType::Int4);
-element!(i16, "i16", DataType::Int16);
-element!(i32, "i32", DataType::Int32);
+element!(i8, "i8", base DataType::Int8, DataType::Int8 | DataType::Int2 | DataType::Int4);
+element!(i16, "i16", base DataType::Int16, DataType::Int16);
+element!(i32, "i32", base DataType::Int32, DataType::Int32);
 element!(
     i64,
     "i64",
+    base DataType::Int64,
     DataType::Int64 | DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. }
 );
 element!(
     u8,
     "u8",
+    base DataType::UInt8,
     DataType::UInt8
         | DataType::UInt2
         | DataType::UInt4
         | DataType::MiniFloat(_)
         | DataType::RawBits(1)
 );
-element!(u16, "u16", DataType::UInt16);
-element!(u32, "u32", DataType::UInt32);
-element!(u64, "u64", DataType::UInt64);
+element!(u16, "u16", base DataType::UInt16, DataType::UInt16);
+element!(u32, "u32", base DataType::UInt32, DataType::UInt32);
+element!(u64, "u64", base DataType::UInt64, DataType::UInt64);
 element!(f16, "half::f16", DataType::Float16);
 element!(bf16, "half::bf16", DataType::BFloat16);
 element!(f32, "f32", DataType::Float32);

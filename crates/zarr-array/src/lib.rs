@@ -69,6 +69,7 @@ mod codecs;
 mod downsample;
 mod element;
 mod error;
+mod fixed_point;
 mod group;
 mod index_cache;
 mod index_flights;

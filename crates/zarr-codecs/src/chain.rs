@@ -110,7 +110,8 @@ impl CodecChain {
         let mut codecs = Vec::with_capacity(metadata.len());
         let mut skipped = Vec::new();
         // The representation the next codec sees; it stops changing at the array->bytes codec.
-        let mut current = decoded.clone();
+        // Codecs see a fixed-point type as the integers it is stored as.
+        let mut current = decoded.stored();
         let mut seen_array_to_bytes = false;
         for (index, meta) in metadata.iter().enumerate() {
             let Some(codec) = registry.build(meta, &current)? else {
@@ -191,7 +192,7 @@ impl CodecChain {
         let mut array_to_array = Vec::new();
         let mut array_to_bytes: Option<(Arc<dyn ArrayToBytesCodec>, Option<u64>)> = None;
         let mut bytes_codecs = Vec::new();
-        let mut repr = decoded.clone();
+        let mut repr = decoded.stored();
         let name = |c: &Codec| c.to_metadata().name;
         for codec in &codecs {
             match codec {

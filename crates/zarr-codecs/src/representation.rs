@@ -75,6 +75,20 @@ impl ChunkRepresentation {
         Self::try_new(shape, self.data_type.clone(), self.fill_value.clone())
     }
 
+    /// The representation codecs see: a fixed-point type as its integer base type (the
+    /// same bytes), everything else unchanged.
+    pub(crate) fn stored(&self) -> Self {
+        match &self.data_type {
+            DataType::FixedPoint(fp) => Self {
+                shape: self.shape.clone(),
+                data_type: fp.base_type(),
+                fill_value: FillValue::new(self.fill_value.as_bytes()),
+                num_elements: self.num_elements,
+            },
+            _ => self.clone(),
+        }
+    }
+
     /// The chunk shape.
     pub fn shape(&self) -> &[u64] {
         &self.shape

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ExtensionKind, Result};
 use crate::extension::ExtensionObject;
+use crate::fixed_point::FixedPointType;
 use crate::json::{self, Map};
 pub use crate::minifloat::MiniFloat;
 
@@ -207,6 +208,9 @@ pub enum DataType {
     /// (the scalars packed in C order); the others are variable-length, each the packed
     /// scalars of one element (native byte order in memory).
     NdArray(NdArrayType),
+    /// A binary fixed-point number (zarr-extensions proposals `Q{m}f{n}`, `N{m}f{n}` and
+    /// `binary_fixed_point`): stored as its integer base type, which every codec sees.
+    FixedPoint(FixedPointType),
 }
 
 /// The component type of a [`DataType::ComplexFloat`]: a floating-point format.
@@ -715,6 +719,7 @@ impl DataType {
                 Some(n) => n,
                 None => return DataTypeSize::Variable,
             },
+            Self::FixedPoint(fp) => fp.size(),
             Self::String | Self::Bytes => return DataTypeSize::Variable,
         })
     }
@@ -745,6 +750,7 @@ impl DataType {
             Self::Optional(_) => "zarrs.optional".into(),
             Self::ComplexFloat(component) => format!("complex_{}", component.data_type().name()),
             Self::NdArray(_) => "ndarray".into(),
+            Self::FixedPoint(fp) => fp.name(),
             simple => SIMPLE
                 .iter()
                 .find(|(dt, _)| dt == simple)
@@ -973,6 +979,22 @@ impl DataType {
                 &config_field,
             )?));
         }
+        if let Some(fixed) = FixedPointType::parse_name(name) {
+            return no_configuration(Self::FixedPoint(fixed?));
+        }
+        if name == "binary_fixed_point" {
+            let config = ext.configuration.as_ref().ok_or_else(|| {
+                Error::invalid(
+                    field,
+                    "data type binary_fixed_point needs its configuration (base_data_type, \
+                     integer_bits, fractional_bits)",
+                )
+            })?;
+            return Ok(Self::FixedPoint(FixedPointType::from_configuration(
+                config,
+                &config_field,
+            )?));
+        }
         if name == "numpy.datetime64" || name == "numpy.timedelta64" {
             let config = ext
                 .configuration
@@ -1049,6 +1071,7 @@ impl DataType {
                 config.insert("shape".into(), Value::Array(shape.collect()));
                 ExtensionObject::with_configuration(self.name(), config).to_json()
             }
+            Self::FixedPoint(fp) => fp.to_json(),
             _ => Value::String(self.name()),
         }
     }
@@ -1113,6 +1136,7 @@ impl fmt::Display for DataType {
             | Self::NullTerminatedBytes { length_bytes }
             | Self::RawBytes { length_bytes } => write!(f, "{}[{length_bytes}]", self.name()),
             Self::Optional(o) => write!(f, "{}<{}>", self.name(), o.inner),
+            Self::FixedPoint(fp) => fp.fmt(f),
             Self::NdArray(nd) => {
                 write!(f, "ndarray<{}, [", nd.dtype)?;
                 for (i, dim) in nd.shape.iter().enumerate() {
@@ -1151,6 +1175,8 @@ impl fmt::Display for DataType {
 /// - an optional type: `zarrs.optional<int8>` (or `optional<...>`);
 /// - an `ndarray` type: `ndarray<float32, [null, 2]>`, the scalar type then the element
 ///   shape pattern as JSON;
+/// - a fixed-point type: `Q7f8`, `N0f8`, or `binary_fixed_point<int16, 1, 14>` (the base
+///   type, the integer bits, the fractional bits);
 /// - the metadata JSON: `{"name": "numpy.datetime64", "configuration": {...}}` or `"int8"`.
 ///
 /// ```
@@ -1202,6 +1228,38 @@ fn parse_data_type(text: &str, depth: usize) -> Result<DataType> {
                 optional
             }));
         }
+    }
+    if let Some(body) = text.strip_prefix("binary_fixed_point<") {
+        let parts: Vec<&str> = body
+            .strip_suffix('>')
+            .map(|b| b.split(',').map(str::trim).collect())
+            .unwrap_or_default();
+        let [base, integer_bits, fractional_bits] = parts[..] else {
+            return Err(Error::invalid(
+                FIELD,
+                format!(
+                    "{text:?}: expected binary_fixed_point<base, integer bits, fractional \
+                     bits>, e.g. binary_fixed_point<int16, 1, 14>"
+                ),
+            ));
+        };
+        let count = |digits: &str| -> Result<u64> {
+            digits.parse().map_err(|_| {
+                Error::invalid(
+                    FIELD,
+                    format!("{text:?}: {digits:?} is not a number of bits"),
+                )
+            })
+        };
+        let json = serde_json::json!({
+            "name": "binary_fixed_point",
+            "configuration": {
+                "base_data_type": base,
+                "integer_bits": count(integer_bits)?,
+                "fractional_bits": count(fractional_bits)?,
+            },
+        });
+        return DataType::from_json(&json, FIELD);
     }
     if let Some(body) = text.strip_prefix("ndarray<") {
         let (dtype, shape) = body

@@ -139,7 +139,8 @@ impl ExtensionObject {
     }
 }
 
-/// Check an extension name: `^[a-z][a-z0-9-_.]+$`, or a legacy URI (`scheme:...`).
+/// Check an extension name: `^[a-z][a-z0-9-_.]+$`, or a legacy URI (`scheme:...`), or one of
+/// the fixed-point data type names (`Q7f8`, `N0f8`).
 pub(crate) fn validate_name(name: &str, field: &str) -> Result<()> {
     let bytes = name.as_bytes();
     let registered = bytes.len() >= 2
@@ -154,7 +155,10 @@ pub(crate) fn validate_name(name: &str, field: &str) -> Result<()> {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
     });
-    if registered || uri {
+    // zarr-extensions names its fixed-point types `Q7f8`, `N0f8`, ...: capitals, outside
+    // the rule, accepted for those names alone.
+    let fixed_point = crate::fixed_point::FixedPointType::parse_name(name).is_some();
+    if registered || uri || fixed_point {
         Ok(())
     } else {
         Err(Error::invalid(

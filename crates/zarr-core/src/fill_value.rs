@@ -125,6 +125,11 @@ impl Typed {
                 Self::U64 => *data_type == DataType::RawBits(8),
                 _ => false,
             }
+            // A fixed-point type's stored integer.
+            || match data_type {
+                DataType::FixedPoint(fp) => fp.base_type() == self.data_type(),
+                _ => false,
+            }
     }
 }
 
@@ -420,6 +425,7 @@ impl FillValue {
                 // Sign-extend the low bits.
                 Value::from(((b[0] << (8 - bits)) as i8) >> (8 - bits))
             }
+            DataType::FixedPoint(fp) => fp.fill_to_json(fp.raw_from_ne_bytes(b)),
             DataType::UInt2 => Value::from(b[0] & 0x3),
             DataType::UInt4 => Value::from(b[0] & 0xf),
             DataType::FixedLengthUtf32 { .. } => {
@@ -666,6 +672,9 @@ fn parse(value: &Value, text: Option<&str>, data_type: &DataType) -> Result<Fill
         DataType::Float16 => float(&ctx, value, text, Float::F16)?,
         DataType::BFloat16 => float(&ctx, value, text, Float::BF16)?,
         DataType::MiniFloat(format) => vec![mini_float(&ctx, text, *format)?],
+        DataType::FixedPoint(fp) => {
+            fp.raw_to_ne_bytes(fp.fill_from_json(value).map_err(|e| ctx.err(e))?)
+        }
         DataType::Int2 => vec![small_int(&ctx, -2, 1)?],
         DataType::Int4 => vec![small_int(&ctx, -8, 7)?],
         DataType::UInt2 => vec![small_int(&ctx, 0, 3)?],
