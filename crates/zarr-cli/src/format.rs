@@ -226,6 +226,16 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
             _ => out.push_str("null"),
         },
         DataType::NdArray(nd) => nd_element(out, nd, b, style),
+        // The number the stored integer stands for (`0.5019607843137255` for 128 of `N0f8`);
+        // whole numbers without a fraction.
+        DataType::FixedPoint(fp) => {
+            let v = fp.to_f64(fp.raw_from_ne_bytes(b));
+            if v.fract() == 0.0 && v.abs() < 2f64.powi(53) {
+                let _ = write!(out, "{}", v as i64);
+            } else {
+                let _ = write!(out, "{v:?}");
+            }
+        }
         // The rest (small integers, minifloats, binary in JSON) as Zarr writes fill values.
         other => match FillValue::new(b.to_vec()).to_json(other) {
             Ok(Value::String(s)) if style == Style::Text => out.push_str(&s),

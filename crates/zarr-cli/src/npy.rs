@@ -124,6 +124,8 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
                 descr_literal(&inner.descr)
             ))
         }
+        // The stored integers (`<i2` for `Q7f8`): exact, as `read::<i16>` gives them.
+        DataType::FixedPoint(fp) => npy_type(&fp.base_type())?,
         // Fixed-shape elements: their scalars, as trailing dimensions (see `get`).
         DataType::NdArray(nd) if nd.element_size().is_some() => npy_type(nd.dtype())?,
         DataType::String | DataType::Bytes => bail!(

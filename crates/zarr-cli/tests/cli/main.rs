@@ -4,6 +4,7 @@
 mod broken;
 mod common;
 mod copy;
+mod fixed_point;
 mod inspect;
 mod interop;
 mod misc;
