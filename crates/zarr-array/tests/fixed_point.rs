@@ -154,6 +154,17 @@ async fn binary_fixed_point_fill_values_are_numbers_or_bits() {
     assert_eq!(array.read::<u16>(..).await.unwrap(), [384, 384, 65535, 384]);
 
     // Fill values that are not a value of the type, each refused naming why.
+    let open_error = |doc: Value| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .set(&StoreKey::new("bad/zarr.json"), doc.to_string().into())
+                .await
+                .unwrap();
+            let e = Array::open(store, "/bad").await.unwrap_err();
+            zarr_core::ErrorChain(&e).to_string()
+        }
+    };
     for (fill, why) in [
         (json!(256), "out of range"),
         (json!(-0.5), "out of range"),
@@ -163,12 +174,7 @@ async fn binary_fixed_point_fill_values_are_numbers_or_bits() {
     ] {
         let mut doc = meta.clone();
         doc["fill_value"] = fill.clone();
-        store
-            .set(&StoreKey::new("bad/zarr.json"), doc.to_string().into())
-            .await
-            .unwrap();
-        let e = Array::open(Arc::clone(&store), "/bad").await.unwrap_err();
-        let text = zarr_core::ErrorChain(&e).to_string();
+        let text = open_error(doc).await;
         assert!(
             text.contains(why) && text.contains("fill"),
             "{fill}: {text}"
@@ -177,12 +183,7 @@ async fn binary_fixed_point_fill_values_are_numbers_or_bits() {
     // A bad data type, named.
     let mut doc = meta.clone();
     doc["data_type"] = json!("Q3f3");
-    store
-        .set(&StoreKey::new("bad/zarr.json"), doc.to_string().into())
-        .await
-        .unwrap();
-    let e = Array::open(Arc::clone(&store), "/bad").await.unwrap_err();
-    let text = zarr_core::ErrorChain(&e).to_string();
+    let text = open_error(doc).await;
     assert!(
         text.contains("Q3f3") && text.contains("8, 16, 32 or 64"),
         "{text}"
