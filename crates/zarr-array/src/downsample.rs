@@ -80,19 +80,10 @@ impl Reduction {
 
 /// The type `mean`, `min` and `max` work in: a fixed-point type's stored integers (its
 /// scale is linear, so the mean of the integers is the integer of the mean).
-fn numeric(data_type: &DataType) -> &DataType {
+fn numeric(data_type: &DataType) -> DataType {
     match data_type {
-        DataType::FixedPoint(fp) => match fp.base_type() {
-            DataType::Int8 => &DataType::Int8,
-            DataType::Int16 => &DataType::Int16,
-            DataType::Int32 => &DataType::Int32,
-            DataType::Int64 => &DataType::Int64,
-            DataType::UInt8 => &DataType::UInt8,
-            DataType::UInt16 => &DataType::UInt16,
-            DataType::UInt32 => &DataType::UInt32,
-            _ => &DataType::UInt64,
-        },
-        other => other,
+        DataType::FixedPoint(fp) => fp.base_type(),
+        other => other.clone(),
     }
 }
 

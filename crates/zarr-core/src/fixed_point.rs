@@ -316,15 +316,6 @@ impl FixedPointType {
         }
     }
 
-    /// The range of the base type, as stored integers.
-    fn base_range(&self) -> (i128, i128) {
-        if self.signed {
-            (-(1i128 << (self.bits - 1)), (1i128 << (self.bits - 1)) - 1)
-        } else {
-            (0, (1i128 << self.bits) - 1)
-        }
-    }
-
     /// The stored integer of a `fill_value`: a JSON number (the value to represent, rounded
     /// to the nearest stored integer, within [`raw_range`](Self::raw_range)) or a `"0x…"`
     /// string of the stored integer's bits (any value of the base type).
@@ -378,10 +369,8 @@ impl FixedPointType {
                     ));
                 }
                 let bits = u64::from_str_radix(digits, 16).map_err(|e| e.to_string())?;
-                let raw = self.raw_from_ne_bytes(&self.raw_to_ne_bytes(i128::from(bits)));
-                let (lo, hi) = self.base_range();
-                debug_assert!((lo..=hi).contains(&raw));
-                Ok(raw)
+                // Through the element's bytes: sign-extended for a signed base.
+                Ok(self.raw_from_ne_bytes(&self.raw_to_ne_bytes(i128::from(bits))))
             }
             _ => Err("expected a number or a \"0x…\" string".into()),
         }
