@@ -17,6 +17,7 @@ use anyhow::{Context, Result, bail};
 
 mod bench;
 mod fixtures;
+mod java;
 mod servers;
 
 fn main() -> Result<()> {
@@ -121,6 +122,8 @@ fn ci() -> Result<()> {
         .context("cannot start the S3 test server (moto) that the object-store tests need")?;
     let mut env = s3.env();
     env.extend(venv.env());
+    // lz4-java, the peer of the N5 lz4 tests (which do not skip in CI either).
+    env.extend(java::ensure_lz4_java().context("cannot set up the lz4-java test peer")?);
     let mut envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     envs.push(NO_INCREMENTAL);
     // A seed set by the caller wins: it is how a failure `fuzz` found is replayed.

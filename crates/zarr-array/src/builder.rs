@@ -236,6 +236,29 @@ impl ArrayBuilder {
         self
     }
 
+    /// Add any bytes->bytes codec (a compressor or a checksum) after those added before, in
+    /// its metadata form: for example `numcodecs.lz4`, or N5's `lz4` compression with
+    /// [`n5`](Self::n5).
+    ///
+    /// ```
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_codecs::{BytesToBytesCodec, Lz4Codec};
+    /// use zarr_core::DataType;
+    ///
+    /// let metadata = ArrayBuilder::new(vec![64], DataType::Int32, vec![16])
+    ///     .bytes_to_bytes(Lz4Codec::default().to_metadata())
+    ///     .crc32c()
+    ///     .build_metadata()?;
+    /// let names: Vec<&str> = metadata.codecs.iter().map(|c| c.name.as_str()).collect();
+    /// assert_eq!(names, ["bytes", "numcodecs.lz4", "crc32c"]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    #[must_use]
+    pub fn bytes_to_bytes(mut self, codec: ExtensionObject) -> Self {
+        self.bytes_to_bytes.push(codec);
+        self
+    }
+
     /// Add a crc32c checksum of each chunk (of each inner chunk when sharded).
     #[must_use]
     pub fn crc32c(mut self) -> Self {

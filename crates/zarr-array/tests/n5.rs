@@ -252,8 +252,8 @@ async fn malformed_n5_attributes_are_errors_naming_the_file() {
             "unknown `dataType`",
         ),
         (
-            r#"{"dimensions": [4], "blockSize": [2], "dataType": "uint8", "compression": {"type": "lz4"}}"#,
-            "lz4",
+            r#"{"dimensions": [4], "blockSize": [2], "dataType": "uint8", "compression": {"type": "lz4", "blockSize": 32}}"#,
+            "the lz4 compression's `blockSize` 32 is not in 64..=33554432",
         ),
         (
             r#"{"dimensions": [4], "blockSize": [2], "dataType": "uint8", "compression": {"type": "snappy"}}"#,
@@ -295,6 +295,8 @@ async fn every_n5_compression_reads_with_its_zarr_codec() {
         json!({"compression": {"type": "bzip2", "blockSize": 3}}),
         json!({"compression": {"type": "xz", "preset": 2}}),
         json!({"compression": {"type": "zstd", "level": 5}}),
+        json!({"compressionType": "lz4"}),
+        json!({"compression": {"type": "lz4", "blockSize": 64}}),
         json!({"compression": {"type": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 2, "blocksize": 0}}),
     ];
     for compression in compressions {
@@ -333,5 +335,15 @@ async fn every_n5_compression_reads_with_its_zarr_codec() {
             |c| c["type"].clone(),
         );
         assert_eq!(back["compression"]["type"], kind, "{compression}");
+        if kind == "lz4" {
+            // The block size survives both ways, and the block is lz4-java's stream (a
+            // 12-byte N5 header, then `LZ4Block`).
+            let size = compression["compression"]["blockSize"]
+                .as_i64()
+                .unwrap_or(65536);
+            assert_eq!(back["compression"]["blockSize"], size);
+            let block = get(&memory, "a/0/0").await.unwrap();
+            assert_eq!(&block[12..20], b"LZ4Block", "{compression}");
+        }
     }
 }

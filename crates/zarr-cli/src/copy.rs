@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures::{StreamExt as _, TryStreamExt as _};
 use zarr::array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Group, Node};
-use zarr::codecs::N5DefaultCodec;
+use zarr::codecs::{BytesToBytesCodec, Lz4Codec, N5DefaultCodec, N5Lz4Codec};
 use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{
     ArrayMetadata, ChunkGrid, ChunkKeyEncoding, ChunkKeySeparator, DataType, ExtensionObject,
@@ -74,8 +74,8 @@ pub(crate) struct LayoutArgs {
     /// `none` for no sharding.
     #[arg(long)]
     shards: Option<String>,
-    /// Replace the codecs: zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], crc32c or none,
-    /// in order; repeat for a compressor and crc32c (one compressor at most; `none` only
+    /// Replace the codecs: zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]],
+    /// lz4[:ACCELERATION], crc32c or none, in order; repeat for a compressor and crc32c (one compressor at most; `none` only
     /// alone).
     #[arg(long = "codec", value_name = "CODEC")]
     codecs: Vec<String>,
@@ -725,7 +725,13 @@ fn n5_as_zarr(src: &ArrayMetadata) -> Result<Option<ArrayMetadata>> {
         serde_json::Map::from_iter([("endian".to_owned(), "little".into())]),
     )];
     for (i, item) in inner.iter().enumerate().skip(2) {
-        codecs.push(ExtensionObject::from_json(item, &format!("codecs[{i}]"))?);
+        let mut codec = ExtensionObject::from_json(item, &format!("codecs[{i}]"))?;
+        if codec.name == N5Lz4Codec::NAME {
+            // lz4-java's block stream has no reader but this library: numcodecs' LZ4 (the
+            // same compression in a format zarr-python reads) in its place.
+            codec = Lz4Codec::default().to_metadata();
+        }
+        codecs.push(codec);
     }
     let mut plain = src.clone();
     plain.codecs = codecs;
@@ -746,7 +752,7 @@ pub(crate) fn as_n5_dataset(metadata: &mut ArrayMetadata) -> Result<()> {
         [bytes] if bytes.name == "bytes" => None,
         [bytes, compressor] if bytes.name == "bytes" => Some(compressor.clone()),
         _ => usage!(
-            "an N5 block holds its elements through at most one compressor, not the codecs {};              give --codec gzip, zstd, blosc or none",
+            "an N5 block holds its elements through at most one compressor, not the codecs {};              give --codec gzip, zstd, blosc, lz4 or none",
             names.join(", ")
         ),
     };
@@ -758,6 +764,15 @@ pub(crate) fn as_n5_dataset(metadata: &mut ArrayMetadata) -> Result<()> {
             "N5 has no fill value (blocks never written read as 0), and the source's is not 0:              copy to a Zarr store instead"
         );
     }
+    // numcodecs' LZ4 becomes N5's own lz4 (lz4-java's block stream, N5's default block
+    // size): what an N5 reader expects of an `lz4` dataset.
+    let compressor = compressor.map(|codec| {
+        if codec.name == crate::layout::LZ4 {
+            N5Lz4Codec::default().to_metadata()
+        } else {
+            codec
+        }
+    });
     metadata.codecs = vec![N5DefaultCodec::default_metadata(
         metadata.shape.len(),
         compressor,

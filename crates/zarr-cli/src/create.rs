@@ -53,7 +53,7 @@ pub(crate) struct CreateArgs {
     #[arg(long)]
     shards: Option<String>,
     /// A compression or checksum codec, in order: zstd[:LEVEL], gzip[:LEVEL],
-    /// blosc[:CNAME[:LEVEL]], crc32c, or none. Repeat for a compressor and crc32c (one
+    /// blosc[:CNAME[:LEVEL]], lz4[:ACCELERATION], crc32c, or none. Repeat for a compressor and crc32c (one
     /// compressor at most; `none` only alone). Default: zstd:3.
     #[arg(long = "codec", value_name = "CODEC")]
     codecs: Vec<String>,

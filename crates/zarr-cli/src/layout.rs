@@ -281,8 +281,11 @@ pub(crate) fn codecs_from_json(text: &str) -> Result<Vec<ExtensionObject>> {
     Ok(codecs)
 }
 
-/// One `--codec` flag: `zstd[:LEVEL]`, `gzip[:LEVEL]`, `blosc[:CNAME[:CLEVEL]]`, `crc32c`
-/// or `none`.
+/// The codec `--codec lz4` names: numcodecs' LZ4 (in an N5 container, N5's own `lz4`).
+pub(crate) const LZ4: &str = "numcodecs.lz4";
+
+/// One `--codec` flag: `zstd[:LEVEL]`, `gzip[:LEVEL]`, `blosc[:CNAME[:CLEVEL]]`,
+/// `lz4[:ACCELERATION]`, `crc32c` or `none`.
 pub(crate) fn parse_codec(spec: &str, data_type: &DataType) -> Result<Option<ExtensionObject>> {
     let mut parts = spec.split(':');
     let name = parts.next().unwrap_or_default();
@@ -333,9 +336,18 @@ pub(crate) fn parse_codec(spec: &str, data_type: &DataType) -> Result<Option<Ext
                        "typesize": typesize, "blocksize": 0}),
             )
         }
+        ("lz4", []) => extension(LZ4, json!({"acceleration": 1})),
+        ("lz4", [acceleration]) => {
+            let acceleration = int(acceleration, "acceleration")?;
+            if !(1..=65_537).contains(&acceleration) {
+                usage!("--codec {spec}: lz4 accelerations run from 1 to 65537");
+            }
+            extension(LZ4, json!({ "acceleration": acceleration }))
+        }
         ("crc32c", []) => ExtensionObject::new("crc32c"),
         _ => usage!(
-            "--codec {spec:?} is not zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], crc32c or none"
+            "--codec {spec:?} is not zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]], \
+             lz4[:ACCELERATION], crc32c or none"
         ),
     };
     Ok(Some(codec))
@@ -427,7 +439,20 @@ mod tests {
         let blosc = parse_codec("blosc:zstd:7", &dt).unwrap().unwrap();
         assert_eq!(blosc.configuration_or_empty()["typesize"], 4);
         assert_eq!(blosc.configuration_or_empty()["shuffle"], "shuffle");
-        for bad in ["zstd:x", "gzip:10", "lzma", "blosc:foo", "crc32c:1"] {
+        let lz4 = parse_codec("lz4:8", &dt).unwrap().unwrap();
+        assert_eq!(lz4.name, "numcodecs.lz4");
+        assert_eq!(lz4.configuration_or_empty()["acceleration"], 8);
+        let lz4 = parse_codec("lz4", &dt).unwrap().unwrap();
+        assert_eq!(lz4.configuration_or_empty()["acceleration"], 1);
+        for bad in [
+            "zstd:x",
+            "gzip:10",
+            "lzma",
+            "blosc:foo",
+            "crc32c:1",
+            "lz4:0",
+            "lz4:1:2",
+        ] {
             let err = parse_codec(bad, &dt).unwrap_err();
             assert!(err.downcast_ref::<crate::Usage>().is_some(), "{bad}");
         }

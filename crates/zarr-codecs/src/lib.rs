@@ -160,6 +160,7 @@ pub use codecs::cast_value::{CastValueCodec, OutOfRange, Rounding};
 pub use codecs::crc32c::Crc32cCodec;
 pub use codecs::gzip::GzipCodec;
 pub use codecs::n5::N5DefaultCodec;
+pub use codecs::n5_lz4::N5Lz4Codec;
 pub use codecs::numcodecs::bz2::Bz2Codec;
 pub use codecs::numcodecs::checksum::{Checksum, ChecksumCodec, Location};
 pub use codecs::numcodecs::jenkins::{JenkinsLookup3Codec, jenkins_lookup3};

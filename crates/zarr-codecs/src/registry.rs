@@ -15,6 +15,7 @@ use crate::codecs::cast_value::CastValueCodec;
 use crate::codecs::crc32c::Crc32cCodec;
 use crate::codecs::gzip::GzipCodec;
 use crate::codecs::n5::N5DefaultCodec;
+use crate::codecs::n5_lz4::N5Lz4Codec;
 use crate::codecs::numcodecs::alias::{ALIASES, NumcodecsAlias};
 use crate::codecs::numcodecs::bz2::Bz2Codec;
 use crate::codecs::numcodecs::checksum::{Checksum, ChecksumCodec};
@@ -229,6 +230,11 @@ impl CodecRegistry {
             })
             .register(OffsetCodec::NAME, |meta, _, _| {
                 Ok(Codec::BytesToBytes(Arc::new(OffsetCodec::from_metadata(
+                    meta,
+                )?)))
+            })
+            .register(N5Lz4Codec::NAME, |meta, _, _| {
+                Ok(Codec::BytesToBytes(Arc::new(N5Lz4Codec::from_metadata(
                     meta,
                 )?)))
             })

@@ -37,7 +37,8 @@ const DATA_TYPES: [&str; 10] = [
 /// - a dataset (`dimensions`, `blockSize`, `dataType`, `compression`) is an array of the
 ///   same shape and dimension order, chunks of `blockSize`, fill value 0, chunk keys as N5
 ///   paths (`v2` encoding with `/`), and the `n5_default` codec holding the N5 compressor
-///   as a Zarr codec (`raw`, `gzip` (also zlib), `bzip2`, `xz`, `blosc`, `zstd`); the
+///   as a Zarr codec (`raw`, `gzip` (also zlib), `bzip2`, `xz`, `lz4` (as
+///   `zarr-rs.n5_lz4`, lz4-java's block stream), `blosc`, `zstd`); the
 ///   other keys are its attributes;
 /// - any other attributes file, and any directory without one that holds keys and lies
 ///   outside a dataset (N5 groups need no metadata), is a group whose attributes are the
@@ -490,10 +491,13 @@ fn compressor_to_zarr(
                 "typesize": element_size, "blocksize": blocksize}})
         }
         "lz4" => {
-            return Err(invalid(
-                key,
-                "the lz4 compression (lz4-java's block stream) is not supported",
-            ));
+            // lz4-java's block stream, which no registered Zarr codec reads.
+            let block_size = in_range(
+                "blockSize",
+                parameter(map, "blockSize", 1 << 16, key)?,
+                64..=1 << 25,
+            )?;
+            json!({"name": "zarr-rs.n5_lz4", "configuration": {"block_size": block_size}})
         }
         other => {
             return Err(invalid(key, format!("unknown compression type {other:?}")));
@@ -639,6 +643,9 @@ fn compressor_to_n5(codec: &Value) -> Option<Value> {
             json!({"type": "xz", "preset": int("preset").unwrap_or(6)})
         }
         "zstd" => json!({"type": "zstd", "level": int("level")?}),
+        "zarr-rs.n5_lz4" => {
+            json!({"type": "lz4", "blockSize": int("block_size").unwrap_or(1 << 16)})
+        }
         "blosc" => {
             let c = config?;
             let shuffle = match c.get("shuffle").and_then(Value::as_str)? {

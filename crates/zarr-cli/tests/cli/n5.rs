@@ -88,6 +88,46 @@ fn n5_containers_are_read_written_and_copied_back_to_zarr() {
     let diff = ok(&["diff", &raw, &url_copy, "--b-path", "/raw"]);
     assert!(diff.contains("are the same"), "{diff}");
 
+    // `--codec lz4` is N5's own lz4 in a container (lz4-java's block stream, as the Java
+    // library writes it), and numcodecs' LZ4 once copied back to Zarr.
+    let lz4 = n5.join("lz4");
+    ok(&[
+        "copy",
+        &raw,
+        lz4.to_str().unwrap(),
+        "--shards",
+        "none",
+        "--codec",
+        "lz4",
+        "-q",
+    ]);
+    let written = read_json(&lz4.join("attributes.json"));
+    assert_eq!(
+        written["compression"],
+        json!({"type": "lz4", "blockSize": 65536})
+    );
+    let block = std::fs::read(lz4.join("3/5")).unwrap();
+    assert_eq!(&block[12..20], b"LZ4Block");
+    let diff = ok(&["diff", &raw, lz4.to_str().unwrap()]);
+    assert!(diff.contains("are the same"), "{diff}");
+    let info = ok(&["info", lz4.to_str().unwrap()]);
+    assert!(info.contains("zarr-rs.n5_lz4"), "{info}");
+    let lz4_back = dir.path().join("lz4.zarr");
+    ok(&[
+        "copy",
+        lz4.to_str().unwrap(),
+        lz4_back.to_str().unwrap(),
+        "-q",
+    ]);
+    let metadata = read_json(&lz4_back.join("zarr.json"));
+    assert_eq!(
+        metadata["codecs"][1],
+        json!({"name": "numcodecs.lz4", "configuration": {"acceleration": 1}})
+    );
+    let diff = ok(&["diff", &raw, lz4_back.to_str().unwrap()]);
+    assert!(diff.contains("are the same"), "{diff}");
+    std::fs::remove_dir_all(&lz4).unwrap();
+
     // A fill value other than 0 has no place in N5.
     let err = fails(
         &[

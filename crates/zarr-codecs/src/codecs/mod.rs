@@ -8,6 +8,7 @@ pub(crate) mod cast_value;
 pub(crate) mod crc32c;
 pub(crate) mod gzip;
 pub(crate) mod n5;
+pub(crate) mod n5_lz4;
 pub(crate) mod numcodecs;
 pub(crate) mod optional;
 pub(crate) mod pad;
