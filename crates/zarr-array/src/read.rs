@@ -66,10 +66,12 @@ struct Fetched {
 /// Fetch the chunks of `selections` with at most `io_concurrency` requests in flight and
 /// decode each with `decode`. `partial` says how to read chunks the region needs only part of.
 ///
-/// On a multi-threaded Tokio runtime, a read of more than one chunk is a pipeline: this
-/// thread fetches (`block_in_place`, then `Handle::block_on`) while rayon's pool decodes what
-/// was fetched, with at most [`ArrayOptions::decode_budget`](crate::ArrayOptions) encoded
-/// bytes waiting or being decoded. Elsewhere (a current-thread runtime, or one chunk), fetches
+/// On a multi-threaded Tokio runtime, a read of more than one chunk is a pipeline
+/// ([`pipeline`]): this thread plans (`block_in_place`, then `Handle::block_on`) and rayon's
+/// pool fetches and decodes, or, for stores that answer on the network's time, this thread
+/// fetches while rayon's pool decodes what was fetched, with at most
+/// [`ArrayOptions::decode_budget`](crate::ArrayOptions) encoded bytes waiting or being
+/// decoded. Elsewhere (a current-thread runtime, or one chunk), fetches
 /// and decodes alternate in batches of what has arrived, up to [`BATCH_PER_THREAD`] chunks per
 /// rayon thread and the decode budget.
 async fn fetch_and_decode<S, I, D>(
@@ -84,10 +86,10 @@ where
     I: Iterator<Item = ChunkSelection> + Send,
     D: Fn(Fetched) -> Result<()> + Sync,
 {
-    if let Some(handle) = pipeline_handle(usize::try_from(chunks).unwrap_or(usize::MAX)) {
-        let fetches = fetch_stream(array, selections, partial);
-        let budget = array.options.decode_budget();
-        return tokio::task::block_in_place(|| pipeline(&handle, fetches, budget, &decode));
+    let chunks = usize::try_from(chunks).unwrap_or(usize::MAX);
+    if let Some(handle) = pipeline_handle(chunks) {
+        let jobs = job_stream(array, selections, partial);
+        return tokio::task::block_in_place(|| pipeline(&handle, array, jobs, chunks, &decode));
     }
     // Batches of what has arrived, up to the decode budget of encoded bytes (or one chunk).
     let budget = array.options.decode_budget();
@@ -132,84 +134,216 @@ fn decoders() -> usize {
     rayon::current_num_threads().max(1)
 }
 
-/// Drive `fetches` on this thread and decode what arrives on rayon's pool, holding at most
-/// `budget` encoded bytes (and always at least one chunk) fetched but not yet decoded. Returns
-/// when every decode has finished, with the first error.
+/// At most how many decoded bytes one task of a local pipeline fetches and decodes (it
+/// always takes at least one job).
+const LOCAL_BATCH_BYTES: u64 = 1 << 20;
+
+/// At most how many jobs one task of a local pipeline takes.
+const LOCAL_BATCH_JOBS: usize = 32;
+
+/// Run `jobs` on rayon's pool, holding the first error. Returns when every task has
+/// finished.
 ///
-/// Once the budget is used up, this thread waits for half of it to be free again, not for
-/// each chunk's share: a 512-chunk read made about 870 context switches with a wake-up
-/// per chunk and about 90 this way, 3-5% faster on two cores.
-fn pipeline<F, D>(
+/// The first job is fetched here, on this thread (which may block: the caller is inside
+/// `block_in_place`), with [`allow_blocking_here`](zarr_store::inline::allow_blocking_here).
+/// If the store answers at once (memory, files from the page cache or the disk), the read is
+/// **local**: every other job is fetched *and* decoded by a rayon task, in batches of up to
+/// [`LOCAL_BATCH_JOBS`] jobs and [`LOCAL_BATCH_BYTES`] decoded bytes, so that the store's
+/// calls run on all cores and a fetched chunk is decoded by the thread that read it (no
+/// hand-off, no wake-up, freed where it was allocated). With many small chunks this halves
+/// the time per chunk. A task that finds a fetch waiting (a store that answers on another
+/// thread's time after all) waits for it, and tells this thread to fetch the rest itself.
+///
+/// Otherwise (object stores) this thread fetches, with at most `io_concurrency` requests in
+/// flight, and rayon decodes what arrives ([`decode_fetched`]).
+fn pipeline<'a, S, J, D>(
     handle: &tokio::runtime::Handle,
-    fetches: F,
-    budget: usize,
+    array: &'a Array<S>,
+    jobs: J,
+    chunks: usize,
     decode: &D,
 ) -> Result<()>
 where
-    F: futures::Stream<Item = Result<Fetched>> + Send,
+    S: ReadableStore + ?Sized,
+    J: futures::Stream<Item = Result<Job<'a>>> + Send + 'a,
     D: Fn(Fetched) -> Result<()> + Sync,
 {
-    // Permits count encoded bytes; one chunk larger than the whole budget takes all of it.
-    let budget = budget.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
-    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(budget));
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let store = array.read_store();
     let failure: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
-    let failed = std::sync::atomic::AtomicBool::new(false);
+    let failed = AtomicBool::new(false);
     let fail = |error: Error| {
-        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        failed.store(true, Ordering::Relaxed);
         let mut first = failure
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         first.get_or_insert(error);
     };
+    // Whether the store answers on the thread that polls it.
+    let local = AtomicBool::new(true);
+    let decode_all = |fetched: Vec<Fetched>| {
+        for fetched in fetched {
+            if let Err(error) = decode(fetched) {
+                fail(error);
+                return;
+            }
+        }
+    };
+    let elem = array
+        .metadata
+        .data_type
+        .fixed_size()
+        .map_or(16, |n| n as u64);
+    let per_batch = (chunks / (4 * decoders())).clamp(1, LOCAL_BATCH_JOBS);
     rayon::in_place_scope(|scope| {
         handle.block_on(async {
-            // Budget taken but not yet given to a chunk.
-            let mut reserve: Option<tokio::sync::OwnedSemaphorePermit> = None;
-            futures::pin_mut!(fetches);
-            while let Some(fetched) = fetches.next().await {
-                if failed.load(std::sync::atomic::Ordering::Relaxed) {
-                    return;
+            let jobs = jobs.fuse();
+            futures::pin_mut!(jobs);
+            let first = match jobs.next().await {
+                None => return,
+                Some(Err(error)) => return fail(error),
+                Some(Ok(job)) => job,
+            };
+            let mut first: FetchFuture<'a> = Box::pin(run(array, store, first));
+            let polled = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(zarr_store::inline::allow_blocking_here(|| {
+                    first.as_mut().poll(cx)
+                }))
+            })
+            .await;
+            let mut waiting = match polled {
+                std::task::Poll::Ready(Ok(fetched)) => {
+                    scope.spawn(move |_| decode_all(fetched));
+                    Vec::new()
                 }
-                let fetched = match fetched {
-                    Ok(fetched) => fetched,
-                    Err(error) => return fail(error),
-                };
-                let cost = fetched.payload.encoded_bytes().clamp(1, budget);
-                let permit = match reserve.as_mut().and_then(|r| r.split(cost)) {
-                    Some(permit) => permit,
-                    None => {
-                        // Hold nothing while waiting (what is held and what is wanted may not
-                        // fit in the budget together), then take half the budget at once:
-                        // this thread sleeps until that much has been decoded, not once per
-                        // chunk, and decoders find work queued instead of waiting for it.
-                        reserve = None;
-                        let want = cost.max(budget / 2);
-                        let want = u32::try_from(want).unwrap_or(u32::MAX);
-                        let Ok(mut taken) = std::sync::Arc::clone(&permits)
-                            .acquire_many_owned(want)
-                            .await
-                        else {
-                            // Never closed.
-                            return;
-                        };
-                        // `want >= cost`, so the split succeeds; the rest is the reserve.
-                        match taken.split(cost) {
-                            Some(permit) => {
-                                reserve = Some(taken);
-                                permit
-                            }
-                            None => taken,
+                std::task::Poll::Ready(Err(error)) => return fail(error),
+                std::task::Poll::Pending => {
+                    local.store(false, Ordering::Relaxed);
+                    vec![first]
+                }
+            };
+            // Local: batches of jobs, each fetched and decoded by one task; at most two
+            // batches per decoding thread queued or running, and their largest jobs' decoded
+            // sizes within the decode budget. (A task holds one job's chunk at a time; one
+            // waiting inside a decode may take up another task, so each task counts.)
+            let queued = std::sync::Arc::new(tokio::sync::Semaphore::new(2 * decoders()));
+            let budget = array
+                .options
+                .decode_budget()
+                .clamp(1, tokio::sync::Semaphore::MAX_PERMITS)
+                .min(u32::MAX as usize);
+            let held = std::sync::Arc::new(tokio::sync::Semaphore::new(budget));
+            let mut unsent: Vec<Job<'a>> = Vec::new();
+            // Jobs a task did not start because the store turned out to make reads wait.
+            let (returned, returns) = futures::channel::mpsc::unbounded::<Job<'a>>();
+            while local.load(Ordering::Relaxed) {
+                let mut batch = Vec::new();
+                let (mut bytes, mut largest) = (0u64, 0u64);
+                let mut done = false;
+                while batch.len() < per_batch && bytes < LOCAL_BATCH_BYTES {
+                    match jobs.next().await {
+                        None => {
+                            done = true;
+                            break;
+                        }
+                        Some(Err(error)) => return fail(error),
+                        Some(Ok(job)) => {
+                            let size = job.elements().saturating_mul(elem);
+                            bytes = bytes.saturating_add(size);
+                            largest = largest.max(size);
+                            batch.push(job);
                         }
                     }
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                let cost = largest.clamp(1, budget as u64) as u32;
+                let (Ok(slot), Ok(room)) = (
+                    std::sync::Arc::clone(&queued).acquire_owned().await,
+                    std::sync::Arc::clone(&held).acquire_many_owned(cost).await,
+                ) else {
+                    // Never closed.
+                    return;
                 };
-                let fail = &fail;
+                let permit = (slot, room);
+                if failed.load(Ordering::Relaxed) {
+                    return;
+                }
+                if !local.load(Ordering::Relaxed) {
+                    unsent = batch;
+                    break;
+                }
+                let (handle, local, failed, fail, decode_all, returned) = (
+                    handle.clone(),
+                    &local,
+                    &failed,
+                    &fail,
+                    &decode_all,
+                    returned.clone(),
+                );
                 scope.spawn(move |_| {
-                    if let Err(error) = decode(fetched) {
-                        fail(error);
+                    let _permit = permit;
+                    let _runtime = handle.enter();
+                    let mut batch = batch.into_iter();
+                    while let Some(job) = batch.next() {
+                        if failed.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        if !local.load(Ordering::Relaxed) {
+                            // Fetched by the pipeline's thread, many at a time.
+                            for job in std::iter::once(job).chain(batch) {
+                                // The receiver lives until every task has finished.
+                                let _ = returned.unbounded_send(job);
+                            }
+                            return;
+                        }
+                        match fetch_here(run(array, store, job), local) {
+                            Ok(fetched) => decode_all(fetched),
+                            Err(error) => return fail(error),
+                        }
                     }
-                    drop(permit);
                 });
+                if done {
+                    break;
+                }
             }
+            // The local tasks hold the other senders: the returns end when they have all
+            // finished.
+            drop(returned);
+            if failed.load(Ordering::Relaxed) {
+                return;
+            }
+            // Fetched here, decoded on rayon's pool: what was being fetched, what was
+            // planned but not sent, what tasks gave back, and the rest.
+            let planned = stream::iter(unsent.into_iter().map(Ok)).chain(jobs);
+            let rest =
+                stream::select(planned, returns.map(Ok)).map(move |job| -> FetchFuture<'a> {
+                    match job {
+                        Ok(job) => Box::pin(run(array, store, job)),
+                        Err(error) => Box::pin(std::future::ready(Err(error))),
+                    }
+                });
+            let fetches = stream::iter(waiting.drain(..))
+                .chain(rest)
+                .buffer_unordered(array.options.io_concurrency())
+                .flat_map(|fetched| {
+                    let fetched: Vec<Result<Fetched>> = match fetched {
+                        Ok(fetched) => fetched.into_iter().map(Ok).collect(),
+                        Err(error) => vec![Err(error)],
+                    };
+                    stream::iter(fetched)
+                });
+            decode_fetched(
+                scope,
+                fetches,
+                array.options.decode_budget(),
+                decode,
+                &failed,
+                &fail,
+            )
+            .await;
         });
     });
     match failure
@@ -218,6 +352,115 @@ where
     {
         Some(error) => Err(error),
         None => Ok(()),
+    }
+}
+
+/// The fetch of one job, boxed so that fetches started in different places can be awaited
+/// together.
+type FetchFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Fetched>>> + Send + 'a>>;
+
+/// Wake a thread parked in [`fetch_here`].
+struct Unpark(std::thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Run `fetch` to completion on this (rayon) thread, letting the store block it. If the
+/// store makes it wait, `local` is cleared: the pipeline fetches the rest elsewhere.
+fn fetch_here<F: std::future::Future>(
+    fetch: F,
+    local: &std::sync::atomic::AtomicBool,
+) -> F::Output {
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fetch = std::pin::pin!(fetch);
+    loop {
+        let polled = zarr_store::inline::allow_blocking_here(|| fetch.as_mut().poll(&mut cx));
+        match polled {
+            std::task::Poll::Ready(output) => return output,
+            std::task::Poll::Pending => {
+                local.store(false, std::sync::atomic::Ordering::Relaxed);
+                std::thread::park();
+            }
+        }
+    }
+}
+
+/// Drive `fetches` on this thread and decode what arrives on rayon's pool (in `scope`),
+/// holding at most `budget` encoded bytes (and always at least one chunk) fetched but not
+/// yet decoded. Errors go to `fail`.
+///
+/// Once the budget is used up, this thread waits for half of it to be free again, not for
+/// each chunk's share: a 512-chunk read made about 870 context switches with a wake-up
+/// per chunk and about 90 this way, 3-5% faster on two cores.
+async fn decode_fetched<'scope, F, D, E>(
+    scope: &rayon::Scope<'scope>,
+    fetches: F,
+    budget: usize,
+    decode: &'scope D,
+    failed: &'scope std::sync::atomic::AtomicBool,
+    fail: &'scope E,
+) where
+    F: futures::Stream<Item = Result<Fetched>>,
+    D: Fn(Fetched) -> Result<()> + Sync,
+    E: Fn(Error) + Sync,
+{
+    // Permits count encoded bytes; one chunk larger than the whole budget takes all of it.
+    let budget = budget.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(budget));
+    // Budget taken but not yet given to a chunk.
+    let mut reserve: Option<tokio::sync::OwnedSemaphorePermit> = None;
+    futures::pin_mut!(fetches);
+    while let Some(fetched) = fetches.next().await {
+        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let fetched = match fetched {
+            Ok(fetched) => fetched,
+            Err(error) => return fail(error),
+        };
+        let cost = fetched.payload.encoded_bytes().clamp(1, budget);
+        let permit = match reserve.as_mut().and_then(|r| r.split(cost)) {
+            Some(permit) => permit,
+            None => {
+                // Hold nothing while waiting (what is held and what is wanted may not fit in
+                // the budget together), then take half the budget at once: this thread
+                // sleeps until that much has been decoded, not once per chunk, and decoders
+                // find work queued instead of waiting for it.
+                reserve = None;
+                let want = cost.max(budget / 2);
+                let want = u32::try_from(want).unwrap_or(u32::MAX);
+                let Ok(mut taken) = std::sync::Arc::clone(&permits)
+                    .acquire_many_owned(want)
+                    .await
+                else {
+                    // Never closed.
+                    return;
+                };
+                // `want >= cost`, so the split succeeds; the rest is the reserve.
+                match taken.split(cost) {
+                    Some(permit) => {
+                        reserve = Some(taken);
+                        permit
+                    }
+                    None => taken,
+                }
+            }
+        };
+        scope.spawn(move |_| {
+            if let Err(error) = decode(fetched) {
+                fail(error);
+            }
+            drop(permit);
+        });
     }
 }
 
@@ -249,7 +492,30 @@ enum Job<'a> {
     },
 }
 
-/// The chunks of `selections`, fetched with at most `io_concurrency` requests in flight.
+impl Job<'_> {
+    /// How many elements decoding this job produces (or at least decodes).
+    fn elements(&self) -> u64 {
+        let chunk = |selection: &ChunkSelection| {
+            selection
+                .chunk_shape
+                .iter()
+                .fold(1u64, |n, &d| n.saturating_mul(d))
+        };
+        match self {
+            Self::Ready(_) => 0,
+            Self::Whole { selection, .. } => chunk(selection),
+            Self::Elements { selection, .. } | Self::ShardPart { selection, .. } => {
+                selection.within_chunk.num_elements().unwrap_or(u64::MAX)
+            }
+            Self::Chunks(chunks) => chunks
+                .iter()
+                .fold(0u64, |n, (selection, _)| n.saturating_add(chunk(selection))),
+        }
+    }
+}
+
+/// The fetches of `selections`, planned (with at most `io_concurrency` plans, which may
+/// read shard indexes, in flight).
 ///
 /// Each selection is first planned, then fetched. A shard the region needs only part of, or
 /// a whole shard that decodes to more than the decode budget, has its index read while
@@ -260,11 +526,11 @@ enum Job<'a> {
 ///
 /// Through the sharding storage transformer, the chunks of one shard are fetched together
 /// ([`transformer_batches`]).
-fn fetch_stream<'a, S, I>(
+fn job_stream<'a, S, I>(
     array: &'a Array<S>,
     selections: I,
     partial: Partial<'a>,
-) -> impl futures::Stream<Item = Result<Fetched>> + Send + 'a
+) -> impl futures::Stream<Item = Result<Job<'a>>> + Send + 'a
 where
     S: ReadableStore + ?Sized,
     I: Iterator<Item = ChunkSelection> + Send + 'a,
@@ -302,6 +568,22 @@ where
             };
             stream::iter(jobs)
         })
+}
+
+/// The chunks of `selections`, fetched with at most `io_concurrency` requests in flight
+/// ([`job_stream`], each job then fetched).
+fn fetch_stream<'a, S, I>(
+    array: &'a Array<S>,
+    selections: I,
+    partial: Partial<'a>,
+) -> impl futures::Stream<Item = Result<Fetched>> + Send + 'a
+where
+    S: ReadableStore + ?Sized,
+    I: Iterator<Item = ChunkSelection> + Send + 'a,
+{
+    let store = array.read_store();
+    let concurrency = array.options.io_concurrency();
+    job_stream(array, selections, partial)
         .map(move |job| async move { run(array, store, job?).await })
         .buffer_unordered(concurrency)
         .flat_map(|fetched| {

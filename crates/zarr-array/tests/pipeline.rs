@@ -1,6 +1,7 @@
 //! The read engine's two schedules give the same answers: fetching and decoding in turns (a
 //! current-thread runtime, or one chunk) and the pipeline (a multi-threaded runtime or the
-//! blocking API: this thread fetches while rayon decodes). The pipeline holds at most its
+//! blocking API: rayon's tasks fetch and decode from stores that answer at once, otherwise
+//! this thread fetches while rayon decodes). The pipeline holds at most its
 //! decode budget of fetched chunks, stops at the first bad chunk, and never hangs. Writes
 //! likewise: encoding a batch, then storing it, or (on a multi-threaded runtime) storing each
 //! chunk as soon as it is encoded.
@@ -301,6 +302,136 @@ fn a_corrupt_chunk_fails_a_pipelined_read() {
             });
         }
     }
+}
+
+/// Wraps a store: the first `immediate` reads answer at once, every later one only after a
+/// short sleep on the runtime's timer (as a network store answers); each read records
+/// whether it ran on one of rayon's threads.
+#[derive(Debug)]
+struct Answering<S> {
+    inner: Arc<S>,
+    immediate: usize,
+    reads: AtomicUsize,
+    on_rayon: AtomicUsize,
+    delayed: AtomicUsize,
+}
+
+impl<S> Answering<S> {
+    fn new(inner: Arc<S>, immediate: usize) -> Self {
+        Self {
+            inner,
+            immediate,
+            reads: AtomicUsize::new(0),
+            on_rayon: AtomicUsize::new(0),
+            delayed: AtomicUsize::new(0),
+        }
+    }
+
+    async fn before_read(&self) {
+        if rayon::current_thread_index().is_some() {
+            self.on_rayon.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.reads.fetch_add(1, Ordering::SeqCst) >= self.immediate {
+            self.delayed.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+}
+
+#[async_trait]
+impl<S: ReadableStore> ReadableStore for Answering<S> {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        self.before_read().await;
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.before_read().await;
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+/// A store that answers at once is read on rayon's threads, each chunk fetched by the task
+/// that decodes it; one that makes reads wait (from the start, or from some read on) is
+/// fetched by the pipeline's own thread. Either way every region reads right, and a corrupt
+/// chunk fails the read.
+#[test]
+fn local_stores_are_fetched_by_the_decoding_threads() {
+    let (store, all) = stores();
+    // (reads answered at once, whether the chunks are fetched on rayon's threads)
+    for (immediate, on_rayon) in [(usize::MAX, true), (0, false), (3, false)] {
+        for path in ["/chunked", "/sharded"] {
+            let answering = Arc::new(Answering::new(Arc::clone(&store), immediate));
+            multi_thread().block_on(async {
+                let array = Array::open_with(
+                    Arc::clone(&answering),
+                    path,
+                    ArrayOptions::default().with_decode_budget(20_000),
+                )
+                .await
+                .unwrap();
+                let mut on_rayon_in_all = 0;
+                for region in &REGIONS {
+                    // `immediate` counts from the start of each read.
+                    for counter in [&answering.reads, &answering.on_rayon, &answering.delayed] {
+                        counter.store(0, Ordering::SeqCst);
+                    }
+                    let got: Vec<u16> = array.read(region.clone()).await.unwrap();
+                    assert_eq!(got, expected(&all, region), "{path} {region:?} {immediate}");
+                    let reads = answering.reads.load(Ordering::SeqCst);
+                    let rayon = answering.on_rayon.load(Ordering::SeqCst);
+                    if reads < 2 {
+                        continue;
+                    }
+                    if on_rayon && path == "/chunked" {
+                        // All but the first fetch (made to find out how the store answers).
+                        assert_eq!(rayon, reads - 1, "{path} {region:?}");
+                    } else if on_rayon {
+                        // Shard indexes are read while planning, on the pipeline's thread;
+                        // the inner chunks on rayon's (all the first, for a one-shard read).
+                        on_rayon_in_all += rayon;
+                    } else {
+                        // At most the reads made before the store first made one wait, and
+                        // the tasks already running then.
+                        assert!(
+                            rayon <= immediate.min(reads) + 4,
+                            "{path} {region:?} {immediate}: {rayon} of {reads} on rayon"
+                        );
+                        assert_eq!(
+                            answering.delayed.load(Ordering::SeqCst),
+                            reads.saturating_sub(immediate)
+                        );
+                    }
+                }
+                if on_rayon && path == "/sharded" {
+                    assert!(on_rayon_in_all > 0);
+                }
+            });
+        }
+    }
+    // A corrupt chunk fetched by a decoding thread fails the read, naming the chunk.
+    let bad = StoreKey::new("chunked/c/2/1/3");
+    current_thread().block_on(async {
+        let good = store.get(&bad).await.unwrap().unwrap();
+        store.set(&bad, good.slice(..good.len() / 2)).await.unwrap();
+    });
+    let wrapped = Arc::new(Answering::new(Arc::clone(&store), usize::MAX));
+    multi_thread().block_on(async {
+        let array = Array::open(Arc::clone(&wrapped), "/chunked").await.unwrap();
+        let error = array.read::<u16>(array.full_region()).await.unwrap_err();
+        assert!(
+            matches!(&error, Error::Chunk { key, .. } if key == bad.as_str()),
+            "{error:?}"
+        );
+    });
+    assert!(wrapped.on_rayon.load(Ordering::SeqCst) > 1);
 }
 
 /// A [`MemoryStore`] with hooks on writes: every write of the key `refuse` fails, each write
