@@ -9,8 +9,8 @@
 //! writes a 1-D `float32` array of `CHUNKS` chunks of `CHUNK_ELEMENTS` elements (`bytes`
 //! only) under `DIR` (default `target/`; `/dev/shm` takes the filesystem out), then reads it
 //! whole into a fresh `Vec<f32>`, alternately with ours (async, multi-threaded runtime) and
-//! zarrs (its synchronous API), 7 rounds each after one untimed, and prints the medians
-//! and the cost per chunk.
+//! zarrs (its synchronous API), 7 rounds each after one untimed, then writes it whole over
+//! the stored chunks the same way, and prints the medians and the cost per chunk.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,8 +73,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert_eq!(out.len() as u64, n);
         t
     };
-    // `SMALL_CHUNKS_PROFILE=ours` (or `zarrs`): 50 reads of one side only, for a profiler.
+    // `SMALL_CHUNKS_PROFILE=ours` (or `zarrs`): 50 reads of one side only, for a profiler;
+    // `write-ours`: 10 writes.
     match std::env::var("SMALL_CHUNKS_PROFILE").as_deref() {
+        Ok("write-ours") => {
+            for _ in 0..10 {
+                rt.block_on(ours.write(.., &values))?;
+            }
+            return Ok(());
+        }
         Ok("ours") => {
             (0..50).for_each(|_| {
                 read_ours();
@@ -97,6 +104,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         b.push(read_theirs());
     }
     let (a, b) = (median(a), median(b));
+    // Whole-array writes over the stored chunks, the same way.
+    let write_ours = || {
+        let start = Instant::now();
+        rt.block_on(ours.write(.., &values)).unwrap();
+        start.elapsed()
+    };
+    let write_theirs = || {
+        let start = Instant::now();
+        theirs.store_array_subset(&all, &values[..]).unwrap();
+        start.elapsed()
+    };
+    let (mut wa, mut wb) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        wa.push(write_ours());
+        wb.push(write_theirs());
+    }
+    let (wa, wb) = (median(wa), median(wb));
     let per = |t: Duration| t.as_secs_f64() * 1e6 / chunks as f64;
     println!(
         "{chunks} chunks of {chunk} float32: ours {:.1} ms ({:.2} us/chunk), zarrs {:.1} ms ({:.2} us/chunk)",
@@ -104,6 +128,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         per(a),
         b.as_secs_f64() * 1e3,
         per(b)
+    );
+    println!(
+        "  writes: ours {:.1} ms ({:.2} us/chunk), zarrs {:.1} ms ({:.2} us/chunk)",
+        wa.as_secs_f64() * 1e3,
+        per(wa),
+        wb.as_secs_f64() * 1e3,
+        per(wb)
     );
     Ok(())
 }

@@ -615,16 +615,22 @@ fn encode_while_storing<S, F, Fin>(
 where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
-    Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)>,
+    Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)> + Sync,
 {
     use std::task::Poll;
 
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     let Pipeline { io, window, wide } = bounds;
-    // An encode's width and result, or the panic it raised (counted like a result, then
-    // resumed, so that a panicking codec fails the write instead of leaving it waiting
-    // forever).
-    type Encoded = (usize, std::thread::Result<Result<Action>>);
-    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Encoded>();
+    // An encode's width and what came of it (a panic is counted like a result, then resumed,
+    // so that a panicking codec fails the write instead of leaving it waiting forever).
+    // Whether the store has been seen to answer at once (a store this thread made at once,
+    // and none has made wait since, nor failed): encoding tasks then store their chunks
+    // themselves.
+    let local = AtomicBool::new(false);
+    // Whether this thread has tried to store a value itself.
+    let mut probed = false;
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(usize, Done<'_>)>();
     let finish = &finish;
     rayon::in_place_scope(|scope| {
         let mut pending = touched.iter().zip(plans).peekable();
@@ -660,15 +666,21 @@ where
                     pending.next();
                     match plan {
                         Plan::One { .. } => {
-                            let sender = sender.clone();
+                            let (sender, local, handle) = (sender.clone(), &local, handle.clone());
                             scope.spawn(move |_| {
                                 let encoded =
                                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                         merge(t)
                                     }));
+                                let done = match encoded {
+                                    Ok(Ok(action)) if local.load(Ordering::Relaxed) => {
+                                        store_here(&handle, store, finish, action, local)
+                                    }
+                                    other => Done::Encoded(other),
+                                };
                                 // The receiver is gone only after an error; the encode is
                                 // then wasted.
-                                let _ = sender.send((w, encoded));
+                                let _ = sender.send((w, done));
                             });
                         }
                         Plan::Parts { codec, part, jobs } => {
@@ -686,11 +698,31 @@ where
                     }
                 }
                 while stores.len() < io.max(1) {
-                    let Poll::Ready(Some((w, encoded))) = receiver.poll_recv(cx) else {
+                    let Poll::Ready(Some((w, done))) = receiver.poll_recv(cx) else {
                         break;
                     };
                     progressed = true;
                     encoding_wide -= w;
+                    let encoded = match done {
+                        Done::Encoded(encoded) => encoded,
+                        Done::Stored(stored) => {
+                            in_flight -= 1;
+                            match stored {
+                                Ok(Ok(())) => {}
+                                Ok(Err(e)) => {
+                                    first_error.get_or_insert(e);
+                                }
+                                Err(payload) => {
+                                    panic.get_or_insert(payload);
+                                }
+                            }
+                            continue;
+                        }
+                        Done::Storing(stored) => {
+                            stores.push(stored);
+                            continue;
+                        }
+                    };
                     let action = match encoded {
                         Ok(Ok(action)) if first_error.is_none() && panic.is_none() => action,
                         // After an error, what is still encoded is not stored.
@@ -723,29 +755,37 @@ where
                     // hand-off to the blocking pool and back. When chunks arrive faster
                     // than one thread stores them, they queue up and go to the pool; so do
                     // large values, whose store would hold this thread up for longer than
-                    // the hand-off costs.
-                    let inline = stores.is_empty()
-                        && receiver.is_empty()
-                        && value.as_ref().map_or(0, Bytes::len) <= INLINE_STORE_MAX;
-                    let mut stored = Box::pin(async move {
-                        match value {
-                            Some(bytes) => store.set(&key, bytes).await?,
-                            None => store.erase(&key).await?,
-                        }
-                        Ok::<_, Error>(())
-                    });
+                    // the hand-off costs. The first small value is always tried here: if
+                    // the store answers at once, the encoding tasks store theirs themselves
+                    // from then on (`local`).
+                    let small = value.as_ref().map_or(0, Bytes::len) <= INLINE_STORE_MAX;
+                    let inline = small && (!probed || (stores.is_empty() && receiver.is_empty()));
+                    probed |= small;
+                    let mut stored = store_value(store, key, value);
                     if inline {
                         let polled =
                             zarr_store::inline::allow_blocking_here(|| stored.as_mut().poll(cx));
                         if let Poll::Ready(done) = polled {
                             in_flight -= 1;
-                            if let Err(e) = done {
-                                first_error.get_or_insert(e);
+                            match done {
+                                // The store answers at once: let the encoding tasks store.
+                                Ok(()) => local.store(
+                                    first_error.is_none() && panic.is_none(),
+                                    Ordering::Relaxed,
+                                ),
+                                Err(e) => {
+                                    first_error.get_or_insert(e);
+                                }
                             }
                             continue;
                         }
+                        local.store(false, Ordering::Relaxed);
                     }
                     stores.push(stored);
+                }
+                if first_error.is_some() || panic.is_some() {
+                    // What is still encoded is not stored (tasks hand it back).
+                    local.store(false, Ordering::Relaxed);
                 }
                 if in_flight == 0
                     && (pending.len() == 0 || first_error.is_some() || panic.is_some())
@@ -762,6 +802,73 @@ where
         }
         first_error.map_or(Ok(()), Err)
     })
+}
+
+/// What an encoding task of [`encode_while_storing`] sends back.
+enum Done<'a> {
+    /// The encode's result (or its panic), for the pipeline's thread to store.
+    Encoded(std::thread::Result<Result<Action>>),
+    /// Encoded and stored by the task, the store having answered at once (or the panic
+    /// finishing or storing raised).
+    Stored(std::thread::Result<Result<()>>),
+    /// Encoded, and its store started, which the store made wait: the pipeline's thread
+    /// drives it to the end.
+    Storing(StoreFuture<'a>),
+}
+
+/// Storing (or erasing) one chunk.
+type StoreFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>;
+
+/// Store `value` at `key` (`None`: erase it).
+fn store_value<S: WritableStore + ?Sized>(
+    store: &S,
+    key: StoreKey,
+    value: Option<Bytes>,
+) -> StoreFuture<'_> {
+    Box::pin(async move {
+        match value {
+            Some(bytes) => store.set(&key, bytes).await?,
+            None => store.erase(&key).await?,
+        }
+        Ok(())
+    })
+}
+
+/// On an encoding (rayon) thread: finish `action` and store it here, where the store answers
+/// at once; a store that makes it wait clears `local` and goes back to the pipeline's thread
+/// ([`Done::Storing`]), as do values too large to store here.
+fn store_here<'a, S, Fin>(
+    handle: &tokio::runtime::Handle,
+    store: &'a S,
+    finish: &Fin,
+    action: Action,
+    local: &std::sync::atomic::AtomicBool,
+) -> Done<'a>
+where
+    S: WritableStore + ?Sized,
+    Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)>,
+{
+    let _runtime = handle.enter();
+    let mut pending = None;
+    let stored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let (key, value) = finish(action)?;
+        let large = value.as_ref().map_or(0, Bytes::len) > INLINE_STORE_MAX;
+        let mut stored = store_value(store, key, value);
+        if !large {
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            let polled = zarr_store::inline::allow_blocking_here(|| stored.as_mut().poll(&mut cx));
+            if let std::task::Poll::Ready(done) = polled {
+                return done;
+            }
+            local.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+        pending = Some(stored);
+        Ok(())
+    }));
+    match pending {
+        Some(stored) => Done::Storing(stored),
+        None => Done::Stored(stored),
+    }
 }
 
 /// The largest value the write pipeline's own thread stores (see `encode_while_storing`): 1
@@ -781,7 +888,7 @@ fn spawn_parts<'s, 'a: 's>(
     codec: &Arc<ShardingCodec>,
     part: &'a PartFn<'a>,
     jobs: usize,
-    sender: &tokio::sync::mpsc::UnboundedSender<(usize, std::thread::Result<Result<Action>>)>,
+    sender: &tokio::sync::mpsc::UnboundedSender<(usize, Done<'s>)>,
 ) {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -837,7 +944,7 @@ fn spawn_parts<'s, 'a: 's>(
                 )))
             });
             // The receiver is gone only after an error; the encode is then wasted.
-            let _ = sender.send((jobs, outcome));
+            let _ = sender.send((jobs, Done::Encoded(outcome)));
         });
     }
 }

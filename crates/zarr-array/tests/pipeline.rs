@@ -434,6 +434,98 @@ fn local_stores_are_fetched_by_the_decoding_threads() {
     assert!(wrapped.on_rayon.load(Ordering::SeqCst) > 1);
 }
 
+/// A [`MemoryStore`] whose writes answer at once, or (`wait`) only after a short sleep on
+/// the runtime's timer, as a network store's do; counts the writes made on rayon's threads.
+#[derive(Debug, Default)]
+struct TimedWrites {
+    inner: MemoryStore,
+    wait: bool,
+    sets: AtomicUsize,
+    on_rayon: AtomicUsize,
+}
+
+#[async_trait]
+impl ReadableStore for TimedWrites {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+}
+
+#[async_trait]
+impl WritableStore for TimedWrites {
+    async fn set(&self, key: &StoreKey, value: Bytes) -> zarr_store::Result<()> {
+        if !key.as_str().ends_with("zarr.json") {
+            self.sets.fetch_add(1, Ordering::SeqCst);
+            if rayon::current_thread_index().is_some() {
+                self.on_rayon.fetch_add(1, Ordering::SeqCst);
+            }
+            if self.wait {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        }
+        self.inner.set(key, value).await
+    }
+
+    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
+        self.inner.erase(key).await
+    }
+
+    async fn erase_prefix(&self, prefix: &StorePrefix) -> zarr_store::Result<()> {
+        self.inner.erase_prefix(prefix).await
+    }
+}
+
+/// A write to a store that answers at once stores its chunks on the encoding threads (once
+/// the pipeline's thread has stored one to find out); one to a store that makes writes wait
+/// stores them from the pipeline's thread. Both store the same chunks.
+#[test]
+fn local_stores_are_written_by_the_encoding_threads() {
+    let mut chunks = Vec::new();
+    for wait in [false, true] {
+        let store = Arc::new(TimedWrites {
+            wait,
+            ..TimedWrites::default()
+        });
+        let all = values();
+        multi_thread().block_on(async {
+            let array = ArrayBuilder::new(SHAPE.to_vec(), DataType::UInt16, vec![8, 8, 8])
+                .zstd(1)
+                .create(Arc::clone(&store), "/a")
+                .await
+                .unwrap();
+            array.write(array.full_region(), &all).await.unwrap();
+            let back: Vec<u16> = array.read(array.full_region()).await.unwrap();
+            assert_eq!(back, all);
+        });
+        let (sets, on_rayon) = (
+            store.sets.load(Ordering::SeqCst),
+            store.on_rayon.load(Ordering::SeqCst),
+        );
+        assert_eq!(sets, 5 * 6 * 7);
+        if wait {
+            assert_eq!(on_rayon, 0, "{on_rayon} of {sets} on rayon");
+        } else {
+            // Those encoded after the pipeline's thread found out (how many were encoded
+            // before depends on the timing: 178 to 209 of 210 here).
+            assert!(on_rayon > 0, "{on_rayon} of {sets} on rayon");
+        }
+        let stored = current_thread().block_on(async {
+            let mut out = Vec::new();
+            for key in store.inner.list().await.unwrap() {
+                out.push((key.clone(), store.inner.get(&key).await.unwrap().unwrap()));
+            }
+            out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+            out
+        });
+        chunks.push(stored);
+    }
+    assert_eq!(chunks[0], chunks[1]);
+}
+
 /// A [`MemoryStore`] with hooks on writes: every write of the key `refuse` fails, each write
 /// takes `delay` first, finished chunk writes are counted in `counts`, and chunk writes are
 /// logged in `log` as they start.
