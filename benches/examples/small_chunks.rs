@@ -25,6 +25,19 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
+/// The median times of 7 rounds of `a` then `b`.
+fn alternate(
+    mut a: impl FnMut() -> Duration,
+    mut b: impl FnMut() -> Duration,
+) -> (Duration, Duration) {
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        ta.push(a());
+        tb.push(b());
+    }
+    (median(ta), median(tb))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (chunks, chunk): (u64, u64) = match &args[..] {
@@ -98,12 +111,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     read_ours();
     read_theirs();
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..7 {
-        a.push(read_ours());
-        b.push(read_theirs());
-    }
-    let (a, b) = (median(a), median(b));
+    let (a, b) = alternate(read_ours, read_theirs);
     // Whole-array writes over the stored chunks, the same way.
     let write_ours = || {
         let start = Instant::now();
@@ -115,12 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         theirs.store_array_subset(&all, &values[..]).unwrap();
         start.elapsed()
     };
-    let (mut wa, mut wb) = (Vec::new(), Vec::new());
-    for _ in 0..7 {
-        wa.push(write_ours());
-        wb.push(write_theirs());
-    }
-    let (wa, wb) = (median(wa), median(wb));
+    let (wa, wb) = alternate(write_ours, write_theirs);
     let per = |t: Duration| t.as_secs_f64() * 1e6 / chunks as f64;
     println!(
         "{chunks} chunks of {chunk} float32: ours {:.1} ms ({:.2} us/chunk), zarrs {:.1} ms ({:.2} us/chunk)",
