@@ -34,12 +34,13 @@ enum Payload {
 }
 
 impl Payload {
-    /// The encoded bytes held.
+    /// The bytes held: the stored chunk, or for a shard read in part what was read of it
+    /// (its inner chunks and the gaps read between them).
     fn encoded_bytes(&self) -> usize {
         match self {
             Self::Missing => 0,
             Self::Whole(bytes) => bytes.len(),
-            Self::Shard(fetch) => usize::try_from(fetch.encoded_bytes()).unwrap_or(usize::MAX),
+            Self::Shard(fetch) => usize::try_from(fetch.bytes_read()).unwrap_or(usize::MAX),
             Self::Elements(elements) => elements.values().len(),
         }
     }
@@ -212,9 +213,34 @@ where
                 }))
             })
             .await;
+            // Local: batches of jobs, each fetched and decoded by one task; at most two
+            // batches per decoding thread queued or running, and the bytes their largest jobs
+            // hold once fetched within the decode budget. (A task holds one job's chunk at a
+            // time; one waiting inside a decode may take up another task, so each task counts.)
+            let queued = std::sync::Arc::new(tokio::sync::Semaphore::new(2 * decoders()));
+            let budget = array
+                .options
+                .decode_budget()
+                .clamp(1, tokio::sync::Semaphore::MAX_PERMITS)
+                .min(u32::MAX as usize);
+            let held = std::sync::Arc::new(tokio::sync::Semaphore::new(budget));
             let mut waiting = match polled {
                 std::task::Poll::Ready(Ok(fetched)) => {
-                    scope.spawn(move |_| decode_all(fetched));
+                    // The first batch: what was just fetched (the semaphores are full).
+                    let cost = fetched
+                        .iter()
+                        .fold(0usize, |n, f| n.saturating_add(f.payload.encoded_bytes()))
+                        .clamp(1, budget) as u32;
+                    let permit = (
+                        std::sync::Arc::clone(&queued).try_acquire_owned().ok(),
+                        std::sync::Arc::clone(&held)
+                            .try_acquire_many_owned(cost)
+                            .ok(),
+                    );
+                    scope.spawn(move |_| {
+                        decode_all(fetched);
+                        drop(permit);
+                    });
                     Vec::new()
                 }
                 std::task::Poll::Ready(Err(error)) => return fail(error),
@@ -223,17 +249,6 @@ where
                     vec![first]
                 }
             };
-            // Local: batches of jobs, each fetched and decoded by one task; at most two
-            // batches per decoding thread queued or running, and their largest jobs' decoded
-            // sizes within the decode budget. (A task holds one job's chunk at a time; one
-            // waiting inside a decode may take up another task, so each task counts.)
-            let queued = std::sync::Arc::new(tokio::sync::Semaphore::new(2 * decoders()));
-            let budget = array
-                .options
-                .decode_budget()
-                .clamp(1, tokio::sync::Semaphore::MAX_PERMITS)
-                .min(u32::MAX as usize);
-            let held = std::sync::Arc::new(tokio::sync::Semaphore::new(budget));
             let mut unsent: Vec<Job<'a>> = Vec::new();
             // Jobs a task did not start because the store turned out to make reads wait.
             let (returned, returns) = futures::channel::mpsc::unbounded::<Job<'a>>();
@@ -249,9 +264,10 @@ where
                         }
                         Some(Err(error)) => return fail(error),
                         Some(Ok(job)) => {
-                            let size = job.elements().saturating_mul(elem);
+                            let holds = job.held(elem);
+                            let size = job.elements().saturating_mul(elem).max(holds);
                             bytes = bytes.saturating_add(size);
-                            largest = largest.max(size);
+                            largest = largest.max(holds);
                             batch.push(job);
                         }
                     }
@@ -493,6 +509,25 @@ enum Job<'a> {
 }
 
 impl Job<'_> {
+    /// About how many bytes this job's fetch holds until it is decoded, known before it is
+    /// made: exactly what is read for the inner chunks of a shard read in part (from its
+    /// index, whatever part of them the region needs), otherwise the decoded size (with `elem`
+    /// bytes per element), which stored chunks rarely exceed.
+    fn held(&self, elem: u64) -> u64 {
+        match self {
+            Self::Ready(fetched) => fetched.payload.encoded_bytes() as u64,
+            Self::ShardPart {
+                selection,
+                codec,
+                index,
+                ..
+            } => codec
+                .fetch_len(index, std::slice::from_ref(&selection.within_chunk))
+                .unwrap_or(u64::MAX),
+            _ => self.elements().saturating_mul(elem),
+        }
+    }
+
     /// How many elements decoding this job produces (or at least decodes).
     fn elements(&self) -> u64 {
         let chunk = |selection: &ChunkSelection| {

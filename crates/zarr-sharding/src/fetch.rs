@@ -17,6 +17,17 @@ use crate::index::ShardIndex;
 /// one request instead of two costs more than a few KiB on every store.
 pub const COALESCE_GAP: u64 = 16 * 1024;
 
+/// A fetch's inner chunks (position in C order, byte range) and the ranges it reads (each
+/// with the positions in the first list of the inner chunks it holds).
+type FetchPlan = (Vec<(usize, Range<u64>)>, Vec<(Range<u64>, Vec<usize>)>);
+
+/// The bytes read for the merged ranges of a [`FetchPlan`].
+fn read_len(merged: &[(Range<u64>, Vec<usize>)]) -> u64 {
+    merged
+        .iter()
+        .fold(0u64, |n, (m, _)| n.saturating_add(m.end - m.start))
+}
+
 /// The bytes a region of one shard needs: the shard's index and the encoded inner chunks the
 /// region touches. Made by [`ShardingCodec::fetch`] (I/O), consumed by
 /// [`ShardingCodec::decode_fetched_into_view`] or [`ShardingCodec::decode_fetched`] (CPU).
@@ -29,6 +40,8 @@ pub struct ShardFetch {
     region: Region,
     /// Fetched inner chunks by position in C order, ascending.
     chunks: Vec<(usize, Bytes)>,
+    /// The bytes the store returned (the chunks are slices of them).
+    read: u64,
 }
 
 impl ShardFetch {
@@ -62,9 +75,16 @@ impl ShardFetch {
             .map(|pos| &self.chunks[pos].1)
     }
 
-    /// The number of encoded bytes held.
+    /// The number of encoded bytes of the fetched inner chunks.
     pub fn encoded_bytes(&self) -> u64 {
         self.chunks.iter().map(|(_, b)| b.len() as u64).sum()
+    }
+
+    /// The number of bytes the store returned, which the fetch holds until dropped: the
+    /// encoded inner chunks and the gaps read between them (see [`COALESCE_GAP`]); what
+    /// [`ShardingCodec::fetch_len`] predicts.
+    pub fn bytes_read(&self) -> u64 {
+        self.read
     }
 }
 
@@ -194,39 +214,16 @@ impl ShardingCodec {
         index: Arc<ShardIndex>,
         regions: &[Region],
     ) -> Result<ShardFetch> {
-        regions.iter().try_for_each(|r| self.check_region(r))?;
-        self.check_index(&index)?;
-        let mut linears: Vec<usize> = regions
-            .iter()
-            .flat_map(|r| self.touched(r))
-            .map(|t| t.linear)
-            .collect();
-        linears.sort_unstable();
-        linears.dedup();
-        let mut needed: Vec<(usize, Range<u64>)> = linears
-            .into_iter()
-            .filter_map(|linear| index.chunk_range(linear).map(|r| (linear, r)))
-            .collect();
+        let (needed, merged) = self.plan_fetch(&index, regions)?;
         let mut fetch = ShardFetch {
             key: key.clone(),
             index: Arc::clone(&index),
             region: bounding_box(self.shard_representation().shape(), regions)?,
             chunks: Vec::with_capacity(needed.len()),
+            read: read_len(&merged),
         };
         if needed.is_empty() {
             return Ok(fetch);
-        }
-        needed.sort_by_key(|(_, r)| (r.start, r.end));
-        // Coalesce near ranges: (merged range, members).
-        let mut merged: Vec<(Range<u64>, Vec<usize>)> = Vec::new();
-        for (pos, (_, r)) in needed.iter().enumerate() {
-            match merged.last_mut() {
-                Some((m, members)) if r.start <= m.end.saturating_add(COALESCE_GAP) => {
-                    m.end = m.end.max(r.end);
-                    members.push(pos);
-                }
-                _ => merged.push((r.clone(), vec![pos])),
-            }
         }
         let requests: Vec<(StoreKey, ByteRange)> = merged
             .iter()
@@ -276,6 +273,49 @@ impl ShardingCodec {
         }
         fetch.chunks.sort_by_key(|(l, _)| *l);
         Ok(fetch)
+    }
+
+    /// How many bytes [`fetch_chunks_of`](Self::fetch_chunks_of) reads for `regions` given
+    /// the shard's `index`: the encoded inner chunks the regions touch and the gaps of at most
+    /// [`COALESCE_GAP`] bytes read between them. What a fetch holds, known before it is made,
+    /// so that a reader can bound the memory of the fetches it starts.
+    ///
+    /// # Errors
+    /// As [`fetch_chunks_of`](Self::fetch_chunks_of), without the store's.
+    pub fn fetch_len(&self, index: &ShardIndex, regions: &[Region]) -> Result<u64> {
+        let (_, merged) = self.plan_fetch(index, regions)?;
+        Ok(read_len(&merged))
+    }
+
+    /// The stored inner chunks `regions` touch, as (position in C order, byte range) sorted by
+    /// range, and the ranges to read: near ranges merged, each with the positions (in the
+    /// first list) of the inner chunks it holds.
+    fn plan_fetch(&self, index: &ShardIndex, regions: &[Region]) -> Result<FetchPlan> {
+        regions.iter().try_for_each(|r| self.check_region(r))?;
+        self.check_index(index)?;
+        let mut linears: Vec<usize> = regions
+            .iter()
+            .flat_map(|r| self.touched(r))
+            .map(|t| t.linear)
+            .collect();
+        linears.sort_unstable();
+        linears.dedup();
+        let mut needed: Vec<(usize, Range<u64>)> = linears
+            .into_iter()
+            .filter_map(|linear| index.chunk_range(linear).map(|r| (linear, r)))
+            .collect();
+        needed.sort_by_key(|(_, r)| (r.start, r.end));
+        let mut merged: Vec<(Range<u64>, Vec<usize>)> = Vec::new();
+        for (pos, (_, r)) in needed.iter().enumerate() {
+            match merged.last_mut() {
+                Some((m, members)) if r.start <= m.end.saturating_add(COALESCE_GAP) => {
+                    m.end = m.end.max(r.end);
+                    members.push(pos);
+                }
+                _ => merged.push((r.clone(), vec![pos])),
+            }
+        }
+        Ok((needed, merged))
     }
 
     /// Split `region` (shard coordinates) into parts whose stored inner chunks, by `index`,

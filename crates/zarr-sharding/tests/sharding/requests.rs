@@ -250,6 +250,13 @@ async fn many_regions_of_one_shard_take_one_chunk_request() {
     let span =
         needed.iter().map(|r| r.end).max().unwrap() - needed.iter().map(|r| r.start).min().unwrap();
     assert_eq!(stats.bytes_read, span, "{stats:?}");
+    // Known before the fetch: what it reads.
+    assert_eq!(codec.fetch_len(&index, &regions).unwrap(), span);
+    assert_eq!(fetch.bytes_read(), span);
+    assert!(fetch.encoded_bytes() < span);
+    let empty = [Region::try_new(vec![60..61, 3..4]).unwrap()];
+    assert_eq!(codec.fetch_len(&index, &empty).unwrap(), 0);
+    assert_eq!(codec.fetch_len(&index, &[]).unwrap(), 0);
     // The fetch holds exactly the needed inner chunks.
     for y in 0..8u64 {
         for x in 0..8u64 {
@@ -284,6 +291,6 @@ async fn many_regions_of_one_shard_take_one_chunk_request() {
         .fetch_chunks_of(store.as_ref(), &key, index, &[])
         .await
         .unwrap();
-    assert_eq!(none.encoded_bytes(), 0);
+    assert_eq!((none.encoded_bytes(), none.bytes_read()), (0, 0));
     assert_eq!(store.stats().calls(), 0);
 }
