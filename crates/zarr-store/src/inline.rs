@@ -67,6 +67,45 @@ pub fn blocking_allowed_here() -> bool {
     ALLOWED.with(Cell::get)
 }
 
+/// Run the blocking `f` the way a store should: on this thread if the caller allows it
+/// ([`allow_blocking_here`]) or there is no Tokio runtime, otherwise on Tokio's blocking
+/// pool, so that it never stalls a runtime worker. For store implementations whose
+/// operations are blocking calls (local files, a decoder): inside the hint, the future is
+/// ready on its first poll.
+///
+/// ```
+/// use std::future::Future;
+/// use std::task::{Context, Poll, Waker};
+/// use zarr_store::inline;
+///
+/// let runtime = tokio::runtime::Runtime::new().unwrap();
+/// let _entered = runtime.enter();
+/// let mut cx = Context::from_waker(Waker::noop());
+/// let mut here = std::pin::pin!(inline::run_blocking(|| 6 * 7));
+/// let polled = inline::allow_blocking_here(|| here.as_mut().poll(&mut cx));
+/// assert!(matches!(polled, Poll::Ready(Ok(42))));
+/// // Outside the hint the work goes to the blocking pool: not done on the first poll.
+/// let pooled = runtime.block_on(inline::run_blocking(|| 6 * 7));
+/// assert_eq!(pooled.unwrap(), 42);
+/// ```
+///
+/// # Errors
+/// [`Error::TaskFailed`](crate::Error::TaskFailed) if `f` panicked on the blocking pool (a
+/// panic on this thread propagates).
+pub async fn run_blocking<T, F>(f: F) -> crate::Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if !blocking_allowed_here() => handle
+            .spawn_blocking(f)
+            .await
+            .map_err(crate::Error::TaskFailed),
+        _ => Ok(f()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -598,15 +598,14 @@ impl ReadableStore for ReferenceStore {
                 let size = match self.resolve(key, url)? {
                     Target::Store { store, key: k, .. } => store.size(&k).await.map_err(failed)?,
                     Target::Local(path) => {
-                        let metadata = tokio::task::spawn_blocking(move || {
+                        let metadata = crate::inline::run_blocking(move || {
                             std::fs::metadata(&path).map_err(|source| Error::Io {
                                 operation: "read the metadata of",
                                 path,
                                 source,
                             })
                         })
-                        .await
-                        .map_err(Error::TaskFailed)?
+                        .await?
                         .map_err(failed)?;
                         Some(metadata.len())
                     }
@@ -708,9 +707,8 @@ async fn read_batch(batch: Batch) -> Result<Vec<(usize, Bytes)>> {
         Target::Local(path) => {
             let path = path.clone();
             let ranges: Vec<ByteRange> = reads.iter().map(|r| r.3).collect();
-            tokio::task::spawn_blocking(move || read_local(&path, &ranges))
-                .await
-                .map_err(Error::TaskFailed)?
+            crate::inline::run_blocking(move || read_local(&path, &ranges))
+                .await?
                 .map_err(|e| failed(&first.1, &first.2, "reading it failed".into(), Some(e)))?
         }
     };

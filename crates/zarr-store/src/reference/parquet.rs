@@ -392,7 +392,7 @@ impl ParquetReferences {
             None => Arc::new(Vec::new()),
             Some(bytes) => {
                 let record_size = self.record_size;
-                let decoded = tokio::task::spawn_blocking(move || {
+                let decoded = crate::inline::run_blocking(move || {
                     // The decoder is another crate's, run on input from elsewhere: a panic in
                     // it is a malformed file here, not a crash.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -400,8 +400,7 @@ impl ParquetReferences {
                     }))
                     .unwrap_or_else(|_| Err("the Parquet decoder failed on it".into()))
                 })
-                .await
-                .map_err(Error::TaskFailed)?;
+                .await?;
                 Arc::new(decoded.map_err(|why| invalid(format!("{}{key}: {why}", self.name)))?)
             }
         };

@@ -135,6 +135,44 @@ async fn sample() -> (Arc<MemoryStore>, Value) {
     (dir, metadata)
 }
 
+/// Inside `inline::allow_blocking_here`, a record file is read and decoded during the
+/// first poll of the lookup that needs it, on that thread.
+#[test]
+fn record_files_are_decoded_on_the_polling_thread_when_it_may_block() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    use zarr_store::inline::allow_blocking_here;
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (dir, _) = runtime.block_on(sample());
+    let references = runtime
+        .block_on(ParquetReferences::open(
+            Arc::clone(&dir) as _,
+            &StorePrefix::root(),
+        ))
+        .unwrap();
+    let _entered = runtime.enter();
+    let mut cx = Context::from_waker(Waker::noop());
+    let chunk = key("g/b/1/0");
+    let mut get = std::pin::pin!(references.get(&chunk));
+    match allow_blocking_here(|| get.as_mut().poll(&mut cx)) {
+        Poll::Ready(Ok(Some(reference))) => assert_eq!(
+            reference,
+            Reference::Range {
+                url: Some("mem://data.bin".into()),
+                offset: 1,
+                length: 1
+            }
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Another record file, without the hint: decoded on the blocking pool.
+    let other = key("a/0.0");
+    let mut pooled = std::pin::pin!(references.get(&other));
+    assert!(pooled.as_mut().poll(&mut cx).is_pending());
+    assert!(runtime.block_on(pooled).unwrap().is_some());
+}
+
 #[tokio::test]
 async fn chunks_read_from_their_record_files_and_metadata_from_zmetadata() {
     let (dir, metadata) = sample().await;

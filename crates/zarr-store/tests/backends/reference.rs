@@ -368,6 +368,47 @@ async fn local_files_only_where_allowed() {
     }
 }
 
+/// Inside `inline::allow_blocking_here` (as a read's decoding threads poll), a reference to
+/// a local file is read during its first poll, on that thread: the array reader then fetches
+/// on every core. Outside it, the read goes to the blocking pool and the runtime's worker
+/// is not blocked.
+#[test]
+fn local_files_are_read_on_the_polling_thread_when_it_may_block() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    use zarr_store::inline::allow_blocking_here;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.bin"), b"abcdefghij").unwrap();
+    let store = ReferenceStore::new(refs(json!({
+        "part": ["data.bin", 2, 3],
+        "whole": ["data.bin"]
+    })))
+    .with_local_files(dir.path());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _entered = runtime.enter();
+    let mut cx = Context::from_waker(Waker::noop());
+    let part = key("part");
+    let mut get = std::pin::pin!(store.get(&part));
+    match allow_blocking_here(|| get.as_mut().poll(&mut cx)) {
+        Poll::Ready(Ok(Some(bytes))) => assert_eq!(&bytes[..], b"cde"),
+        other => panic!("{other:?}"),
+    }
+    let whole = key("whole");
+    let mut size = std::pin::pin!(store.size(&whole));
+    assert!(matches!(
+        allow_blocking_here(|| size.as_mut().poll(&mut cx)),
+        Poll::Ready(Ok(Some(10)))
+    ));
+    // Without the hint: handed to the blocking pool, so not ready at once.
+    let mut pooled = std::pin::pin!(store.get(&part));
+    assert!(pooled.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(
+        runtime.block_on(pooled).unwrap().as_deref(),
+        Some(&b"cde"[..])
+    );
+}
+
 #[tokio::test]
 async fn null_urls_read_the_default_target() {
     let files = Arc::new(MemoryStore::new());
