@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use bytes::Bytes;
 use futures::future::try_join_all;
@@ -378,11 +379,34 @@ impl ParquetReferences {
     /// Record file `record` of the array at `field`, decoded (empty when there is no file).
     async fn record(&self, field: &str, record: u64) -> Result<Record> {
         let slot = self.lock().slot(self.arrays[field].id, record);
+        if let Some(decoded) = slot.get() {
+            return Ok(Arc::clone(decoded));
+        }
         // A failed read leaves the slot empty, for the next reader to try again.
-        let decoded = slot
-            .get_or_try_init(|| self.read_record(field, record))
-            .await?;
-        Ok(Arc::clone(decoded))
+        let started = std::sync::atomic::AtomicBool::new(false);
+        let init = slot.get_or_try_init(|| {
+            started.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.read_record(field, record)
+        });
+        let mut init = std::pin::pin!(init);
+        let waited = std::future::poll_fn(|cx| match init.as_mut().poll(cx) {
+            Poll::Ready(decoded) => Poll::Ready(Some(decoded.map(Arc::clone))),
+            // Another reader is reading this file, and this thread may block: rather than
+            // make the caller wait (which sends an array read back to fetching on one
+            // thread), read it here too. At most one extra read per such thread.
+            Poll::Pending
+                if crate::inline::blocking_allowed_here()
+                    && !started.load(std::sync::atomic::Ordering::Relaxed) =>
+            {
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        })
+        .await;
+        match waited {
+            Some(decoded) => decoded,
+            None => self.read_record(field, record).await,
+        }
     }
 
     /// Read and decode record file `record` of the array at `field`.

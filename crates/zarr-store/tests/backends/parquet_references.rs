@@ -173,6 +173,94 @@ fn record_files_are_decoded_on_the_polling_thread_when_it_may_block() {
     assert!(runtime.block_on(pooled).unwrap().is_some());
 }
 
+/// A store whose first read of a record file waits until `open` is notified.
+#[derive(Debug)]
+struct Gate {
+    inner: Arc<MemoryStore>,
+    held: std::sync::atomic::AtomicBool,
+    open: tokio::sync::Notify,
+    record_reads: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ReadableStore for Gate {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        use std::sync::atomic::Ordering;
+        if key.as_str().ends_with(".parq") {
+            self.record_reads.fetch_add(1, Ordering::SeqCst);
+            if !self.held.swap(true, Ordering::SeqCst) {
+                self.open.notified().await;
+            }
+        }
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, zarr_store::ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+/// A reader that may block does not wait for another reader of the same record file (which
+/// would send an array read back to fetching on one thread): it reads the file itself.
+/// Readers that may not block wait for the one read, as before.
+#[test]
+fn readers_that_may_block_do_not_wait_for_another_readers_record_file() {
+    use std::future::Future;
+    use std::sync::atomic::Ordering;
+    use std::task::{Context, Poll, Waker};
+    use zarr_store::inline::allow_blocking_here;
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (dir, _) = runtime.block_on(sample());
+    let gate = Arc::new(Gate {
+        inner: dir,
+        held: std::sync::atomic::AtomicBool::new(false),
+        open: tokio::sync::Notify::new(),
+        record_reads: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let references = runtime
+        .block_on(ParquetReferences::open(
+            Arc::clone(&gate) as _,
+            &StorePrefix::root(),
+        ))
+        .unwrap();
+    let _entered = runtime.enter();
+    let mut cx = Context::from_waker(Waker::noop());
+    let chunk = key("a/0.0");
+    // The first reader starts reading record file 0 of `a` and waits at the gate.
+    let mut first = std::pin::pin!(references.get(&chunk));
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    // A second reader that may not block waits for it.
+    let mut waiting = std::pin::pin!(references.get(&chunk));
+    assert!(waiting.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(gate.record_reads.load(Ordering::SeqCst), 1);
+    // One that may block reads the file itself, at once.
+    let mut blocking = std::pin::pin!(references.get(&chunk));
+    let expected = Some(Reference::Range {
+        url: Some("mem://data.bin".into()),
+        offset: 4,
+        length: 8,
+    });
+    match allow_blocking_here(|| blocking.as_mut().poll(&mut cx)) {
+        Poll::Ready(Ok(reference)) => assert_eq!(reference, expected),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(gate.record_reads.load(Ordering::SeqCst), 2);
+    gate.open.notify_one();
+    assert_eq!(runtime.block_on(first).unwrap(), expected);
+    assert_eq!(runtime.block_on(waiting).unwrap(), expected);
+    // The first reader's read is cached: no third read.
+    assert_eq!(runtime.block_on(references.get(&chunk)).unwrap(), expected);
+    assert_eq!(gate.record_reads.load(Ordering::SeqCst), 2);
+}
+
 #[tokio::test]
 async fn chunks_read_from_their_record_files_and_metadata_from_zmetadata() {
     let (dir, metadata) = sample().await;
