@@ -84,7 +84,7 @@ pub fn blocking_allowed_here() -> bool {
 /// let mut here = std::pin::pin!(inline::run_blocking(|| 6 * 7));
 /// let polled = inline::allow_blocking_here(|| here.as_mut().poll(&mut cx));
 /// assert!(matches!(polled, Poll::Ready(Ok(42))));
-/// // Outside the hint the work goes to the blocking pool: not done on the first poll.
+/// // Outside the hint the work goes to the blocking pool.
 /// let pooled = runtime.block_on(inline::run_blocking(|| 6 * 7));
 /// assert_eq!(pooled.unwrap(), 42);
 /// ```

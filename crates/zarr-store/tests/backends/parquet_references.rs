@@ -166,11 +166,14 @@ fn record_files_are_decoded_on_the_polling_thread_when_it_may_block() {
         ),
         other => panic!("{other:?}"),
     }
-    // Another record file, without the hint: decoded on the blocking pool.
-    let other = key("a/0.0");
-    let mut pooled = std::pin::pin!(references.get(&other));
-    assert!(pooled.as_mut().poll(&mut cx).is_pending());
-    assert!(runtime.block_on(pooled).unwrap().is_some());
+    // Another record file, without the hint: decoded on the blocking pool. (Whether that is
+    // done by the first poll depends on the pool's thread, so only the answer is checked.)
+    assert!(
+        runtime
+            .block_on(references.get(&key("a/0.0")))
+            .unwrap()
+            .is_some()
+    );
 }
 
 /// A store whose first read of a record file waits until `open` is notified.

@@ -370,8 +370,7 @@ async fn local_files_only_where_allowed() {
 
 /// Inside `inline::allow_blocking_here` (as a read's decoding threads poll), a reference to
 /// a local file is read during its first poll, on that thread: the array reader then fetches
-/// on every core. Outside it, the read goes to the blocking pool and the runtime's worker
-/// is not blocked.
+/// on every core.
 #[test]
 fn local_files_are_read_on_the_polling_thread_when_it_may_block() {
     use std::future::Future;
@@ -400,11 +399,10 @@ fn local_files_are_read_on_the_polling_thread_when_it_may_block() {
         allow_blocking_here(|| size.as_mut().poll(&mut cx)),
         Poll::Ready(Ok(Some(10)))
     ));
-    // Without the hint: handed to the blocking pool, so not ready at once.
-    let mut pooled = std::pin::pin!(store.get(&part));
-    assert!(pooled.as_mut().poll(&mut cx).is_pending());
+    // Without the hint: handed to the blocking pool (whether that is done by the first poll
+    // depends on the pool's thread, so only the answer is checked).
     assert_eq!(
-        runtime.block_on(pooled).unwrap().as_deref(),
+        runtime.block_on(store.get(&part)).unwrap().as_deref(),
         Some(&b"cde"[..])
     );
 }
