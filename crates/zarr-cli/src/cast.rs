@@ -37,6 +37,10 @@ pub(crate) fn is_castable(data_type: &DataType) -> bool {
             | DataType::UInt16
             | DataType::UInt32
             | DataType::UInt64
+            | DataType::Int2
+            | DataType::Int4
+            | DataType::UInt2
+            | DataType::UInt4
             | DataType::Float16
             | DataType::Float32
             | DataType::Float64
@@ -51,6 +55,11 @@ fn load(data_type: &DataType, b: &[u8]) -> Value {
         DataType::Int32 => Value::Int(i128::from(i32::from_ne_bytes(arr(b)))),
         DataType::Int64 => Value::Int(i128::from(i64::from_ne_bytes(arr(b)))),
         DataType::UInt8 => Value::Int(i128::from(b[0])),
+        // One element per byte, the value in the low bits (sign-extended from them).
+        DataType::Int2 => Value::Int(i128::from(((b[0] << 6) as i8) >> 6)),
+        DataType::Int4 => Value::Int(i128::from(((b[0] << 4) as i8) >> 4)),
+        DataType::UInt2 => Value::Int(i128::from(b[0] & 0x3)),
+        DataType::UInt4 => Value::Int(i128::from(b[0] & 0xf)),
         DataType::UInt16 => Value::Int(i128::from(u16::from_ne_bytes(arr(b)))),
         DataType::UInt32 => Value::Int(i128::from(u32::from_ne_bytes(arr(b)))),
         DataType::UInt64 => Value::Int(i128::from(u64::from_ne_bytes(arr(b)))),
@@ -61,21 +70,38 @@ fn load(data_type: &DataType, b: &[u8]) -> Value {
 }
 
 fn store(data_type: &DataType, value: Value, out: &mut Vec<u8>) -> Result<()> {
+    // The value as an integer: in range of i128 and whole, or not convertible.
+    let whole = || -> Result<i128> {
+        match value {
+            Value::Int(v) => Ok(v),
+            Value::Float(f) => {
+                if f.fract() != 0.0 || !f.is_finite() || f.abs() > 1e38 {
+                    bail!(
+                        "{f} is not a whole number, so it cannot become {}",
+                        data_type.name()
+                    );
+                }
+                Ok(f as i128)
+            }
+        }
+    };
+    // int2/int4/uint2/uint4: one element per byte, as the array holds them (signed values
+    // sign-extended to the whole byte).
+    let small = |min: i128, max: i128, out: &mut Vec<u8>| -> Result<()> {
+        let v = whole()?;
+        if !(min..=max).contains(&v) {
+            bail!(
+                "{v} is out of the range of {} ({min} to {max})",
+                data_type.name()
+            );
+        }
+        // In -8..=15, so the byte is exact (negative values as their two's complement).
+        out.push(v as i8 as u8);
+        Ok(())
+    };
     macro_rules! int {
         ($t:ty) => {{
-            let v: i128 = match value {
-                Value::Int(v) => v,
-                Value::Float(f) => {
-                    // In range of i128 and whole, or not convertible.
-                    if f.fract() != 0.0 || !f.is_finite() || f.abs() > 1e38 {
-                        bail!(
-                            "{f} is not a whole number, so it cannot become {}",
-                            data_type.name()
-                        );
-                    }
-                    f as i128
-                }
-            };
+            let v = whole()?;
             match <$t>::try_from(v) {
                 Ok(v) => out.extend(v.to_ne_bytes()),
                 Err(_) => bail!("{v} is out of the range of {}", data_type.name()),
@@ -118,6 +144,10 @@ fn store(data_type: &DataType, value: Value, out: &mut Vec<u8>) -> Result<()> {
         DataType::UInt16 => int!(u16),
         DataType::UInt32 => int!(u32),
         DataType::UInt64 => int!(u64),
+        DataType::Int2 => small(-2, 1, out)?,
+        DataType::Int4 => small(-8, 7, out)?,
+        DataType::UInt2 => small(0, 3, out)?,
+        DataType::UInt4 => small(0, 15, out)?,
         DataType::Float16 => {
             let f = float(&|x| f64::from(half::f16::from_f64(x)))?;
             out.extend(half::f16::from_f64(f).to_ne_bytes());
@@ -223,5 +253,56 @@ mod tests {
         let inf = f64::INFINITY.to_ne_bytes();
         assert!(convert(&inf, &DataType::Float64, &DataType::Float16, flat).is_ok());
         assert!(convert(&[0], &DataType::Bool, &DataType::String, flat).is_err());
+    }
+
+    #[test]
+    fn small_integers_convert_within_their_range() {
+        let bytes: Vec<u8> = [-8i8, -1, 0, 7].iter().map(|&v| v as u8).collect();
+        let int4 = convert(&bytes, &DataType::Int8, &DataType::Int4, flat).unwrap();
+        assert_eq!(int4, [0xf8, 0xff, 0, 7]);
+        // Back, whether the array's bytes are sign-extended or hold only the low bits.
+        let low: Vec<u8> = int4.iter().map(|b| b & 0xf).collect();
+        for held in [&int4, &low] {
+            let back = convert(held, &DataType::Int4, &DataType::Int16, flat).unwrap();
+            let values: Vec<i16> = back
+                .chunks_exact(2)
+                .map(|c| i16::from_ne_bytes([c[0], c[1]]))
+                .collect();
+            assert_eq!(values, [-8, -1, 0, 7]);
+        }
+        for (to, bad) in [
+            (DataType::Int4, 8i8),
+            (DataType::Int4, -9),
+            (DataType::Int2, 2),
+            (DataType::Int2, -3),
+            (DataType::UInt4, -1),
+            (DataType::UInt2, 4),
+        ] {
+            let err = convert(&[0, bad as u8], &DataType::Int8, &to, flat).unwrap_err();
+            assert!(
+                format!("{err:#}").contains(&format!("element [1]: {bad} is out of the range")),
+                "{to:?} {bad}: {err:#}"
+            );
+        }
+        assert_eq!(
+            convert(&[3, 15], &DataType::UInt8, &DataType::UInt4, flat).unwrap(),
+            [3, 15]
+        );
+        assert_eq!(
+            convert(&[0x3, 0xff], &DataType::UInt2, &DataType::UInt8, flat).unwrap(),
+            [3, 3]
+        );
+        let float = 1.5f32.to_ne_bytes();
+        assert!(convert(&float, &DataType::Float32, &DataType::Int2, flat).is_err());
+        assert_eq!(
+            convert(
+                &(-2.0f32).to_ne_bytes(),
+                &DataType::Float32,
+                &DataType::Int2,
+                flat
+            )
+            .unwrap(),
+            [0xfe]
+        );
     }
 }

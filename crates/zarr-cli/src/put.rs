@@ -222,15 +222,14 @@ fn elements(descr: &str, data_type: &DataType, input: &str) -> Result<Elements> 
         });
     }
     let expected = npy_type(data_type)?;
-    if expected.small_int.is_some() {
-        usage!("put does not write {} arrays", data_type.name());
-    }
     let needs_swap = if cfg!(target_endian = "big") {
         descr.starts_with('<')
     } else {
         descr.starts_with('>')
     };
-    if without_order(descr) == without_order(&expected.descr) {
+    // int2/int4/uint2/uint4 files are int8/uint8 (as `get` writes them): converted, so that
+    // each value is checked against the narrower range.
+    if expected.small_int.is_none() && without_order(descr) == without_order(&expected.descr) {
         return Ok(Elements::Fixed {
             size: data_type.fixed_size().unwrap_or(1),
             swap: if needs_swap { swap_unit(data_type) } else { 1 },

@@ -173,6 +173,79 @@ fn put_checks_the_file_against_the_array() {
     assert!(err.contains("--codec \"lzma\""), "{err}");
 }
 
+/// int2/int4/uint2/uint4 arrays take the int8/uint8 files `get` writes of them (or any
+/// numeric file), each value checked against the narrower range; a value out of it fails the
+/// whole put, naming the element, and nothing is written.
+#[test]
+fn put_writes_small_integer_arrays_from_byte_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("x.npy");
+    let file = npy.to_str().unwrap();
+    let out = dir.path().join("out.npy");
+    for (dtype, descr, values, bad) in [
+        ("int4", "|i1", vec![-8i8, -1, 0, 7], 8i8),
+        ("int2", "|i1", vec![-2, -1, 0, 1], -3),
+        ("uint4", "|u1", vec![0, 1, 14, 15], 16),
+        ("uint2", "|u1", vec![0, 1, 2, 3], 4),
+    ] {
+        let array = dir
+            .path()
+            .join(format!("{dtype}.zarr"))
+            .display()
+            .to_string();
+        ok(&[
+            "create",
+            &array,
+            "--shape",
+            "4",
+            "--dtype",
+            dtype,
+            "--chunks",
+            "2",
+            "--codecs",
+            r#"[{"name": "packbits"}]"#,
+        ]);
+        let bytes: Vec<u8> = values.iter().map(|&v| v as u8).collect();
+        write_npy(&npy, descr, &[4], &bytes);
+        ok(&["put", &array, "-i", file]);
+        let want = format!(
+            "[{}]\n",
+            values
+                .iter()
+                .map(i8::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        assert_eq!(ok(&["get", &array, "-f", "json"]), want, "{dtype}");
+        // What `get` exports, `put` takes back.
+        ok(&["get", &array, "-f", "npy", "-o", out.to_str().unwrap()]);
+        ok(&["put", &array, "-i", out.to_str().unwrap()]);
+        assert_eq!(ok(&["get", &array, "-f", "json"]), want, "{dtype}");
+        // Out of range: an error naming the element; the array is unchanged.
+        let mut wrong = bytes.clone();
+        wrong[3] = bad as u8;
+        write_npy(&npy, descr, &[4], &wrong);
+        let err = fails(&["put", &array, "-i", file], 1);
+        let shown = if descr == "|u1" {
+            (bad as u8).to_string()
+        } else {
+            bad.to_string()
+        };
+        assert!(
+            err.contains(&format!(
+                "element [3]: {shown} is out of the range of {dtype}"
+            )),
+            "{dtype}: {err}"
+        );
+        assert_eq!(ok(&["get", &array, "-f", "json"]), want, "{dtype}");
+    }
+    // Wider integer files convert too.
+    let array = dir.path().join("int4.zarr").display().to_string();
+    write_npy(&npy, "<i8", &[2], &i64_bytes(&[-5, 6]));
+    ok(&["put", &array, "-i", file, "-r", "1:3"]);
+    assert_eq!(ok(&["get", &array, "-f", "json"]), "[-8, -5, 6, 7]\n");
+}
+
 #[test]
 fn put_converts_numbers_exactly() {
     let dir = tempfile::tempdir().unwrap();
