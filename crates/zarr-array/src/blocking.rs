@@ -186,6 +186,15 @@ impl<S: ?Sized> Array<S> {
         self.0.full_region()
     }
 
+    /// [`crate::Array::split_region`]: `region` cut into parts of whole chunks, in C order,
+    /// each of at most `max_elements` elements where one chunk allows.
+    ///
+    /// # Errors
+    /// As [`crate::Array::split_region`].
+    pub fn split_region(&self, region: impl IntoRegion, max_elements: u64) -> Result<Vec<Region>> {
+        self.0.split_region(region, max_elements)
+    }
+
     /// [`crate::Array::grid_shape`].
     ///
     /// # Errors
@@ -444,6 +453,64 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         regions: impl IntoIterator<Item = R>,
     ) -> Result<Vec<Vec<T>>> {
         block_on(self.0.read_many(regions))?
+    }
+
+    /// [`crate::Array::read_parts`], as an iterator: `parts` read in order, each a task of
+    /// its own on this API's runtime, up to `ahead` of them (at least one) in flight, so
+    /// that the next parts are fetched and decoded while the caller works on one. The
+    /// memory held is at most `ahead` parts, plus the one the caller holds. Dropping the
+    /// iterator cancels the reads in flight.
+    ///
+    /// With [`crate::Array::split_region`], this goes through an array larger than memory:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, blocking};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let builder = ArrayBuilder::new(vec![1000], DataType::Int32, vec![100]);
+    /// let array = blocking::Array::create(&builder, Arc::new(MemoryStore::new()), "/a")?;
+    /// array.write(.., &(0..1000).collect::<Vec<i32>>())?;
+    /// let mut largest = i32::MIN;
+    /// for part in array.read_parts::<i32>(array.split_region(.., 300)?, 2)? {
+    ///     let (region, values) = part?;
+    ///     assert_eq!(values.len() as u64, region.num_elements()?);
+    ///     largest = largest.max(values.into_iter().max().unwrap());
+    /// }
+    /// assert_eq!(largest, 999);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// At once: [`Error::BlockingInAsync`] inside an async runtime, [`Error::ElementType`]
+    /// if `T` does not match the data type, region errors for a part outside the array. From
+    /// the iterator: each part's read errors (as [`crate::Array::read`]), in that part's
+    /// place (the other parts are still read), and [`Error::BlockingInAsync`] if the
+    /// iterator is advanced inside an async runtime.
+    pub fn read_parts<T: Element>(
+        &self,
+        parts: impl IntoIterator<Item = Region>,
+        ahead: usize,
+    ) -> Result<ReadParts<S, T>> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(Error::BlockingInAsync);
+        }
+        self.0.check_element::<T>()?;
+        let parts = parts
+            .into_iter()
+            .map(|part| {
+                part.check_within(self.shape())?;
+                Ok(part)
+            })
+            .collect::<Result<Vec<Region>>>()?;
+        Ok(ReadParts {
+            array: self.0.clone(),
+            runtime: runtime()?.handle().clone(),
+            queued: parts.into_iter(),
+            in_flight: std::collections::VecDeque::new(),
+            ahead: ahead.max(1),
+        })
     }
 
     /// [`crate::Array::read_selection`]: an orthogonal selection (steps, listed indices,
@@ -902,6 +969,66 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
         block_on(self.0.write_points_text(points, values))?
     }
 }
+
+/// The iterator of [`Array::read_parts`]: `(region, values)` of each part, in order.
+pub struct ReadParts<S: ?Sized, T> {
+    array: crate::Array<S>,
+    runtime: tokio::runtime::Handle,
+    queued: std::vec::IntoIter<Region>,
+    in_flight: std::collections::VecDeque<(Region, crate::array::AbortOnDrop<Result<Vec<T>>>)>,
+    ahead: usize,
+}
+
+impl<S: ?Sized, T> std::fmt::Debug for ReadParts<S, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadParts")
+            .field("array", &self.array.path())
+            .field("queued", &self.queued.len())
+            .field("in_flight", &self.in_flight.len())
+            .field("ahead", &self.ahead)
+            .finish()
+    }
+}
+
+impl<S: ReadableStore + ?Sized + 'static, T: Element> ReadParts<S, T> {
+    /// Start reads until `ahead` are in flight or none is left.
+    fn fill(&mut self) {
+        while self.in_flight.len() < self.ahead {
+            let Some(part) = self.queued.next() else {
+                return;
+            };
+            let array = self.array.clone();
+            let region = part.clone();
+            let task = self
+                .runtime
+                .spawn(async move { array.read::<T>(&region).await });
+            self.in_flight
+                .push_back((part, crate::array::AbortOnDrop(task)));
+        }
+    }
+}
+
+impl<S: ReadableStore + ?Sized + 'static, T: Element> Iterator for ReadParts<S, T> {
+    type Item = Result<(Region, Vec<T>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.fill();
+        let (part, task) = self.in_flight.pop_front()?;
+        let values = block_on(task.join())
+            .and_then(|joined| joined)
+            .and_then(|read| read);
+        // Keep `ahead` reads going while the caller works on this part.
+        self.fill();
+        Some(values.map(|values| (part, values)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.queued.len() + self.in_flight.len();
+        (left, Some(left))
+    }
+}
+
+impl<S: ReadableStore + ?Sized + 'static, T: Element> ExactSizeIterator for ReadParts<S, T> {}
 
 /// A blocking handle to an array with a cache of decoded chunks (see
 /// [`crate::CachedArray`]). Clones share the cache.

@@ -74,6 +74,7 @@ mod group;
 mod index_cache;
 mod index_flights;
 mod nd_elements;
+mod parts;
 mod read;
 mod records;
 mod region;

@@ -973,7 +973,7 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
             tracing::debug_span!("zarr.read_selection", array = %self.path, bytes = out.len());
         let parts = combinations(&plans)
             .map(|combination| Ok((group_box(&pick(&plans, &combination))?, combination)));
-        self.read_parts(parts, |combination, boxed| {
+        self.read_combinations(parts, |combination, boxed| {
             walk(&pick(&plans, &combination), out_shape, &mut |b, o, n| {
                 let (b, o, n) = (b as usize * elem, o as usize * elem, n as usize * elem);
                 out[o..o + n].copy_from_slice(&boxed[b..b + n]);
@@ -1068,7 +1068,7 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         let groups = plan_points(&self.read_cells()?, &self.metadata.shape, flat, count)?;
         let span = tracing::debug_span!("zarr.read_points", array = %self.path, points = count);
         let parts = groups.into_iter().map(|g| Ok((g.region, g.members)));
-        self.read_parts(parts, |members, boxed| {
+        self.read_combinations(parts, |members, boxed| {
             for (offset, point) in members {
                 let (b, o) = (offset as usize * elem, point as usize * elem);
                 out[o..o + elem].copy_from_slice(&boxed[b..b + elem]);
@@ -1092,7 +1092,7 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
 
     /// Read the boxes of `parts` (see [`run_parts`]) as fixed-size bytes and hand each to
     /// `consume` with its payload as it arrives.
-    async fn read_parts<P, I, F>(&self, parts: I, consume: F) -> Result<()>
+    async fn read_combinations<P, I, F>(&self, parts: I, consume: F) -> Result<()>
     where
         I: Iterator<Item = Result<(Region, P)>>,
         F: FnMut(P, Vec<u8>) -> Result<()>,

@@ -1,0 +1,231 @@
+//! Reading an array part by part: [`Array::split_region`] cuts a region into parts of whole
+//! chunks, of bounded size, and [`Array::read_parts`] reads them in order with a few reads
+//! in flight, so that a program can go through an array larger than its memory.
+
+use std::ops::Range;
+
+use futures::{Stream, StreamExt};
+use zarr_core::Region;
+use zarr_store::ReadableStore;
+
+use crate::array::Array;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::region::IntoRegion;
+
+/// The grid a region is cut along: the array's chunk grid, or the inner chunks of one shard.
+enum Level<'a> {
+    Chunks,
+    /// The inner chunks of the shard whose first element is `origin`.
+    Inner {
+        origin: Vec<u64>,
+        shape: &'a [u64],
+    },
+}
+
+/// The state of one [`Array::split_region`].
+struct Splitter<'a, S: ?Sized> {
+    array: &'a Array<S>,
+    max: u128,
+}
+
+impl<S: ?Sized> Splitter<'_, S> {
+    /// The end, along `dim`, of the unit of `level` that holds index `at` (the other indices
+    /// are those of `region`'s first element).
+    fn unit_end(&self, level: &Level<'_>, region: &Region, dim: usize, at: u64) -> Result<u64> {
+        match level {
+            Level::Chunks => {
+                let shape = self.array.shape();
+                let mut element = region.starts();
+                element[dim] = at;
+                let grid = self.array.chunk_grid();
+                let (chunk, _) = grid.chunk_of(shape, &element)?;
+                Ok(grid.chunk_region(shape, &chunk)?.ranges()[dim].end)
+            }
+            Level::Inner { origin, shape } => {
+                let side = shape[dim].max(1);
+                let index = (at - origin[dim]) / side + 1;
+                index
+                    .checked_mul(side)
+                    .and_then(|offset| offset.checked_add(origin[dim]))
+                    .ok_or_else(|| {
+                        Error::from(zarr_core::Error::Overflow {
+                            what: format!("the end of an inner chunk in dimension {dim}"),
+                        })
+                    })
+            }
+        }
+    }
+
+    /// Append the parts of `region` to `out`: `region` itself if it is small enough, else
+    /// slabs of whole units of `level` along `dim`, each unit too large on its own cut
+    /// along the next dimension.
+    fn split(
+        &self,
+        level: &Level<'_>,
+        region: Region,
+        dim: usize,
+        out: &mut Vec<Region>,
+    ) -> Result<()> {
+        let extents = region.shape();
+        let count: u128 = extents.iter().map(|&n| u128::from(n)).product();
+        if count <= self.max {
+            out.push(region);
+            return Ok(());
+        }
+        if dim == region.rank() {
+            // One unit of `level`, too large on its own.
+            if let (Level::Chunks, Some(inner)) = (level, self.array.inner_chunk_shape()) {
+                let shape = self.array.shape();
+                let grid = self.array.chunk_grid();
+                let (chunk, _) = grid.chunk_of(shape, &region.starts())?;
+                let origin = grid.chunk_region(shape, &chunk)?.starts();
+                let inner = Level::Inner {
+                    origin,
+                    shape: inner,
+                };
+                return self.split(&inner, region, 0, out);
+            }
+            out.push(region);
+            return Ok(());
+        }
+        // Elements per index along `dim`.
+        let across = count / u128::from(extents[dim]);
+        let Range { start: first, end } = region.ranges()[dim].clone();
+        let slab = |range: Range<u64>| {
+            let mut ranges = region.ranges().to_vec();
+            ranges[dim] = range;
+            Region::try_new(ranges)
+        };
+        let mut start = first;
+        while start < end {
+            let mut stop = self.unit_end(level, &region, dim, start)?.min(end);
+            if u128::from(stop - start) * across > self.max {
+                self.split(level, slab(start..stop)?, dim + 1, out)?;
+            } else {
+                while stop < end {
+                    let next = self.unit_end(level, &region, dim, stop)?.min(end);
+                    if u128::from(next - start) * across > self.max {
+                        break;
+                    }
+                    stop = next;
+                }
+                out.push(slab(start..stop)?);
+            }
+            start = stop;
+        }
+        Ok(())
+    }
+}
+
+impl<S: ?Sized> Array<S> {
+    /// Cut `region` into parts of whole chunks (clipped to the region), in C order, each of
+    /// at most `max_elements` elements where one chunk allows: for going through an array
+    /// larger than memory with [`Array::read_parts`] (or writing one part by part), reading
+    /// every chunk once.
+    ///
+    /// The parts are slabs along the first dimension made of whole rows of chunks, as many
+    /// rows as fit; where one row of chunks is too large, it is cut the same way along the
+    /// next dimension, and so on. A chunk is never cut, except a shard (an array whose
+    /// codecs are `sharding_indexed`) too large on its own, which is cut the same way along
+    /// its inner chunks, all of whose reads are partial. So a part can hold more than
+    /// `max_elements` only where one chunk (or inner chunk) does. A `max_elements` of `0`
+    /// counts as `1`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::{Array, ArrayBuilder, ArrayOptions, Region};
+    /// use zarr_core::{DataType, NodePath};
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let metadata = ArrayBuilder::new(vec![10, 1000], DataType::Float32, vec![5, 100])
+    ///     .build_metadata()?;
+    /// let store = Arc::new(MemoryStore::new());
+    /// let array = Array::from_metadata(store, NodePath::root(), metadata, ArrayOptions::default())?;
+    /// // A row of chunks (5 x 1000 = 5,000 elements) fits: two slabs.
+    /// let parts = array.split_region(.., 5_000)?;
+    /// assert_eq!(parts.len(), 2);
+    /// assert_eq!(parts[1], Region::try_new(vec![5..10, 0..1000])?);
+    /// // It does not: each row of chunks (clipped to the region) in groups of chunks.
+    /// let parts = array.split_region([2..10, 0..1000], 2_000)?;
+    /// assert_eq!(parts.len(), 5);
+    /// assert_eq!(parts[0], Region::try_new(vec![2..5, 0..600])?); // 6 chunks of 3 x 100
+    /// assert_eq!(parts[1], Region::try_new(vec![2..5, 600..1000])?);
+    /// assert_eq!(parts[2], Region::try_new(vec![5..10, 0..400])?); // 4 chunks of 5 x 100
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Region errors (a region outside the array, of another rank), and chunk grid errors.
+    pub fn split_region(&self, region: impl IntoRegion, max_elements: u64) -> Result<Vec<Region>> {
+        let region = region.into_region_of(self.shape())?;
+        region.check_within(self.shape())?;
+        let mut parts = Vec::new();
+        if region.is_empty() {
+            return Ok(parts);
+        }
+        let splitter = Splitter {
+            array: self,
+            max: u128::from(max_elements.max(1)),
+        };
+        splitter.split(&Level::Chunks, region, 0, &mut parts)?;
+        Ok(parts)
+    }
+}
+
+impl<S: ReadableStore + ?Sized> Array<S> {
+    /// Read `parts` one after the other as a stream of `(region, values)` in their order,
+    /// with up to `ahead` reads in flight (at least one): the next parts are fetched and
+    /// decoded while the caller works on one. Each read is as parallel as [`Array::read`];
+    /// the memory held is at most `ahead` parts, plus the one the caller holds.
+    ///
+    /// With [`Array::split_region`], this goes through an array larger than memory:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use futures::TryStreamExt;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let builder = ArrayBuilder::new(vec![100, 100], DataType::UInt16, vec![10, 50]);
+    /// let array = builder.create(Arc::new(MemoryStore::new()), "/a").await?;
+    /// array.write(.., &(0..10_000).map(|v| v as u16).collect::<Vec<_>>()).await?;
+    /// let parts = array.split_region(.., 2_000)?;
+    /// let mut stream = array.read_parts::<u16>(parts, 2)?;
+    /// let mut sum = 0u64;
+    /// while let Some((region, values)) = stream.try_next().await? {
+    ///     assert_eq!(values.len() as u64, region.num_elements()?);
+    ///     sum += values.iter().map(|&v| u64::from(v)).sum::<u64>();
+    /// }
+    /// assert_eq!(sum, (0..10_000u64).sum::<u64>());
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// At once: [`Error::ElementType`] if `T` does not match the data type, region errors
+    /// for a part outside the array. In the stream: each part's read errors (as
+    /// [`Array::read`]), in that part's place; the other parts are still read.
+    pub fn read_parts<T: Element>(
+        &self,
+        parts: impl IntoIterator<Item = Region>,
+        ahead: usize,
+    ) -> Result<impl Stream<Item = Result<(Region, Vec<T>)>> + Send + '_> {
+        self.check_element::<T>()?;
+        let parts = parts
+            .into_iter()
+            .map(|part| {
+                part.check_within(self.shape())?;
+                Ok(part)
+            })
+            .collect::<Result<Vec<Region>>>()?;
+        Ok(futures::stream::iter(parts)
+            .map(move |part| async move {
+                let values = self.read::<T>(&part).await?;
+                Ok((part, values))
+            })
+            .buffered(ahead.max(1)))
+    }
+}

@@ -1,0 +1,498 @@
+//! `split_region` and `read_parts`: going through an array part by part, in chunk-aligned
+//! parts of bounded size, with a bounded number of reads ahead.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use proptest::prelude::*;
+use zarr_array::{Array, ArrayBuilder, ArrayOptions, Error, Region, blocking};
+use zarr_core::{ChunkGrid, DataType, DimensionChunks, NodePath};
+use zarr_store::{ByteRange, MemoryStore, ReadableStore, StoreKey, WritableStore};
+
+fn region(ranges: &[Range<u64>]) -> Region {
+    Region::try_new(ranges.to_vec()).unwrap()
+}
+
+/// An array with `metadata`'s layout on a memory store, nothing written.
+fn unwritten(builder: ArrayBuilder) -> Array<MemoryStore> {
+    let metadata = builder.build_metadata().unwrap();
+    Array::from_metadata(
+        Arc::new(MemoryStore::new()),
+        NodePath::root(),
+        metadata,
+        ArrayOptions::default(),
+    )
+    .unwrap()
+}
+
+fn count(part: &Region) -> u64 {
+    part.num_elements().unwrap()
+}
+
+/// The chunk holding `element`: of the array's grid, or the inner chunk of a sharded
+/// array (the unit a part may not cut).
+fn chunk_of<S: ?Sized>(array: &Array<S>, element: &[u64]) -> Vec<u64> {
+    if let Some(inner) = array.inner_chunk_shape() {
+        return element.iter().zip(inner).map(|(x, n)| x / n).collect();
+    }
+    array
+        .chunk_grid()
+        .chunk_of(array.shape(), element)
+        .unwrap()
+        .0
+}
+
+/// Whether every element of `part` lies in one chunk (inner chunk of a sharded array).
+fn in_one_chunk<S: ?Sized>(array: &Array<S>, part: &Region) -> bool {
+    let last: Vec<u64> = part.ranges().iter().map(|r| r.end - 1).collect();
+    chunk_of(array, &part.starts()) == chunk_of(array, &last)
+}
+
+/// Whether `at` is an edge between two chunks along `dim` (or the array's end).
+fn is_chunk_edge<S: ?Sized>(array: &Array<S>, dim: usize, at: u64) -> bool {
+    if at == 0 || at == array.shape()[dim] {
+        return true;
+    }
+    let mut before = vec![0; array.ndim()];
+    before[dim] = at - 1;
+    let mut after = before.clone();
+    after[dim] = at;
+    chunk_of(array, &before)[dim] != chunk_of(array, &after)[dim]
+}
+
+/// What every split must be: the parts cover `whole` exactly once, in C order of their
+/// first elements; each is within `max` elements or inside one chunk; each starts and ends
+/// on chunk edges or on `whole`'s bounds (the chunks are never cut).
+fn check_split<S: ?Sized>(array: &Array<S>, whole: &Region, parts: &[Region], max: u64) {
+    let total: u64 = parts.iter().map(count).sum();
+    assert_eq!(total, count(whole), "{parts:?} do not add up to {whole}");
+    let shape = whole.shape();
+    let mut seen = vec![0u8; count(whole) as usize];
+    for part in parts {
+        let inside = part.ranges().iter().zip(whole.ranges());
+        assert!(
+            inside
+                .clone()
+                .all(|(p, w)| p.start >= w.start && p.end <= w.end),
+            "{part} outside {whole}"
+        );
+        assert!(!part.is_empty(), "an empty part in {parts:?}");
+        assert!(
+            count(part) <= max.max(1) || in_one_chunk(array, part),
+            "{part} holds {} > {max} elements across chunks",
+            count(part)
+        );
+        for (dim, (p, w)) in inside.enumerate() {
+            for at in [p.start, p.end] {
+                assert!(
+                    at == w.start || at == w.end || is_chunk_edge(array, dim, at),
+                    "{part} cuts a chunk in dimension {dim}"
+                );
+            }
+        }
+        // Mark every element (C order within `whole`).
+        let mut index = part.starts();
+        'elements: loop {
+            let flat = index
+                .iter()
+                .zip(whole.ranges())
+                .zip(&shape)
+                .fold(0u64, |acc, ((&i, w), &n)| acc * n + (i - w.start));
+            seen[flat as usize] += 1;
+            let mut d = index.len();
+            loop {
+                if d == 0 {
+                    break 'elements;
+                }
+                d -= 1;
+                index[d] += 1;
+                if index[d] < part.ranges()[d].end {
+                    break;
+                }
+                index[d] = part.ranges()[d].start;
+            }
+        }
+    }
+    assert!(seen.iter().all(|&n| n == 1), "parts overlap or leave gaps");
+    // C order of the chunks (shards), then of the elements (of the inner chunks of a shard).
+    let order: Vec<(Vec<u64>, Vec<u64>)> = parts
+        .iter()
+        .map(|part| {
+            let chunk = array.chunk_grid().chunk_of(array.shape(), &part.starts());
+            (chunk.unwrap().0, part.starts())
+        })
+        .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "not in C order: {parts:?}"
+    );
+}
+
+#[test]
+fn parts_are_whole_rows_of_chunks_then_whole_chunks() {
+    let array = unwritten(ArrayBuilder::new(
+        vec![10, 1000],
+        DataType::Float32,
+        vec![5, 100],
+    ));
+    // Everything fits: one part.
+    assert_eq!(
+        array.split_region(.., 10_000).unwrap(),
+        [region(&[0..10, 0..1000])]
+    );
+    // Two rows of chunks: one each.
+    assert_eq!(
+        array.split_region(.., 9_999).unwrap(),
+        [region(&[0..5, 0..1000]), region(&[5..10, 0..1000])]
+    );
+    // Less than one chunk: one chunk each, in C order (0 counts as 1).
+    for max in [0, 1, 499] {
+        let parts = array.split_region(.., max).unwrap();
+        assert_eq!(parts.len(), 20);
+        assert_eq!(parts[1], region(&[0..5, 100..200]));
+        assert_eq!(parts[10], region(&[5..10, 0..100]));
+        check_split(&array, &array.full_region(), &parts, max);
+    }
+    // A region off the chunk edges: clipped first and last chunks.
+    let whole = region(&[3..9, 150..720]);
+    let parts = array.split_region(&whole, 1_000).unwrap();
+    assert_eq!(
+        parts[..3],
+        [
+            region(&[3..5, 150..600]),
+            region(&[3..5, 600..720]),
+            region(&[5..9, 150..400]),
+        ]
+    );
+    check_split(&array, &whole, &parts, 1_000);
+    // Empty regions have no parts; bad ones are errors.
+    assert!(array.split_region([4..4, 0..10], 5).unwrap().is_empty());
+    assert!(matches!(
+        array.split_region([0..11, 0..10], 5),
+        Err(Error::Core(_))
+    ));
+    // A region of another rank.
+    assert!(array.split_region(region(&[0..1, 0..1, 0..1]), 5).is_err());
+    // A 0-d array: its one element.
+    let scalar = unwritten(ArrayBuilder::new(vec![], DataType::Int8, vec![]));
+    assert_eq!(scalar.split_region(.., 0).unwrap(), [region(&[])]);
+}
+
+#[test]
+fn shards_too_large_are_cut_along_their_inner_chunks() {
+    let array = unwritten(
+        ArrayBuilder::new(vec![64, 64], DataType::UInt16, vec![32, 32]).sharding(vec![8, 8]),
+    );
+    // A row of shards fits: whole shards.
+    assert_eq!(array.split_region(.., 2_048).unwrap().len(), 2);
+    // One shard fits, not two.
+    let parts = array.split_region(.., 1_024).unwrap();
+    assert_eq!(parts.len(), 4);
+    assert_eq!(parts[1], region(&[0..32, 32..64]));
+    // A shard does not fit: rows of its inner chunks (8 x 32 = 256 elements).
+    let parts = array.split_region(.., 300).unwrap();
+    assert_eq!(parts.len(), 16);
+    assert_eq!(
+        parts[..2],
+        [region(&[0..8, 0..32]), region(&[8..16, 0..32])]
+    );
+    assert_eq!(parts[4], region(&[0..8, 32..64]));
+    // Not even a row of them: inner chunks one by one, never across a shard.
+    let parts = array.split_region(.., 100).unwrap();
+    assert_eq!(parts.len(), 64);
+    assert!(
+        parts
+            .iter()
+            .all(|p| count(p) == 64 && in_one_chunk(&array, p))
+    );
+    check_split(&array, &array.full_region(), &parts, 100);
+    // Off the edges: inner chunks clipped to the region, together while they fit.
+    let whole = region(&[5..40, 3..30]);
+    let parts = array.split_region(&whole, 50).unwrap();
+    assert_eq!(parts[0], region(&[5..8, 3..16]));
+    check_split(&array, &whole, &parts, 50);
+}
+
+#[test]
+fn rectilinear_grids_split_on_their_edges() {
+    let grid = ChunkGrid::rectilinear(vec![
+        DimensionChunks::from_edges([3, 7, 2, 8]),
+        DimensionChunks::Regular(4),
+    ])
+    .unwrap();
+    let array =
+        unwritten(ArrayBuilder::new(vec![20, 10], DataType::UInt8, vec![1, 1]).chunk_grid(grid));
+    let parts = array.split_region(.., 99).unwrap();
+    // Rows of chunks of 3, 7 and 2 rows (30 + 70 > 99; 70 + 20 = 90), then 8.
+    assert_eq!(
+        parts,
+        [
+            region(&[0..3, 0..10]),
+            region(&[3..12, 0..10]),
+            region(&[12..20, 0..10]),
+        ]
+    );
+    check_split(&array, &array.full_region(), &parts, 99);
+    // 100 takes two rows of chunks at a time.
+    assert_eq!(
+        array.split_region(.., 100).unwrap(),
+        [region(&[0..10, 0..10]), region(&[10..20, 0..10])]
+    );
+}
+
+prop_compose! {
+    /// An array of rank 1 to 3 (regular or rectilinear chunks, sharded or not) and a region
+    /// in it.
+    fn layout()(
+        dims in prop::collection::vec((1u64..30, 1u64..8, any::<bool>(), any::<u64>()), 1..=3),
+        sharded in any::<bool>(),
+    ) -> (ArrayBuilder, Region) {
+        let shape: Vec<u64> = dims.iter().map(|d| d.0).collect();
+        let chunks: Vec<u64> = dims.iter().map(|d| d.1).collect();
+        let ranges: Vec<Range<u64>> = dims
+            .iter()
+            .map(|&(n, _, _, seed)| {
+                let a = seed % (n + 1);
+                let b = (seed >> 20) % (n + 1);
+                a.min(b)..a.max(b)
+            })
+            .collect();
+        let builder = if sharded {
+            // Shards of 2 inner chunks per dimension.
+            ArrayBuilder::new(shape, DataType::UInt8, chunks.iter().map(|c| c * 2).collect())
+                .sharding(chunks)
+        } else if dims.iter().any(|d| d.2) {
+            let grid = ChunkGrid::rectilinear(
+                dims.iter()
+                    .map(|&(n, c, explicit, seed)| {
+                        if !explicit {
+                            return DimensionChunks::Regular(c);
+                        }
+                        // Edges of 1 to 2c - 1, covering the dimension.
+                        let mut edges = Vec::new();
+                        let (mut at, mut s) = (0, seed);
+                        while at < n {
+                            let e = 1 + s % (2 * c - 1).max(1);
+                            edges.push(e);
+                            at += e;
+                            s = s.rotate_left(7) ^ 0x9e37_79b9;
+                        }
+                        DimensionChunks::from_edges(edges)
+                    })
+                    .collect(),
+            )
+            .unwrap();
+            ArrayBuilder::new(shape, DataType::UInt8, chunks).chunk_grid(grid)
+        } else {
+            ArrayBuilder::new(shape, DataType::UInt8, chunks)
+        };
+        (builder, Region::try_new(ranges).unwrap())
+    }
+}
+
+proptest! {
+    #[test]
+    fn every_split_covers_the_region_once_in_order(
+        (builder, whole) in layout(),
+        max in 0u64..400,
+    ) {
+        let array = unwritten(builder);
+        let parts = array.split_region(&whole, max).unwrap();
+        if whole.is_empty() {
+            prop_assert!(parts.is_empty());
+        } else {
+            check_split(&array, &whole, &parts, max);
+        }
+        // Greedy: two slabs one after the other along the first dimension, alike in the
+        // others, would not have fitted as one.
+        if let [first, second, ..] = parts.as_slice()
+            && count(first) <= max.max(1)
+            && first.rank() > 0
+        {
+            let (a, b) = (first.ranges(), second.ranges());
+            if a[1..] == b[1..] && a[0].end == b[0].start {
+                prop_assert!(count(first) + count(second) > max.max(1));
+            }
+        }
+    }
+}
+
+fn values(n: u64) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect()
+}
+
+fn expected(all: &[u32], width: u64, part: &Region) -> Vec<u32> {
+    let r = part.ranges();
+    r[0].clone()
+        .flat_map(|y| r[1].clone().map(move |x| all[(y * width + x) as usize]))
+        .collect()
+}
+
+async fn written(store: Arc<MemoryStore>) -> Array<MemoryStore> {
+    let array = ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![8, 10])
+        .zstd(1)
+        .create(store, "/p")
+        .await
+        .unwrap();
+    array.write(.., &values(1200)).await.unwrap();
+    array
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_yields_every_part_in_order() {
+    let array = written(Arc::new(MemoryStore::new())).await;
+    let all = values(1200);
+    let parts = array.split_region([3..37, 5..30], 100).unwrap();
+    for ahead in [0, 1, 3, 100] {
+        let read: Vec<(Region, Vec<u32>)> = array
+            .read_parts::<u32>(parts.clone(), ahead)
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(read.len(), parts.len());
+        for ((got, values), part) in read.iter().zip(&parts) {
+            assert_eq!(got, part);
+            assert_eq!(values, &expected(&all, 30, part), "{part}");
+        }
+    }
+    // Refused at once: another element type, a part outside the array.
+    assert!(matches!(
+        array.read_parts::<u16>(parts.clone(), 2).err(),
+        Some(Error::ElementType { .. })
+    ));
+    assert!(
+        array
+            .read_parts::<u32>([region(&[0..41, 0..1])], 2)
+            .is_err()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_chunk_fails_its_part_only() {
+    let store = Arc::new(MemoryStore::new());
+    let array = written(Arc::clone(&store)).await;
+    store
+        .set(&StoreKey::new("p/c/1/0"), Bytes::from_static(b"not zstd"))
+        .await
+        .unwrap();
+    // One row of chunks per part: the second part holds the bad chunk.
+    let parts = array.split_region(.., 240).unwrap();
+    assert_eq!(parts.len(), 5);
+    let read: Vec<_> = array
+        .read_parts::<u32>(parts, 2)
+        .unwrap()
+        .collect::<Vec<_>>()
+        .await;
+    let failed: Vec<usize> = (0..5).filter(|&i| read[i].is_err()).collect();
+    assert_eq!(failed, [1]);
+    let error = read[1].as_ref().unwrap_err().to_string();
+    assert!(error.contains("p/c/1/0"), "{error}");
+}
+
+#[test]
+fn the_blocking_iterator_yields_every_part_in_order() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let array = blocking::Array::from(runtime.block_on(written(Arc::new(MemoryStore::new()))));
+    let all = values(1200);
+    let parts = array.split_region(.., 150).unwrap();
+    for ahead in [0, 1, 4] {
+        let iter = array.read_parts::<u32>(parts.clone(), ahead).unwrap();
+        assert_eq!(iter.len(), parts.len());
+        let read: Vec<(Region, Vec<u32>)> = iter.collect::<Result<_, _>>().unwrap();
+        assert_eq!(read.len(), parts.len());
+        for ((got, values), part) in read.iter().zip(&parts) {
+            assert_eq!(got, part);
+            assert_eq!(values, &expected(&all, 30, part), "{part}");
+        }
+    }
+    // Stopping early is fine.
+    let mut iter = array.read_parts::<u32>(parts.clone(), 3).unwrap();
+    assert!(iter.next().unwrap().is_ok());
+    assert_eq!(iter.len(), parts.len() - 1);
+    drop(iter);
+    assert!(matches!(
+        array.read_parts::<i32>(parts.clone(), 2).err(),
+        Some(Error::ElementType { .. })
+    ));
+    // Inside an async runtime: refused.
+    let err = runtime.block_on(async { array.read_parts::<u32>(parts.clone(), 2).err() });
+    assert!(matches!(err, Some(Error::BlockingInAsync)), "{err:?}");
+}
+
+/// Counts the chunk `get`s started.
+#[derive(Debug)]
+struct Counting {
+    inner: MemoryStore,
+    gets: AtomicUsize,
+}
+
+#[async_trait]
+impl ReadableStore for Counting {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        if key.as_str().contains("/c/") {
+            self.gets.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+/// Wait up to 10 s for `gets` to reach `n`.
+fn wait_for(gets: &AtomicUsize, n: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while gets.load(Ordering::SeqCst) < n && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    gets.load(Ordering::SeqCst)
+}
+
+#[test]
+fn the_iterator_reads_ahead_while_the_caller_works_and_no_further() {
+    let inner = MemoryStore::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(written(Arc::new(inner.clone())));
+    let store = Arc::new(Counting {
+        inner,
+        gets: AtomicUsize::new(0),
+    });
+    let array = blocking::Array::open(Arc::clone(&store), "/p").unwrap();
+    // One chunk per part: 15 parts.
+    let parts = array.split_region(.., 80).unwrap();
+    assert_eq!(parts.len(), 15);
+    let mut iter = array.read_parts::<u32>(parts, 3).unwrap();
+    iter.next().unwrap().unwrap();
+    // While the caller holds the first part, the next three are read.
+    assert_eq!(wait_for(&store.gets, 4), 4);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        store.gets.load(Ordering::SeqCst),
+        4,
+        "read further ahead than 3"
+    );
+    iter.next().unwrap().unwrap();
+    assert_eq!(wait_for(&store.gets, 5), 5);
+    assert_eq!(iter.count(), 13);
+    assert_eq!(store.gets.load(Ordering::SeqCst), 15);
+}
