@@ -496,14 +496,7 @@ impl<S: ReadableStore + ?Sized + 'static> Array<S> {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(Error::BlockingInAsync);
         }
-        self.0.check_element::<T>()?;
-        let parts = parts
-            .into_iter()
-            .map(|part| {
-                part.check_within(self.shape())?;
-                Ok(part)
-            })
-            .collect::<Result<Vec<Region>>>()?;
+        let parts = self.0.checked_parts::<T>(parts)?;
         Ok(ReadParts {
             array: self.0.clone(),
             runtime: runtime()?.handle().clone(),

@@ -173,6 +173,24 @@ impl<S: ?Sized> Array<S> {
     }
 }
 
+impl<S: ?Sized> Array<S> {
+    /// `parts` as a `Vec`, once `T` is checked against the data type and each part against
+    /// the array's shape (what both `read_parts` check before reading).
+    pub(crate) fn checked_parts<T: Element>(
+        &self,
+        parts: impl IntoIterator<Item = Region>,
+    ) -> Result<Vec<Region>> {
+        self.check_element::<T>()?;
+        parts
+            .into_iter()
+            .map(|part| {
+                part.check_within(self.shape())?;
+                Ok(part)
+            })
+            .collect()
+    }
+}
+
 impl<S: ReadableStore + ?Sized> Array<S> {
     /// Read `parts` one after the other as a stream of `(region, values)` in their order,
     /// with up to `ahead` reads in flight (at least one): the next parts are fetched and
@@ -213,14 +231,7 @@ impl<S: ReadableStore + ?Sized> Array<S> {
         parts: impl IntoIterator<Item = Region>,
         ahead: usize,
     ) -> Result<impl Stream<Item = Result<(Region, Vec<T>)>> + Send + '_> {
-        self.check_element::<T>()?;
-        let parts = parts
-            .into_iter()
-            .map(|part| {
-                part.check_within(self.shape())?;
-                Ok(part)
-            })
-            .collect::<Result<Vec<Region>>>()?;
+        let parts = self.checked_parts::<T>(parts)?;
         Ok(futures::stream::iter(parts)
             .map(move |part| async move {
                 let values = self.read::<T>(&part).await?;
