@@ -195,6 +195,19 @@ impl<S: ?Sized> Array<S> {
         self.0.split_region(region, max_elements)
     }
 
+    /// [`crate::Array::split_region_whole_chunks`]: as `split_region`, never cutting a chunk
+    /// (a shard included), for writing part by part.
+    ///
+    /// # Errors
+    /// As [`crate::Array::split_region`].
+    pub fn split_region_whole_chunks(
+        &self,
+        region: impl IntoRegion,
+        max_elements: u64,
+    ) -> Result<Vec<Region>> {
+        self.0.split_region_whole_chunks(region, max_elements)
+    }
+
     /// [`crate::Array::grid_shape`].
     ///
     /// # Errors
@@ -872,6 +885,49 @@ impl<S: WritableStore + ?Sized> Array<S> {
 }
 
 impl<S: WritableStore + ?Sized + 'static> Array<S> {
+    /// A writer of parts ([`crate::Array::write_parts`] for a caller that computes the
+    /// parts one after the other): each [`PartWriter::write`] hands its part to a task on
+    /// this API's runtime and returns while up to `ahead` writes (at least one) are in
+    /// flight, waiting for the oldest otherwise, so that the next part is computed while
+    /// the last ones are encoded and stored. [`PartWriter::finish`] waits for them all and
+    /// says whether every write succeeded.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::{ArrayBuilder, blocking};
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// let builder = ArrayBuilder::new(vec![1000, 10], DataType::Float64, vec![100, 10]);
+    /// let array = blocking::Array::create(&builder, Arc::new(MemoryStore::new()), "/a")?;
+    /// let mut writer = array.part_writer::<f64>(2)?;
+    /// for region in array.split_region_whole_chunks(.., 2_500)? {
+    ///     let first = region.ranges()[0].start;
+    ///     let values = (0..region.num_elements()?).map(|i| (first * 10 + i) as f64).collect();
+    ///     writer.write(region, values)?;
+    /// }
+    /// writer.finish()?;
+    /// assert_eq!(array.read::<f64>([999..1000, 8..10])?, [9998.0, 9999.0]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::BlockingInAsync`] inside an async runtime; [`Error::ElementType`] if `T`
+    /// does not match the data type.
+    pub fn part_writer<T: Element>(&self, ahead: usize) -> Result<PartWriter<S, T>> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(Error::BlockingInAsync);
+        }
+        self.0.check_element::<T>()?;
+        Ok(PartWriter {
+            array: self.0.clone(),
+            runtime: runtime()?.handle().clone(),
+            in_flight: std::collections::VecDeque::new(),
+            ahead: ahead.max(1),
+            _values: std::marker::PhantomData,
+        })
+    }
+
     /// [`crate::Array::write_selection`]: values in C order over an orthogonal selection.
     ///
     /// # Errors
@@ -1022,6 +1078,118 @@ impl<S: ReadableStore + ?Sized + 'static, T: Element> Iterator for ReadParts<S, 
 }
 
 impl<S: ReadableStore + ?Sized + 'static, T: Element> ExactSizeIterator for ReadParts<S, T> {}
+
+/// The writer of [`Array::part_writer`]: parts written by tasks on the blocking API's
+/// runtime, a bounded number at a time.
+///
+/// Parts should not overlap (where two do, which of them is written last is not defined).
+/// Dropping the writer without [`PartWriter::finish`] still waits for the writes in flight
+/// (so no part handed over is silently abandoned), but their errors are then lost.
+pub struct PartWriter<S: WritableStore + ?Sized + 'static, T> {
+    array: crate::Array<S>,
+    runtime: tokio::runtime::Handle,
+    in_flight: std::collections::VecDeque<tokio::task::JoinHandle<Result<()>>>,
+    ahead: usize,
+    _values: std::marker::PhantomData<fn(T)>,
+}
+
+impl<S: WritableStore + ?Sized + 'static, T> std::fmt::Debug for PartWriter<S, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartWriter")
+            .field("array", &self.array.path())
+            .field("in_flight", &self.in_flight.len())
+            .field("ahead", &self.ahead)
+            .finish()
+    }
+}
+
+/// Wait for a write task: its result, its panic resumed here, [`Error::Task`] if it was
+/// cancelled (its runtime shut down).
+fn join_write(task: tokio::task::JoinHandle<Result<()>>) -> Result<()> {
+    match block_on(task)? {
+        Ok(written) => written,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(error) => Err(Error::Task(error.to_string())),
+    }
+}
+
+impl<S: WritableStore + ?Sized + 'static, T: Element> PartWriter<S, T> {
+    /// Hand `values` (C order) over to be written into `region`, once fewer than `ahead`
+    /// writes are in flight (waiting for the oldest otherwise).
+    ///
+    /// # Errors
+    /// Before anything else, in which case this part is not written: region errors,
+    /// [`Error::BufferSize`] if `values` does not hold the region, [`Error::BlockingInAsync`]
+    /// inside an async runtime, and the error of an earlier part's write that has
+    /// finished (as [`crate::Array::write`]; each earlier error is returned once, the
+    /// oldest first). The writer stays usable after an error.
+    pub fn write(&mut self, region: impl IntoRegion, values: Vec<T>) -> Result<()> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(Error::BlockingInAsync);
+        }
+        let region = region.into_region_of(self.array.shape())?;
+        region.check_within(self.array.shape())?;
+        let elements = region.num_elements()?;
+        if values.len() as u64 != elements {
+            return Err(Error::BufferSize {
+                expected: elements,
+                found: values.len() as u64,
+            });
+        }
+        // Report the writes that have finished, in order, then wait for room.
+        while self
+            .in_flight
+            .front()
+            .is_some_and(|task| task.is_finished())
+            || self.in_flight.len() >= self.ahead
+        {
+            if let Some(task) = self.in_flight.pop_front() {
+                join_write(task)?;
+            }
+        }
+        let array = self.array.clone();
+        let task = self
+            .runtime
+            .spawn(async move { array.write(&region, &values).await });
+        self.in_flight.push_back(task);
+        Ok(())
+    }
+
+    /// The writes handed over and not yet reported.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Wait for every write in flight.
+    ///
+    /// # Errors
+    /// The first error among the writes not yet reported (the others are still waited
+    /// for); [`Error::BlockingInAsync`] inside an async runtime.
+    pub fn finish(mut self) -> Result<()> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(Error::BlockingInAsync);
+        }
+        let mut first = Ok(());
+        while let Some(task) = self.in_flight.pop_front() {
+            let written = join_write(task);
+            if first.is_ok() {
+                first = written;
+            }
+        }
+        first
+    }
+}
+
+impl<S: WritableStore + ?Sized + 'static, T> Drop for PartWriter<S, T> {
+    fn drop(&mut self) {
+        for task in self.in_flight.drain(..) {
+            // Inside an async runtime the writes go on in the background.
+            if tokio::runtime::Handle::try_current().is_err() {
+                let _ = runtime().map(|runtime| runtime.block_on(task));
+            }
+        }
+    }
+}
 
 /// A blocking handle to an array with a cache of decoded chunks (see
 /// [`crate::CachedArray`]). Clones share the cache.

@@ -1,12 +1,13 @@
-//! Reading an array part by part: [`Array::split_region`] cuts a region into parts of whole
-//! chunks, of bounded size, and [`Array::read_parts`] reads them in order with a few reads
-//! in flight, so that a program can go through an array larger than its memory.
+//! Reading and writing an array part by part: [`Array::split_region`] cuts a region into
+//! parts of whole chunks, of bounded size, [`Array::read_parts`] reads them in order with a
+//! few reads in flight, and [`Array::write_parts`] writes parts with a few writes in
+//! flight, so that a program can go through an array larger than its memory.
 
 use std::ops::Range;
 
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use zarr_core::Region;
-use zarr_store::ReadableStore;
+use zarr_store::{ReadableStore, WritableStore};
 
 use crate::array::Array;
 use crate::element::Element;
@@ -27,20 +28,20 @@ enum Level<'a> {
 struct Splitter<'a, S: ?Sized> {
     array: &'a Array<S>,
     max: u128,
+    /// Whether a shard too large on its own is cut along its inner chunks.
+    cut_shards: bool,
 }
 
 impl<S: ?Sized> Splitter<'_, S> {
-    /// The end, along `dim`, of the unit of `level` that holds index `at` (the other indices
-    /// are those of `region`'s first element).
-    fn unit_end(&self, level: &Level<'_>, region: &Region, dim: usize, at: u64) -> Result<u64> {
+    /// The end, along `dim`, of the unit of `level` that holds index `at`.
+    fn unit_end(&self, level: &Level<'_>, dim: usize, at: u64) -> Result<u64> {
         match level {
             Level::Chunks => {
-                let shape = self.array.shape();
-                let mut element = region.starts();
-                element[dim] = at;
-                let grid = self.array.chunk_grid();
-                let (chunk, _) = grid.chunk_of(shape, &element)?;
-                Ok(grid.chunk_region(shape, &chunk)?.ranges()[dim].end)
+                let (_, span) = self
+                    .array
+                    .chunk_grid()
+                    .chunk_along(self.array.shape(), dim, at)?;
+                Ok(span.end)
             }
             Level::Inner { origin, shape } => {
                 let side = shape[dim].max(1);
@@ -75,7 +76,9 @@ impl<S: ?Sized> Splitter<'_, S> {
         }
         if dim == region.rank() {
             // One unit of `level`, too large on its own.
-            if let (Level::Chunks, Some(inner)) = (level, self.array.inner_chunk_shape()) {
+            if let (Level::Chunks, Some(inner), true) =
+                (level, self.array.inner_chunk_shape(), self.cut_shards)
+            {
                 let shape = self.array.shape();
                 let grid = self.array.chunk_grid();
                 let (chunk, _) = grid.chunk_of(shape, &region.starts())?;
@@ -99,12 +102,12 @@ impl<S: ?Sized> Splitter<'_, S> {
         };
         let mut start = first;
         while start < end {
-            let mut stop = self.unit_end(level, &region, dim, start)?.min(end);
+            let mut stop = self.unit_end(level, dim, start)?.min(end);
             if u128::from(stop - start) * across > self.max {
                 self.split(level, slab(start..stop)?, dim + 1, out)?;
             } else {
                 while stop < end {
-                    let next = self.unit_end(level, &region, dim, stop)?.min(end);
+                    let next = self.unit_end(level, dim, stop)?.min(end);
                     if u128::from(next - start) * across > self.max {
                         break;
                     }
@@ -158,6 +161,52 @@ impl<S: ?Sized> Array<S> {
     /// # Errors
     /// Region errors (a region outside the array, of another rank), and chunk grid errors.
     pub fn split_region(&self, region: impl IntoRegion, max_elements: u64) -> Result<Vec<Region>> {
+        self.split_region_with(region, max_elements, true)
+    }
+
+    /// As [`Array::split_region`], but never cutting a chunk, a shard included: for writing
+    /// an array part by part ([`Array::write_parts`]), where each part then covers whole
+    /// chunks (clipped to the region), so each chunk (shard) is encoded and stored once and
+    /// never read back. A part holds more than `max_elements` only where one chunk (shard)
+    /// does. For an array without sharding, the parts are those of `split_region`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::{Array, ArrayBuilder, ArrayOptions, Region};
+    /// use zarr_core::{DataType, NodePath};
+    /// use zarr_store::MemoryStore;
+    ///
+    /// // Shards of 4 x 100, inner chunks of 2 x 50.
+    /// let metadata = ArrayBuilder::new(vec![8, 200], DataType::UInt8, vec![4, 100])
+    ///     .sharding(vec![2, 50])
+    ///     .build_metadata()?;
+    /// let store = Arc::new(MemoryStore::new());
+    /// let array = Array::from_metadata(store, NodePath::root(), metadata, ArrayOptions::default())?;
+    /// // Reading may cut a shard along its inner chunks...
+    /// assert_eq!(array.split_region(.., 100)?[0], Region::try_new(vec![0..2, 0..50])?);
+    /// // ...writing keeps whole shards, one per part here.
+    /// let parts = array.split_region_whole_chunks(.., 100)?;
+    /// assert_eq!(parts.len(), 4);
+    /// assert_eq!(parts[1], Region::try_new(vec![0..4, 100..200])?);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::split_region`].
+    pub fn split_region_whole_chunks(
+        &self,
+        region: impl IntoRegion,
+        max_elements: u64,
+    ) -> Result<Vec<Region>> {
+        self.split_region_with(region, max_elements, false)
+    }
+
+    fn split_region_with(
+        &self,
+        region: impl IntoRegion,
+        max_elements: u64,
+        cut_shards: bool,
+    ) -> Result<Vec<Region>> {
         let region = region.into_region_of(self.shape())?;
         region.check_within(self.shape())?;
         let mut parts = Vec::new();
@@ -167,6 +216,7 @@ impl<S: ?Sized> Array<S> {
         let splitter = Splitter {
             array: self,
             max: u128::from(max_elements.max(1)),
+            cut_shards,
         };
         splitter.split(&Level::Chunks, region, 0, &mut parts)?;
         Ok(parts)
@@ -238,5 +288,56 @@ impl<S: ReadableStore + ?Sized> Array<S> {
                 Ok((part, values))
             })
             .buffered(ahead.max(1)))
+    }
+}
+
+impl<S: WritableStore + ?Sized> Array<S> {
+    /// Write each `(region, values)` of `parts` (values in C order, as [`Array::write`]),
+    /// with up to `ahead` writes in flight (at least one), taking the next parts from the
+    /// stream as writes finish: the memory held is at most `ahead` parts, plus what the
+    /// stream holds. Parts should not overlap (where two do, which of them is written last
+    /// is not defined); the parts of [`Array::split_region_whole_chunks`] cover whole
+    /// chunks, so no chunk is read back or written twice.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let builder = ArrayBuilder::new(vec![100, 100], DataType::Float32, vec![10, 50]);
+    /// let array = builder.create(Arc::new(MemoryStore::new()), "/a").await?;
+    /// // Each part computed when the writer is ready for it.
+    /// let parts = array.split_region_whole_chunks(.., 2_000)?;
+    /// let parts = futures::stream::iter(parts).map(|region| {
+    ///     let values: Vec<f32> = (0..region.num_elements().unwrap()).map(|i| i as f32).collect();
+    ///     (region, values)
+    /// });
+    /// # use futures::StreamExt;
+    /// array.write_parts(parts, 2).await?;
+    /// assert_eq!(array.read::<f32>([20..21, 0..3]).await?, [0.0, 1.0, 2.0]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ElementType`] if `T` does not match the data type, before anything is
+    /// written; then the first error of a part's write (as [`Array::write`]), after which
+    /// no further part is taken and the writes in flight are cancelled. Each chunk is
+    /// stored whole or not at all, but the parts written before the error (and chunks of
+    /// the cancelled ones) stay written.
+    pub async fn write_parts<T: Element, R: IntoRegion, V: AsRef<[T]>>(
+        &self,
+        parts: impl Stream<Item = (R, V)>,
+        ahead: usize,
+    ) -> Result<()> {
+        self.check_element::<T>()?;
+        parts
+            .map(Ok)
+            .try_for_each_concurrent(ahead.max(1), |(region, values)| async move {
+                self.write(region, values.as_ref()).await
+            })
+            .await
     }
 }

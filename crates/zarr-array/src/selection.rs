@@ -1311,7 +1311,7 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
                 values: PartValues::Fixed(part),
             })
         });
-        self.write_parts(parts).instrument(span).await
+        self.write_combinations(parts).instrument(span).await
     }
 
     /// Write `values`, one per point in the order of `points` (each one index per
@@ -1368,12 +1368,12 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
                 values: PartValues::Fixed(part),
             })
         });
-        self.write_parts(parts).instrument(span).await
+        self.write_combinations(parts).instrument(span).await
     }
 
     /// Write each part (see [`run_parts`]): under its unit's lock, read its box (unless
     /// covered whole), copy the values in, and write the box back.
-    pub(crate) async fn write_parts(
+    pub(crate) async fn write_combinations(
         &self,
         parts: impl Iterator<Item = Result<WritePart>>,
     ) -> Result<()> {

@@ -320,7 +320,7 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
                 ),
             })
         });
-        self.write_parts(parts).instrument(span).await
+        self.write_combinations(parts).instrument(span).await
     }
 
     /// Write strings into an orthogonal [`Selection`] of a `string` array, in C order over
@@ -401,7 +401,7 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
                 ),
             })
         });
-        self.write_parts(parts).instrument(span).await
+        self.write_combinations(parts).instrument(span).await
     }
 
     /// Write one string per point (in the order of `points`) of a `string` array.

@@ -1,5 +1,6 @@
-//! `split_region` and `read_parts`: going through an array part by part, in chunk-aligned
-//! parts of bounded size, with a bounded number of reads ahead.
+//! `split_region`, `read_parts` and `write_parts`: going through an array part by part, in
+//! chunk-aligned parts of bounded size, with a bounded number of reads ahead or writes in
+//! flight.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -34,10 +35,18 @@ fn count(part: &Region) -> u64 {
     part.num_elements().unwrap()
 }
 
-/// The chunk holding `element`: of the array's grid, or the inner chunk of a sharded
-/// array (the unit a part may not cut).
-fn chunk_of<S: ?Sized>(array: &Array<S>, element: &[u64]) -> Vec<u64> {
-    if let Some(inner) = array.inner_chunk_shape() {
+/// How a split may cut a sharded array: along inner chunks (`split_region`) or only between
+/// shards (`split_region_whole_chunks`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Unit {
+    InnerChunks,
+    Shards,
+}
+
+/// The unit holding `element` that a part may not cut: a chunk of the array's grid, or for
+/// [`Unit::InnerChunks`] the inner chunk of a sharded array.
+fn chunk_of<S: ?Sized>(array: &Array<S>, element: &[u64], unit: Unit) -> Vec<u64> {
+    if let (Some(inner), Unit::InnerChunks) = (array.inner_chunk_shape(), unit) {
         return element.iter().zip(inner).map(|(x, n)| x / n).collect();
     }
     array
@@ -48,13 +57,13 @@ fn chunk_of<S: ?Sized>(array: &Array<S>, element: &[u64]) -> Vec<u64> {
 }
 
 /// Whether every element of `part` lies in one chunk (inner chunk of a sharded array).
-fn in_one_chunk<S: ?Sized>(array: &Array<S>, part: &Region) -> bool {
+fn in_one_chunk<S: ?Sized>(array: &Array<S>, part: &Region, unit: Unit) -> bool {
     let last: Vec<u64> = part.ranges().iter().map(|r| r.end - 1).collect();
-    chunk_of(array, &part.starts()) == chunk_of(array, &last)
+    chunk_of(array, &part.starts(), unit) == chunk_of(array, &last, unit)
 }
 
 /// Whether `at` is an edge between two chunks along `dim` (or the array's end).
-fn is_chunk_edge<S: ?Sized>(array: &Array<S>, dim: usize, at: u64) -> bool {
+fn is_chunk_edge<S: ?Sized>(array: &Array<S>, dim: usize, at: u64, unit: Unit) -> bool {
     if at == 0 || at == array.shape()[dim] {
         return true;
     }
@@ -62,13 +71,19 @@ fn is_chunk_edge<S: ?Sized>(array: &Array<S>, dim: usize, at: u64) -> bool {
     before[dim] = at - 1;
     let mut after = before.clone();
     after[dim] = at;
-    chunk_of(array, &before)[dim] != chunk_of(array, &after)[dim]
+    chunk_of(array, &before, unit)[dim] != chunk_of(array, &after, unit)[dim]
 }
 
 /// What every split must be: the parts cover `whole` exactly once, in C order of their
 /// first elements; each is within `max` elements or inside one chunk; each starts and ends
 /// on chunk edges or on `whole`'s bounds (the chunks are never cut).
-fn check_split<S: ?Sized>(array: &Array<S>, whole: &Region, parts: &[Region], max: u64) {
+fn check_split<S: ?Sized>(
+    array: &Array<S>,
+    whole: &Region,
+    parts: &[Region],
+    max: u64,
+    unit: Unit,
+) {
     let total: u64 = parts.iter().map(count).sum();
     assert_eq!(total, count(whole), "{parts:?} do not add up to {whole}");
     let shape = whole.shape();
@@ -83,14 +98,14 @@ fn check_split<S: ?Sized>(array: &Array<S>, whole: &Region, parts: &[Region], ma
         );
         assert!(!part.is_empty(), "an empty part in {parts:?}");
         assert!(
-            count(part) <= max.max(1) || in_one_chunk(array, part),
+            count(part) <= max.max(1) || in_one_chunk(array, part, unit),
             "{part} holds {} > {max} elements across chunks",
             count(part)
         );
         for (dim, (p, w)) in inside.enumerate() {
             for at in [p.start, p.end] {
                 assert!(
-                    at == w.start || at == w.end || is_chunk_edge(array, dim, at),
+                    at == w.start || at == w.end || is_chunk_edge(array, dim, at, unit),
                     "{part} cuts a chunk in dimension {dim}"
                 );
             }
@@ -156,7 +171,7 @@ fn parts_are_whole_rows_of_chunks_then_whole_chunks() {
         assert_eq!(parts.len(), 20);
         assert_eq!(parts[1], region(&[0..5, 100..200]));
         assert_eq!(parts[10], region(&[5..10, 0..100]));
-        check_split(&array, &array.full_region(), &parts, max);
+        check_split(&array, &array.full_region(), &parts, max, Unit::InnerChunks);
     }
     // A region off the chunk edges: clipped first and last chunks.
     let whole = region(&[3..9, 150..720]);
@@ -169,7 +184,7 @@ fn parts_are_whole_rows_of_chunks_then_whole_chunks() {
             region(&[5..9, 150..400]),
         ]
     );
-    check_split(&array, &whole, &parts, 1_000);
+    check_split(&array, &whole, &parts, 1_000, Unit::InnerChunks);
     // Empty regions have no parts; bad ones are errors.
     assert!(array.split_region([4..4, 0..10], 5).unwrap().is_empty());
     assert!(matches!(
@@ -208,14 +223,53 @@ fn shards_too_large_are_cut_along_their_inner_chunks() {
     assert!(
         parts
             .iter()
-            .all(|p| count(p) == 64 && in_one_chunk(&array, p))
+            .all(|p| count(p) == 64 && in_one_chunk(&array, p, Unit::InnerChunks))
     );
-    check_split(&array, &array.full_region(), &parts, 100);
+    check_split(&array, &array.full_region(), &parts, 100, Unit::InnerChunks);
     // Off the edges: inner chunks clipped to the region, together while they fit.
     let whole = region(&[5..40, 3..30]);
     let parts = array.split_region(&whole, 50).unwrap();
     assert_eq!(parts[0], region(&[5..8, 3..16]));
-    check_split(&array, &whole, &parts, 50);
+    check_split(&array, &whole, &parts, 50, Unit::InnerChunks);
+}
+
+#[test]
+fn splits_for_writing_keep_whole_shards() {
+    let array = unwritten(
+        ArrayBuilder::new(vec![64, 64], DataType::UInt16, vec![32, 32]).sharding(vec![8, 8]),
+    );
+    // Where shards fit, as `split_region`.
+    for max in [4_096, 2_048, 1_024] {
+        assert_eq!(
+            array.split_region_whole_chunks(.., max).unwrap(),
+            array.split_region(.., max).unwrap()
+        );
+    }
+    // Where a shard does not, the shard whole all the same.
+    let shards = [
+        region(&[0..32, 0..32]),
+        region(&[0..32, 32..64]),
+        region(&[32..64, 0..32]),
+        region(&[32..64, 32..64]),
+    ];
+    for max in [0, 100, 300, 1_023] {
+        assert_eq!(array.split_region_whole_chunks(.., max).unwrap(), shards);
+    }
+    let whole = region(&[5..40, 3..30]);
+    let parts = array.split_region_whole_chunks(&whole, 50).unwrap();
+    assert_eq!(parts, [region(&[5..32, 3..30]), region(&[32..40, 3..30])]);
+    check_split(&array, &whole, &parts, 50, Unit::Shards);
+    // Without sharding, the same parts as `split_region`.
+    let plain = unwritten(ArrayBuilder::new(
+        vec![64, 64],
+        DataType::UInt16,
+        vec![8, 8],
+    ));
+    assert_eq!(
+        plain.split_region_whole_chunks(.., 100).unwrap(),
+        plain.split_region(.., 100).unwrap()
+    );
+    assert!(array.split_region_whole_chunks([0..65, 0..1], 10).is_err());
 }
 
 #[test]
@@ -237,7 +291,7 @@ fn rectilinear_grids_split_on_their_edges() {
             region(&[12..20, 0..10]),
         ]
     );
-    check_split(&array, &array.full_region(), &parts, 99);
+    check_split(&array, &array.full_region(), &parts, 99, Unit::InnerChunks);
     // 100 takes two rows of chunks at a time.
     assert_eq!(
         array.split_region(.., 100).unwrap(),
@@ -303,10 +357,16 @@ proptest! {
     ) {
         let array = unwritten(builder);
         let parts = array.split_region(&whole, max).unwrap();
+        let whole_chunks = array.split_region_whole_chunks(&whole, max).unwrap();
         if whole.is_empty() {
             prop_assert!(parts.is_empty());
+            prop_assert!(whole_chunks.is_empty());
         } else {
-            check_split(&array, &whole, &parts, max);
+            check_split(&array, &whole, &parts, max, Unit::InnerChunks);
+            check_split(&array, &whole, &whole_chunks, max, Unit::Shards);
+        }
+        if array.inner_chunk_shape().is_none() {
+            prop_assert_eq!(&whole_chunks, &parts);
         }
         // Greedy: two slabs one after the other along the first dimension, alike in the
         // others, would not have fitted as one.
@@ -495,4 +555,271 @@ fn the_iterator_reads_ahead_while_the_caller_works_and_no_further() {
     assert_eq!(wait_for(&store.gets, 5), 5);
     assert_eq!(iter.count(), 13);
     assert_eq!(store.gets.load(Ordering::SeqCst), 15);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_of_parts_is_written_whole() {
+    let all = values(1200);
+    for (ahead, sharded) in [(0, false), (1, true), (3, false), (100, true)] {
+        let builder = ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![8, 10]).zstd(1);
+        let builder = if sharded {
+            builder.sharding(vec![4, 5])
+        } else {
+            builder
+        };
+        let array = builder
+            .create(Arc::new(MemoryStore::new()), "/w")
+            .await
+            .unwrap();
+        let parts = array
+            .split_region_whole_chunks([3..37, 5..30], 100)
+            .unwrap();
+        assert!(parts.len() > 4, "{parts:?}");
+        let stream = futures::stream::iter(parts).map(|part| {
+            let values = expected(&all, 30, &part);
+            (part, values)
+        });
+        array.write_parts::<u32, _, _>(stream, ahead).await.unwrap();
+        let read = array.read::<u32>(..).await.unwrap();
+        for (i, (&got, &want)) in read.iter().zip(&all).enumerate() {
+            let (y, x) = (i as u64 / 30, i as u64 % 30);
+            let inside = (3..37).contains(&y) && (5..30).contains(&x);
+            assert_eq!(got, if inside { want } else { 0 }, "element [{y}, {x}]");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_part_stops_the_stream_of_writes() {
+    let array = written(Arc::new(MemoryStore::new())).await;
+    // Another element type: refused before any part is taken.
+    let taken = AtomicUsize::new(0);
+    let parts =
+        futures::stream::iter(array.split_region_whole_chunks(.., 240).unwrap()).map(|part| {
+            taken.fetch_add(1, Ordering::SeqCst);
+            let n = count(&part) as usize;
+            (part, vec![1u16; n])
+        });
+    let err = array.write_parts(parts, 2).await.unwrap_err();
+    assert!(matches!(err, Error::ElementType { .. }), "{err}");
+    assert_eq!(taken.load(Ordering::SeqCst), 0);
+    // A part of the wrong length fails, and no part after it is taken.
+    let parts = array.split_region_whole_chunks(.., 240).unwrap();
+    assert_eq!(parts.len(), 5);
+    let parts = futures::stream::iter(parts).enumerate().map(|(i, part)| {
+        taken.fetch_add(1, Ordering::SeqCst);
+        let n = count(&part) as usize - usize::from(i == 1);
+        (part, vec![7u32; n])
+    });
+    let err = array.write_parts(parts, 1).await.unwrap_err();
+    assert!(matches!(err, Error::BufferSize { .. }), "{err}");
+    assert_eq!(taken.load(Ordering::SeqCst), 2);
+    // The first part was written, the rest kept its values.
+    let read = array.read::<u32>(..).await.unwrap();
+    assert!(read[..240].iter().all(|&v| v == 7));
+    assert_eq!(read[240..], values(1200)[240..]);
+}
+
+/// A store whose chunk `set`s each wait for a permit, counting those started and finished,
+/// and failing the one at `refuse`.
+#[derive(Debug)]
+struct Gated {
+    inner: MemoryStore,
+    permits: tokio::sync::Semaphore,
+    started: AtomicUsize,
+    finished: AtomicUsize,
+    refuse: &'static str,
+}
+
+impl Gated {
+    fn new(refuse: &'static str) -> Arc<Self> {
+        Arc::new(Self {
+            inner: MemoryStore::new(),
+            permits: tokio::sync::Semaphore::new(0),
+            started: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            refuse,
+        })
+    }
+}
+
+#[async_trait]
+impl ReadableStore for Gated {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+#[async_trait]
+impl WritableStore for Gated {
+    async fn set(&self, key: &StoreKey, value: Bytes) -> zarr_store::Result<()> {
+        if !key.as_str().contains("/c/") {
+            return self.inner.set(key, value).await;
+        }
+        self.started.fetch_add(1, Ordering::SeqCst);
+        self.permits.acquire().await.unwrap().forget();
+        let result = if key.as_str() == self.refuse {
+            Err(zarr_store::Error::ReadOnly {
+                store: "a gated test store".into(),
+                operation: "set",
+            })
+        } else {
+            self.inner.set(key, value).await
+        };
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        result
+    }
+
+    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
+        self.inner.erase(key).await
+    }
+
+    async fn erase_prefix(&self, prefix: &zarr_store::StorePrefix) -> zarr_store::Result<()> {
+        self.inner.erase_prefix(prefix).await
+    }
+}
+
+/// Adds permits enough for every write when dropped.
+struct Release<'a>(&'a tokio::sync::Semaphore);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.add_permits(1_000);
+    }
+}
+
+/// A blocking array of 40 x 30 `u32` in chunks of 8 x 10 on `store`, and its parts of one
+/// chunk each with their values.
+fn gated_array(store: &Arc<Gated>) -> (blocking::Array<Gated>, Vec<(Region, Vec<u32>)>) {
+    let builder = ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![8, 10]);
+    let array = blocking::Array::create(&builder, Arc::clone(store), "/g").unwrap();
+    let all = values(1200);
+    let parts = array.split_region_whole_chunks(.., 80).unwrap();
+    assert_eq!(parts.len(), 15);
+    let parts = parts
+        .into_iter()
+        .map(|part| {
+            let values = expected(&all, 30, &part);
+            (part, values)
+        })
+        .collect();
+    (array, parts)
+}
+
+#[test]
+fn the_part_writer_keeps_ahead_writes_in_flight_and_no_more() {
+    let store = Gated::new("");
+    let (array, parts) = gated_array(&store);
+    let mut writer = array.part_writer::<u32>(2).unwrap();
+    // Should an assertion fail, let the writes finish, for the writer's drop to return.
+    let _release = Release(&store.permits);
+    let mut parts = parts.into_iter();
+    for (region, values) in parts.by_ref().take(2) {
+        writer.write(region, values).unwrap();
+    }
+    assert_eq!(wait_for(&store.started, 2), 2);
+    assert_eq!(writer.in_flight(), 2);
+    // A third part waits for room: it returns once a write finishes.
+    let returned = std::sync::atomic::AtomicBool::new(false);
+    let third = parts.next().unwrap();
+    std::thread::scope(|scope| {
+        let writing = scope.spawn(|| {
+            writer.write(third.0, third.1).unwrap();
+            returned.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!returned.load(Ordering::SeqCst), "did not wait for room");
+        assert_eq!(store.started.load(Ordering::SeqCst), 2);
+        store.permits.add_permits(1);
+        writing.join().unwrap();
+    });
+    assert!(returned.load(Ordering::SeqCst));
+    assert_eq!(wait_for(&store.started, 3), 3);
+    store.permits.add_permits(1_000);
+    for (region, values) in parts {
+        writer.write(region, values).unwrap();
+    }
+    writer.finish().unwrap();
+    assert_eq!(store.finished.load(Ordering::SeqCst), 15);
+    assert_eq!(array.read::<u32>(..).unwrap(), values(1200));
+}
+
+#[test]
+fn the_part_writer_reports_errors_and_waits_when_dropped() {
+    // A failed write is reported by a later call, once.
+    let store = Gated::new("g/c/1/0");
+    store.permits.add_permits(1_000);
+    let (array, parts) = gated_array(&store);
+    let mut writer = array.part_writer::<u32>(1).unwrap();
+    let mut results = Vec::new();
+    for (region, vals) in parts.iter().cloned() {
+        results.push(writer.write(region, vals).is_ok());
+    }
+    let finished = writer.finish();
+    // Part 3 is chunk [1, 0]; with one write in flight, the next call after it reports it.
+    let failed: Vec<usize> = (0..15).filter(|&i| !results[i]).collect();
+    assert_eq!(failed, [4]);
+    assert!(finished.is_ok());
+    // Errors that the caller can see at once leave the part unwritten.
+    let mut writer = array.part_writer::<u32>(3).unwrap();
+    let (region, vals) = parts[0].clone();
+    let err = writer
+        .write(region.clone(), vals[1..].to_vec())
+        .unwrap_err();
+    assert!(matches!(err, Error::BufferSize { .. }), "{err}");
+    let err = writer.write([0..41, 0..1], vec![0; 41]).unwrap_err();
+    assert!(
+        matches!(err, Error::Region { .. } | Error::Core(_)),
+        "{err}"
+    );
+    assert_eq!(writer.in_flight(), 0);
+    // The last error comes from `finish`.
+    let (region, vals) = parts[3].clone();
+    writer.write(region, vals).unwrap();
+    assert!(
+        writer
+            .finish()
+            .unwrap_err()
+            .to_string()
+            .contains("read-only")
+    );
+    assert!(matches!(
+        array.part_writer::<i32>(1).err(),
+        Some(Error::ElementType { .. })
+    ));
+
+    // Dropping the writer waits for the writes in flight.
+    let store = Gated::new("");
+    let (array, parts) = gated_array(&store);
+    let mut writer = array.part_writer::<u32>(20).unwrap();
+    for (region, vals) in parts {
+        writer.write(region, vals).unwrap();
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            store.permits.add_permits(1_000);
+        });
+        drop(writer);
+        assert_eq!(store.finished.load(Ordering::SeqCst), 15);
+    });
+    assert_eq!(array.read::<u32>(..).unwrap(), values(1200));
+
+    // Inside an async runtime: refused.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let err = runtime.block_on(async { array.part_writer::<u32>(2).err() });
+    assert!(matches!(err, Some(Error::BlockingInAsync)), "{err:?}");
 }
