@@ -20,7 +20,7 @@ use crate::cast;
 use crate::create::{note_unlisted, parse_data_type};
 use crate::layout::{Grid, Layout, check_inner_divides, chosen_codecs, chunking_text, shape_text};
 use crate::progress::{bar, note};
-use crate::region::{element_index, element_text, slabs};
+use crate::region::{element_index, element_text};
 use crate::target::{Occupant, Target, resolve_pair};
 use crate::{Global, usage};
 
@@ -43,8 +43,8 @@ pub(crate) struct CopyArgs {
     /// does not fit exactly is an error, except that floats narrow with rounding).
     #[arg(long, visible_alias = "dtype", value_name = "TYPE")]
     data_type: Option<String>,
-    /// About how much data each block holds (a whole number of destination chunk rows, at
-    /// least one); two blocks are in memory at a time.
+    /// The most data a block holds (whole destination chunks or shards, at least one);
+    /// two blocks are in memory at a time.
     #[arg(long, default_value = "64M", value_parser = crate::region::parse_size, value_name = "SIZE")]
     block_size: u64,
     /// Replace whatever is at the destination.
@@ -479,7 +479,7 @@ async fn check_conversions(
             .fixed_size()
             .unwrap_or(16)
             .max(to.fixed_size().unwrap_or(16)) as u64;
-        for block in slabs(&metadata, &array.full_region(), element, plan.block_size)? {
+        for block in array.split_region(.., (plan.block_size / element).max(1))? {
             if let ArrayBytes::Fixed(bytes) = array
                 .read_array_bytes(&block)
                 .await
@@ -875,7 +875,8 @@ async fn copy_array(
         .fixed_size()
         .unwrap_or(16)
         .max(to.fixed_size().unwrap_or(16)) as u64;
-    let blocks = slabs(&metadata, &src.full_region(), element, plan.block_size)?;
+    // Whole destination chunks (shards), so each is encoded and written once.
+    let blocks = out.split_region_whole_chunks(.., (plan.block_size / element).max(1))?;
     let progress = bar(global, blocks.len() as u64, &format!("copy {}", src.path()));
     let failed = AtomicBool::new(false);
     let failed = &failed;

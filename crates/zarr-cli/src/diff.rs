@@ -13,7 +13,7 @@ use zarr::store::Store;
 use crate::copy::xarray_dimensions;
 use crate::format::{Style, element, variable_element};
 use crate::layout::{Layout, chunking_text, codec_text, shape_text};
-use crate::region::{element_index, element_text, slabs};
+use crate::region::{element_index, element_text};
 use crate::target::{Access, resolve};
 use crate::walk::children;
 use crate::{TargetArgs, outln};
@@ -365,7 +365,7 @@ async fn compare_values(
         .map_or(VARIABLE_GUESS, |n| n.max(1) as u64);
     let mut differing = 0u64;
     let mut shown = Vec::new();
-    for slab in slabs(metadata, &x.full_region(), element_bytes, SLAB_BYTES)? {
+    for slab in x.split_region(.., (SLAB_BYTES / element_bytes).max(1))? {
         let (a, b) = tokio::join!(x.read_array_bytes(&slab), y.read_array_bytes(&slab));
         let reading = |side: &str| format!("{label} in {side}: reading {}", region_text(&slab));
         let a = a.with_context(|| reading("A"))?;

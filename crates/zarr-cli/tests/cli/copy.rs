@@ -493,6 +493,36 @@ fn copy_is_safe_to_run_again() {
 }
 
 #[test]
+fn copy_blocks_are_whole_shards_when_a_row_of_them_is_too_large() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let dst = dir.path().join("sharded.zarr");
+    let dst_text = dst.display().to_string();
+    // Shards of 10x10 uint16 (200 bytes); a row of three of them does not fit in a block.
+    let small = [
+        "--chunks",
+        "5,5",
+        "--shards",
+        "10,10",
+        "--block-size",
+        "200",
+    ];
+    ok(&[&["copy", &src, &dst_text][..], &small].concat());
+    assert_eq!(raw(&dst_text), raw(&src));
+    std::fs::remove_file(dst.join("c/1/2")).unwrap();
+    let out = zarr_env(
+        &[&["copy", &src, &dst_text, "--resume"][..], &small].concat(),
+        &[],
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{err}");
+    // 12 blocks of one shard each: the removed shard, and the three of rows 30..37 (all
+    // fill value, so not stored), are copied again.
+    assert!(err.contains("skipped 8 blocks already copied"), "{err}");
+    assert_eq!(raw(&dst_text), raw(&src));
+}
+
+#[test]
 fn copy_a_peer_written_group() {
     let dir = tempfile::tempdir().unwrap();
     let dst = dir.path().join("groups.zarr").display().to_string();
