@@ -31,6 +31,7 @@ mod refs;
 mod region;
 mod resize;
 mod rm;
+mod stats;
 mod target;
 mod tree;
 mod verify;
@@ -249,8 +250,8 @@ Examples:
     /// Copy an array or a whole group to another store, re-chunking, re-sharding,
     /// re-compressing or converting the data type on the way.
     ///
-    /// Copies in blocks aligned to the destination's chunks (or shards) along the first
-    /// dimension, so memory stays bounded and no destination chunk is written twice.
+    /// Copies in blocks of whole destination chunks (or shards), so memory stays bounded
+    /// and no destination chunk is written twice.
     /// Layout not given on the command line is taken from the source. A copy that fails (a
     /// value that does not convert, a store error) removes what it wrote, unless it was run
     /// with `--resume`. After an interruption, run the same command again with `--resume`:
@@ -273,7 +274,7 @@ Examples:
     /// for bit: -0.0 is not 0.0, NaNs compare by their bits), with the first few indices
     /// and both values. Layout (chunking, sharding, codecs, chunk key encoding, Zarr format)
     /// changes no value and is not a difference; --layout shows it. Values are read in
-    /// chunk-aligned slabs of about 64 MiB from each side. Each node is read from its own
+    /// chunk-aligned parts of at most 64 MiB from each side. Each node is read from its own
     /// metadata, not from consolidated metadata; a Zarr v2 array's `_ARRAY_DIMENSIONS`
     /// attribute (xarray's) counts as its dimension names. Exits with 1 when there is a
     /// difference.
@@ -283,6 +284,22 @@ Examples:
   zarr diff data.zarr/images/raw rechunked.zarr --layout
   zarr diff s3://bucket/data.zarr data.zarr --a-path /images --b-path /images --show 20")]
     Diff(diff::DiffArgs),
+    /// Summarise an array's values: the least and the greatest (with where they are), the
+    /// mean and standard deviation, NaNs, and elements equal to the fill value.
+    ///
+    /// Takes bool, integer and float arrays, or a region of one (`-r`, as `zarr get` takes
+    /// it). The array is read part by part (whole chunks, at most --part-size at a time), so
+    /// it may be larger than memory. NaNs are counted, not taken into the minimum, maximum, mean
+    /// or standard deviation; the standard deviation is the population one (numpy's
+    /// default); the mean and standard deviation are computed in float64. Where the least
+    /// or greatest value occurs several times, the first in C order is named. Elements
+    /// equal to the fill value are compared bit for bit.
+    #[command(after_help = "\
+Examples:
+  zarr stats data.zarr/timeseries/temperature
+  zarr stats data.zarr/images/raw -r 0:512,0:512 --json
+  zarr stats s3://bucket/data.zarr --path /images/raw -r ::4,::4")]
+    Stats(stats::StatsArgs),
     /// Build a multiscale image from an array: an OME-Zarr 0.5 (or 0.4) group whose arrays
     /// `0`, `1`, ... are the array and smaller copies of it.
     ///
@@ -380,6 +397,7 @@ fn run(cli: Cli) -> Result<()> {
             Command::Verify(args) => verify::run(args, global).await,
             Command::Copy(args) => copy::run(args, global).await,
             Command::Diff(args) => diff::run(args).await,
+            Command::Stats(args) => stats::run(args).await,
             Command::Pyramid(args) => pyramid::run(args, global).await,
             Command::Refs(args) => refs::run(args, global).await,
             Command::Bench(args) => bench::run(args, global).await,

@@ -12,5 +12,6 @@ mod n5;
 mod ndarray;
 mod npy_files;
 mod pyramid;
+mod stats;
 mod verify;
 mod write;
