@@ -68,9 +68,9 @@ macro_rules! float {
 float!(f32, f64, half::f16, half::bf16);
 
 /// How to read one element of a data type: its size and a decoder of its bytes.
-struct Decoder<V> {
+struct Decoder<F> {
     size: usize,
-    decode: fn(&[u8]) -> V,
+    decode: F,
 }
 
 fn bytes<const N: usize>(b: &[u8]) -> [u8; N] {
@@ -79,12 +79,141 @@ fn bytes<const N: usize>(b: &[u8]) -> [u8; N] {
     out
 }
 
+/// Elements per piece of a part that one thread folds.
+const PIECE: usize = 1 << 16;
+
+/// The statistics of a run of consecutive elements of one part.
+struct Partial<V> {
+    elements: u64,
+    nan: u64,
+    fill: u64,
+    /// Elements other than NaN, and their mean and sum of squared deviations from it.
+    count: u64,
+    mean: f64,
+    m2: f64,
+    /// The least and greatest values and their element numbers in the part (the first
+    /// where several are equal).
+    least: Option<(V, usize)>,
+    greatest: Option<(V, usize)>,
+}
+
+impl<V: Number> Partial<V> {
+    /// The statistics of `bytes`, whose first element is element `first` of its part.
+    fn of(
+        bytes: &[u8],
+        first: usize,
+        size: usize,
+        decode: impl Fn(&[u8]) -> V,
+        fill: &[u8],
+    ) -> Self {
+        let mut nan = 0u64;
+        let mut fills = 0u64;
+        let mut sum = 0.0f64;
+        let mut least: Option<(V, usize)> = None;
+        let mut greatest: Option<(V, usize)> = None;
+        for (i, b) in bytes.chunks_exact(size).enumerate() {
+            fills += u64::from(b == fill);
+            let v = decode(b);
+            if v.is_nan() {
+                nan += 1;
+                continue;
+            }
+            sum += v.to_f64();
+            if least.is_none_or(|(m, _)| v < m) {
+                least = Some((v, first + i));
+            }
+            if greatest.is_none_or(|(m, _)| v > m) {
+                greatest = Some((v, first + i));
+            }
+        }
+        let elements = (bytes.len() / size) as u64;
+        let count = elements - nan;
+        // A second pass for the squared deviations from this run's own mean (accurate
+        // where one pass of sums of squares is not).
+        let mean = if count == 0 { 0.0 } else { sum / count as f64 };
+        let m2 = if count == 0 {
+            0.0
+        } else {
+            bytes
+                .chunks_exact(size)
+                .map(&decode)
+                .filter(|v| !v.is_nan())
+                .map(|v| {
+                    let d = v.to_f64() - mean;
+                    d * d
+                })
+                .sum()
+        };
+        Self {
+            elements,
+            nan,
+            fill: fills,
+            count,
+            mean,
+            m2,
+            least,
+            greatest,
+        }
+    }
+
+    /// The statistics of this run followed by `next`, the next one (Chan, Golub and
+    /// LeVeque's formula for the merged squared deviations).
+    fn then(self, next: Self) -> Self {
+        let count = self.count + next.count;
+        let (mean, m2) = if count == 0 {
+            (0.0, 0.0)
+        } else {
+            let delta = next.mean - self.mean;
+            let (a, b) = (self.count as f64, next.count as f64);
+            (
+                self.mean + delta * b / count as f64,
+                self.m2 + next.m2 + delta * delta * a * b / count as f64,
+            )
+        };
+        // On equal values the earlier run's element stays (it comes first).
+        let least = match (self.least, next.least) {
+            (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        let greatest = match (self.greatest, next.greatest) {
+            (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        Self {
+            elements: self.elements + next.elements,
+            nan: self.nan + next.nan,
+            fill: self.fill + next.fill,
+            count,
+            mean,
+            m2,
+            least,
+            greatest,
+        }
+    }
+}
+
+/// The statistics of `bytes` (elements of `size` bytes), folded in pieces of `piece`
+/// elements on rayon's threads; `None` for no bytes.
+fn fold<V: Number + Send, F: Fn(&[u8]) -> V + Sync>(
+    bytes: &[u8],
+    size: usize,
+    decode: &F,
+    fill: &[u8],
+    piece: usize,
+) -> Option<Partial<V>> {
+    use rayon::prelude::*;
+    bytes
+        .par_chunks(piece * size)
+        .enumerate()
+        .map(|(k, run)| Partial::of(run, k * piece, size, decode, fill))
+        .reduce_with(Partial::then)
+}
+
 /// The statistics of the elements seen so far.
 struct Stats<V> {
     elements: u64,
     nan: u64,
     fill: u64,
-    /// Elements other than NaN, and their mean and sum of squared deviations from it.
     count: u64,
     mean: f64,
     m2: f64,
@@ -94,7 +223,7 @@ struct Stats<V> {
     max: Option<(V, Vec<u8>, Vec<u64>)>,
 }
 
-impl<V: Number> Stats<V> {
+impl<V: Number + Send + Sync> Stats<V> {
     fn new() -> Self {
         Self {
             elements: 0,
@@ -109,67 +238,39 @@ impl<V: Number> Stats<V> {
     }
 
     /// Take in the elements of one part (`bytes`, in C order), `index(i)` naming the array
-    /// index of its element `i`.
-    fn add_part(
+    /// index of its element `i`. The part is folded in pieces on rayon's threads.
+    fn add_part<F: Fn(&[u8]) -> V + Sync>(
         &mut self,
         bytes: &[u8],
-        decoder: &Decoder<V>,
+        decoder: &Decoder<F>,
         fill: &[u8],
         index: impl Fn(u64) -> Vec<u64>,
     ) {
         let size = decoder.size;
-        let mut nan = 0u64;
-        let mut fills = 0u64;
-        let mut sum = 0.0f64;
-        let mut least: Option<(V, usize)> = None;
-        let mut greatest: Option<(V, usize)> = None;
-        for (i, b) in bytes.chunks_exact(size).enumerate() {
-            if b == fill {
-                fills += 1;
-            }
-            let v = (decoder.decode)(b);
-            if v.is_nan() {
-                nan += 1;
-                continue;
-            }
-            sum += v.to_f64();
-            if least.is_none_or(|(m, _)| v < m) {
-                least = Some((v, i));
-            }
-            if greatest.is_none_or(|(m, _)| v > m) {
-                greatest = Some((v, i));
-            }
-        }
-        let elements = (bytes.len() / size) as u64;
-        let count = elements - nan;
-        self.elements += elements;
-        self.nan += nan;
-        self.fill += fills;
-        if count == 0 {
+        let Some(part) = fold(bytes, size, &decoder.decode, fill, PIECE) else {
             return;
+        };
+        let seen = Partial {
+            elements: self.elements,
+            nan: self.nan,
+            fill: self.fill,
+            count: self.count,
+            mean: self.mean,
+            m2: self.m2,
+            least: None,
+            greatest: None,
         }
-        // The part's mean and squared deviations (a second pass, for accuracy), merged
-        // with the totals so far (Chan, Golub and LeVeque's parallel formula).
-        let mean = sum / count as f64;
-        let m2: f64 = bytes
-            .chunks_exact(size)
-            .map(|b| (decoder.decode)(b))
-            .filter(|v| !v.is_nan())
-            .map(|v| {
-                let d = v.to_f64() - mean;
-                d * d
-            })
-            .sum();
-        let total = self.count + count;
-        let delta = mean - self.mean;
-        self.mean += delta * count as f64 / total as f64;
-        self.m2 += m2 + delta * delta * self.count as f64 * count as f64 / total as f64;
-        self.count = total;
-        // Within a part, the first in C order comes first; between parts, equal values are
-        // settled by their indices (parts cut along a later dimension are not in C order of
-        // their elements).
+        .then(Partial {
+            least: None,
+            greatest: None,
+            ..part
+        });
+        (self.elements, self.nan, self.fill) = (seen.elements, seen.nan, seen.fill);
+        (self.count, self.mean, self.m2) = (seen.count, seen.mean, seen.m2);
+        // Between parts, equal values are settled by their indices (parts cut along a later
+        // dimension are not in C order of their elements).
         let entry = |i: usize| (bytes[i * size..(i + 1) * size].to_vec(), index(i as u64));
-        if let Some((v, i)) = least {
+        if let Some((v, i)) = part.least {
             let (b, at) = entry(i);
             if self
                 .min
@@ -179,7 +280,7 @@ impl<V: Number> Stats<V> {
                 self.min = Some((v, b, at));
             }
         }
-        if let Some((v, i)) = greatest {
+        if let Some((v, i)) = part.greatest {
             let (b, at) = entry(i);
             if self
                 .max
@@ -205,7 +306,7 @@ pub(crate) async fn run(args: StatsArgs) -> Result<()> {
     let name = target.describe();
     macro_rules! typed {
         ($v:ty, $decode:expr) => {
-            report::<$v>(
+            report::<$v, _>(
                 &array,
                 &selection,
                 &Decoder {
@@ -254,18 +355,18 @@ pub(crate) async fn run(args: StatsArgs) -> Result<()> {
             };
             report(&array, &selection, &decoder, &args, &name).await
         }
-        DataType::Int8 => typed!(i8, |b| i8::from_ne_bytes(bytes(b))),
-        DataType::Int16 => typed!(i16, |b| i16::from_ne_bytes(bytes(b))),
-        DataType::Int32 => typed!(i32, |b| i32::from_ne_bytes(bytes(b))),
-        DataType::Int64 => typed!(i64, |b| i64::from_ne_bytes(bytes(b))),
-        DataType::UInt8 => typed!(u8, |b| b[0]),
-        DataType::UInt16 => typed!(u16, |b| u16::from_ne_bytes(bytes(b))),
-        DataType::UInt32 => typed!(u32, |b| u32::from_ne_bytes(bytes(b))),
-        DataType::UInt64 => typed!(u64, |b| u64::from_ne_bytes(bytes(b))),
-        DataType::Float16 => typed!(half::f16, |b| half::f16::from_ne_bytes(bytes(b))),
-        DataType::BFloat16 => typed!(half::bf16, |b| half::bf16::from_ne_bytes(bytes(b))),
-        DataType::Float32 => typed!(f32, |b| f32::from_ne_bytes(bytes(b))),
-        DataType::Float64 => typed!(f64, |b| f64::from_ne_bytes(bytes(b))),
+        DataType::Int8 => typed!(i8, |b: &[u8]| i8::from_ne_bytes(bytes(b))),
+        DataType::Int16 => typed!(i16, |b: &[u8]| i16::from_ne_bytes(bytes(b))),
+        DataType::Int32 => typed!(i32, |b: &[u8]| i32::from_ne_bytes(bytes(b))),
+        DataType::Int64 => typed!(i64, |b: &[u8]| i64::from_ne_bytes(bytes(b))),
+        DataType::UInt8 => typed!(u8, |b: &[u8]| b[0]),
+        DataType::UInt16 => typed!(u16, |b: &[u8]| u16::from_ne_bytes(bytes(b))),
+        DataType::UInt32 => typed!(u32, |b: &[u8]| u32::from_ne_bytes(bytes(b))),
+        DataType::UInt64 => typed!(u64, |b: &[u8]| u64::from_ne_bytes(bytes(b))),
+        DataType::Float16 => typed!(half::f16, |b: &[u8]| half::f16::from_ne_bytes(bytes(b))),
+        DataType::BFloat16 => typed!(half::bf16, |b: &[u8]| half::bf16::from_ne_bytes(bytes(b))),
+        DataType::Float32 => typed!(f32, |b: &[u8]| f32::from_ne_bytes(bytes(b))),
+        DataType::Float64 => typed!(f64, |b: &[u8]| f64::from_ne_bytes(bytes(b))),
         other => usage!(
             "{name} holds {}: zarr stats takes bool, integer and float arrays \
              (int2 to uint64, float16, bfloat16, float32, float64)",
@@ -275,10 +376,10 @@ pub(crate) async fn run(args: StatsArgs) -> Result<()> {
 }
 
 /// Go through the selection part by part, then print the statistics.
-async fn report<V: Number>(
+async fn report<V: Number + Send + Sync, F: Fn(&[u8]) -> V + Sync>(
     array: &Array<dyn Store>,
     selection: &Selection,
-    decoder: &Decoder<V>,
+    decoder: &Decoder<F>,
     args: &StatsArgs,
     name: &str,
 ) -> Result<()> {
@@ -385,4 +486,53 @@ async fn report<V: Number>(
         value(fill, Style::Text)
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_fold_as_one() {
+        // Values with NaNs and many ties for the least and greatest.
+        let values: Vec<f32> = (0..5_000u32)
+            .map(|i| match i.wrapping_mul(2_654_435_761) % 97 {
+                0 => f32::NAN,
+                r => (r % 41) as f32 - 20.0,
+            })
+            .collect();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let decode = |b: &[u8]| f32::from_ne_bytes(super::bytes(b));
+        let fill = 3.0f32.to_ne_bytes();
+        let kept: Vec<f64> = values
+            .iter()
+            .filter(|v| !v.is_nan())
+            .map(|&v| f64::from(v))
+            .collect();
+        let mean = kept.iter().sum::<f64>() / kept.len() as f64;
+        let m2: f64 = kept.iter().map(|v| (v - mean) * (v - mean)).sum();
+        let first = |want: f32| values.iter().position(|&v| v == want).unwrap();
+        for piece in [1, 3, 64, 999, 5_000, 1 << 20] {
+            let got = fold(&bytes, 4, &decode, &fill, piece).unwrap();
+            assert_eq!(got.elements, 5_000);
+            assert_eq!(got.nan, values.iter().filter(|v| v.is_nan()).count() as u64);
+            assert_eq!(
+                got.fill,
+                values.iter().filter(|&&v| v == 3.0).count() as u64
+            );
+            assert_eq!(got.count, kept.len() as u64);
+            assert_eq!(got.least, Some((-20.0, first(-20.0))), "piece {piece}");
+            assert_eq!(got.greatest, Some((20.0, first(20.0))), "piece {piece}");
+            assert!((got.mean - mean).abs() < 1e-12, "piece {piece}");
+            assert!((got.m2 - m2).abs() < 1e-9 * m2, "piece {piece}");
+        }
+        assert!(fold(&[], 4, &decode, &fill, 8).is_none());
+        // All NaN: counted, no extremes.
+        let nans: Vec<u8> = [f32::NAN; 10]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        let got = fold(&nans, 4, &decode, &fill, 3).unwrap();
+        assert_eq!((got.nan, got.count, got.least), (10, 0, None));
+    }
 }
