@@ -36,6 +36,8 @@ pub(crate) struct StatsArgs {
 /// A value the statistics are taken over: ordered, convertible to `f64`.
 trait Number: Copy + PartialOrd {
     fn to_f64(self) -> f64;
+    /// The value's bits, for comparing with the fill value bit for bit.
+    fn bits(self) -> u64;
     /// Whether the value is a NaN (which no ordering or mean takes in).
     fn is_nan(self) -> bool {
         false
@@ -48,6 +50,9 @@ macro_rules! integer {
             fn to_f64(self) -> f64 {
                 self as f64
             }
+            fn bits(self) -> u64 {
+                self as u64
+            }
         }
     )*};
 }
@@ -58,6 +63,9 @@ macro_rules! float {
         impl Number for $t {
             fn to_f64(self) -> f64 {
                 f64::from(self)
+            }
+            fn bits(self) -> u64 {
+                u64::from(self.to_bits())
             }
             fn is_nan(self) -> bool {
                 self.is_nan()
@@ -99,21 +107,15 @@ struct Partial<V> {
 
 impl<V: Number> Partial<V> {
     /// The statistics of `bytes`, whose first element is element `first` of its part.
-    fn of(
-        bytes: &[u8],
-        first: usize,
-        size: usize,
-        decode: impl Fn(&[u8]) -> V,
-        fill: &[u8],
-    ) -> Self {
+    fn of(bytes: &[u8], first: usize, size: usize, decode: impl Fn(&[u8]) -> V, fill: u64) -> Self {
         let mut nan = 0u64;
         let mut fills = 0u64;
         let mut sum = 0.0f64;
         let mut least: Option<(V, usize)> = None;
         let mut greatest: Option<(V, usize)> = None;
         for (i, b) in bytes.chunks_exact(size).enumerate() {
-            fills += u64::from(b == fill);
             let v = decode(b);
+            fills += u64::from(v.bits() == fill);
             if v.is_nan() {
                 nan += 1;
                 continue;
@@ -202,6 +204,7 @@ fn fold<V: Number + Send, F: Fn(&[u8]) -> V + Sync>(
     piece: usize,
 ) -> Option<Partial<V>> {
     use rayon::prelude::*;
+    let fill = decode(fill).bits();
     bytes
         .par_chunks(piece * size)
         .enumerate()
