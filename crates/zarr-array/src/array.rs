@@ -396,6 +396,54 @@ impl<S: ?Sized> Array<S> {
         &self.metadata.attributes
     }
 
+    /// Attribute `key` as a `T` (any `serde::Deserialize` type), or `None` if the array has
+    /// no such attribute.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// #[derive(serde::Deserialize, Debug, PartialEq)]
+    /// struct Scale {
+    ///     unit: String,
+    ///     factor: f64,
+    /// }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let array = ArrayBuilder::new(vec![4], DataType::Float32, vec![2])
+    ///     .attribute("scale", serde_json::json!({"unit": "m", "factor": 0.5}))
+    ///     .attribute("bands", serde_json::json!(["red", "green"]))
+    ///     .create(Arc::new(MemoryStore::new()), "/a")
+    ///     .await?;
+    /// let scale: Option<Scale> = array.attribute("scale")?;
+    /// assert_eq!(scale, Some(Scale { unit: "m".into(), factor: 0.5 }));
+    /// assert_eq!(array.attribute::<Vec<String>>("bands")?.unwrap(), ["red", "green"]);
+    /// assert_eq!(array.attribute::<f64>("missing")?, None);
+    /// assert!(array.attribute::<f64>("bands").is_err()); // a list, not a number
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] (naming the array and the attribute) if the attribute does not
+    /// deserialize as a `T`.
+    pub fn attribute<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        crate::attributes::attribute(self.path.as_str(), &self.metadata.attributes, key)
+    }
+
+    /// The attributes as a whole as a `T`: a struct whose fields are attributes (missing
+    /// ones as `Option` or `#[serde(default)]` fields, the others ignored unless the struct
+    /// says `#[serde(deny_unknown_fields)]`).
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] (naming the array) if the attributes do not deserialize as a
+    /// `T`.
+    pub fn attributes_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        crate::attributes::attributes_as(self.path.as_str(), &self.metadata.attributes)
+    }
+
     /// The number of dimensions (0 for a scalar array).
     pub fn ndim(&self) -> usize {
         self.metadata.shape.len()

@@ -120,6 +120,22 @@ impl<S: ?Sized> Array<S> {
         self.0.attributes()
     }
 
+    /// [`crate::Array::attribute`]: attribute `key` as a `T`, `None` if there is none.
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if the attribute does not deserialize as a `T`.
+    pub fn attribute<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        self.0.attribute(key)
+    }
+
+    /// [`crate::Array::attributes_as`]: the attributes as a whole as a `T`.
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if the attributes do not deserialize as a `T`.
+    pub fn attributes_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        self.0.attributes_as()
+    }
+
     /// [`crate::Array::zarr_format`].
     pub fn zarr_format(&self) -> zarr_core::v2::ZarrFormat {
         self.0.zarr_format()
@@ -1439,6 +1455,22 @@ impl<S: ?Sized> Group<S> {
         self.0.attributes()
     }
 
+    /// [`crate::Array::attribute`]: attribute `key` as a `T`, `None` if there is none.
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if the attribute does not deserialize as a `T`.
+    pub fn attribute<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        self.0.attribute(key)
+    }
+
+    /// [`crate::Array::attributes_as`]: the attributes as a whole as a `T`.
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if the attributes do not deserialize as a `T`.
+    pub fn attributes_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        self.0.attributes_as()
+    }
+
     /// [`crate::Group::zarr_format`].
     pub fn zarr_format(&self) -> zarr_core::v2::ZarrFormat {
         self.0.zarr_format()
@@ -1489,6 +1521,29 @@ impl<S: ?Sized> Node<S> {
         match self {
             Self::Array(a) => a.attributes(),
             Self::Group(g) => g.attributes(),
+        }
+    }
+
+    /// The node's attribute `key` as a `T`, `None` if there is none (see
+    /// [`crate::Array::attribute`]).
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if the attribute does not deserialize as a `T`.
+    pub fn attribute<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        match self {
+            Self::Array(a) => a.attribute(key),
+            Self::Group(g) => g.attribute(key),
+        }
+    }
+
+    /// The node's attributes as a whole as a `T` (see [`crate::Array::attributes_as`]).
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if the attributes do not deserialize as a `T`.
+    pub fn attributes_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        match self {
+            Self::Array(a) => a.attributes_as(),
+            Self::Group(g) => g.attributes_as(),
         }
     }
 }

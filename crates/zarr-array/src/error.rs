@@ -229,6 +229,19 @@ pub enum Error {
         reason: String,
     },
 
+    /// An attribute, or the attributes as a whole, did not deserialize as the type asked for
+    /// (`attribute::<T>`, `attributes_as::<T>`).
+    #[error("cannot read {} of {node} as the type asked for", attribute_what(.key.as_deref()))]
+    Attribute {
+        /// The array's or group's path.
+        node: String,
+        /// The attribute's name; `None` for the attributes as a whole.
+        key: Option<String>,
+        /// What serde said.
+        #[source]
+        source: serde_json::Error,
+    },
+
     /// The blocking API was called from inside an async runtime, where blocking would stall
     /// it.
     #[error("the blocking API was called from inside an async runtime; use the async API there")]
@@ -237,6 +250,14 @@ pub enum Error {
     /// A worker task failed (panicked or was cancelled).
     #[error("a worker task failed: {0}")]
     Task(String),
+}
+
+/// How [`Error::Attribute`] names what did not deserialize.
+fn attribute_what(key: Option<&str>) -> String {
+    match key {
+        Some(key) => format!("attribute {key:?}"),
+        None => "the attributes".to_owned(),
+    }
 }
 
 /// `Result` with this crate's [`Error`].

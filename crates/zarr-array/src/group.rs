@@ -269,6 +269,25 @@ impl<S: ?Sized> Group<S> {
         &self.metadata.attributes
     }
 
+    /// Attribute `key` as a `T` (any `serde::Deserialize` type), or `None` if the group has
+    /// no such attribute (see [`Array::attribute`](crate::Array::attribute)).
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] (naming the group and the attribute) if the attribute does not
+    /// deserialize as a `T`.
+    pub fn attribute<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        crate::attributes::attribute(self.path.as_str(), &self.metadata.attributes, key)
+    }
+
+    /// The attributes as a whole as a `T` (see
+    /// [`Array::attributes_as`](crate::Array::attributes_as)).
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] (naming the group) if the attributes do not deserialize as a `T`.
+    pub fn attributes_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        crate::attributes::attributes_as(self.path.as_str(), &self.metadata.attributes)
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<S> {
         &self.store
@@ -1171,6 +1190,29 @@ impl<S: ?Sized> Node<S> {
         match self {
             Self::Array(a) => a.attributes(),
             Self::Group(g) => g.attributes(),
+        }
+    }
+
+    /// The node's attribute `key` as a `T`, `None` if there is none (see
+    /// [`crate::Array::attribute`]).
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if the attribute does not deserialize as a `T`.
+    pub fn attribute<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        match self {
+            Self::Array(a) => a.attribute(key),
+            Self::Group(g) => g.attribute(key),
+        }
+    }
+
+    /// The node's attributes as a whole as a `T` (see [`crate::Array::attributes_as`]).
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if the attributes do not deserialize as a `T`.
+    pub fn attributes_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        match self {
+            Self::Array(a) => a.attributes_as(),
+            Self::Group(g) => g.attributes_as(),
         }
     }
 

@@ -61,6 +61,7 @@
 //! level: silent unless a subscriber asks for them.
 
 mod array;
+mod attributes;
 pub mod blocking;
 mod boxes;
 mod builder;

@@ -931,3 +931,96 @@ async fn scale_offset_and_cast_value_store_floats_as_scaled_integers() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn attributes_read_as_rust_types_or_say_which_did_not() {
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Axis {
+        name: String,
+        unit: Option<String>,
+    }
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Described {
+        title: String,
+        axes: Vec<Axis>,
+        #[serde(default)]
+        version: u32,
+    }
+    let store = memory();
+    let attributes = serde_json::json!({
+        "title": "scan",
+        "axes": [{"name": "y", "unit": "µm"}, {"name": "x"}],
+        "other": [1, 2],
+    });
+    let serde_json::Value::Object(attributes) = attributes else {
+        unreachable!()
+    };
+    let array = ArrayBuilder::new(vec![2, 2], DataType::UInt8, vec![2, 2])
+        .attributes(attributes.clone())
+        .create(Arc::clone(&store), "/g/a")
+        .await
+        .unwrap();
+    let want = Described {
+        title: "scan".into(),
+        axes: vec![
+            Axis {
+                name: "y".into(),
+                unit: Some("µm".into()),
+            },
+            Axis {
+                name: "x".into(),
+                unit: None,
+            },
+        ],
+        version: 0,
+    };
+    assert_eq!(array.attributes_as::<Described>().unwrap(), want);
+    assert_eq!(array.attribute::<String>("title").unwrap().unwrap(), "scan");
+    assert_eq!(
+        array.attribute::<Vec<u8>>("other").unwrap().unwrap(),
+        [1, 2]
+    );
+    assert_eq!(array.attribute::<String>("absent").unwrap(), None);
+    // The wrong type: an error naming the node and the attribute, serde's reason as source.
+    let err = array.attribute::<u32>("title").unwrap_err();
+    assert!(
+        matches!(&err, Error::Attribute { node, key: Some(key), .. } if node == "/g/a" && key == "title"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot read attribute \"title\" of /g/a as the type asked for"
+    );
+    let source = std::error::Error::source(&err).unwrap().to_string();
+    assert!(source.contains("expected u32"), "{source}");
+    let err = array.attributes_as::<Vec<u8>>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot read the attributes of /g/a as the type asked for"
+    );
+    // Groups, nodes and the blocking API read them the same way.
+    let mut group = zarr_array::Group::open(Arc::clone(&store), "/g")
+        .await
+        .unwrap();
+    group.set_attributes(attributes).await.unwrap();
+    assert_eq!(group.attributes_as::<Described>().unwrap(), want);
+    let node = zarr_array::Node::open(Arc::clone(&store), "/g/a")
+        .await
+        .unwrap();
+    assert_eq!(
+        node.attribute::<Vec<Axis>>("axes").unwrap().unwrap(),
+        want.axes
+    );
+    let err = node.attribute::<bool>("axes").unwrap_err();
+    assert!(matches!(err, Error::Attribute { .. }), "{err:?}");
+    let blocking_array = zarr_array::blocking::Array::from(array);
+    assert_eq!(blocking_array.attributes_as::<Described>().unwrap(), want);
+    let blocking_group = zarr_array::blocking::Group::from(group);
+    assert_eq!(
+        blocking_group
+            .attribute::<String>("title")
+            .unwrap()
+            .unwrap(),
+        "scan"
+    );
+}
