@@ -61,6 +61,11 @@ pub struct ArrayBuilder {
     chunks_per_shard: Option<Vec<u64>>,
     attributes: Map<String, Value>,
     dimension_names: Option<Vec<Option<String>>>,
+    /// Storage transformers taken whole from metadata ([`ArrayBuilder::from_metadata`]);
+    /// [`ArrayBuilder::sharding_transformer`] replaces them.
+    storage_transformers: Vec<ExtensionObject>,
+    /// Top-level fields with `"must_understand": false`, from metadata.
+    extra_fields: Map<String, Value>,
     n5: bool,
     overwrite: bool,
     options: ArrayOptions,
@@ -84,10 +89,99 @@ impl ArrayBuilder {
             chunks_per_shard: None,
             attributes: Map::new(),
             dimension_names: None,
+            storage_transformers: Vec::new(),
+            extra_fields: Map::new(),
             n5: false,
             overwrite: false,
             options: ArrayOptions::default(),
         }
+    }
+
+    /// A builder holding everything `metadata` describes: shape, data type, chunk grid,
+    /// fill value, chunk key encoding, the whole codec list, attributes, dimension names,
+    /// storage transformers and unknown optional fields. `build_metadata` gives `metadata`
+    /// back; change what should differ (a `shape`, `attributes`, a new `codecs` list, ...)
+    /// before [`create`](Self::create). See [`ArrayBuilder::like`] for an open array.
+    ///
+    /// The codec list is given whole ([`codecs`](Self::codecs)), so the codec conveniences
+    /// (`zstd`, `sharding`, ...) cannot add to it: `build_metadata` refuses them; give a new
+    /// list instead.
+    pub fn from_metadata(metadata: &ArrayMetadata) -> Self {
+        Self {
+            chunk_grid: Ok(metadata.chunk_grid.clone()),
+            fill_value: Some(metadata.fill_value.clone()),
+            chunk_key_encoding: Some(metadata.chunk_key_encoding.clone()),
+            codecs: Some(metadata.codecs.clone()),
+            attributes: metadata.attributes.clone(),
+            dimension_names: metadata.dimension_names.clone(),
+            storage_transformers: metadata.storage_transformers.clone(),
+            extra_fields: metadata.extra_fields.clone(),
+            ..Self::new(
+                metadata.shape.clone(),
+                metadata.data_type.clone(),
+                Vec::new(),
+            )
+        }
+    }
+
+    /// A builder for an array laid out like `array` (zarr-python's `create_like`): its
+    /// metadata as [`ArrayBuilder::from_metadata`] takes it, its Zarr format and its
+    /// options. Attributes come too; clear them with `.attributes(Map::new())` if the new
+    /// array should not have them.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let input = ArrayBuilder::new(vec![100, 100], DataType::Float32, vec![10, 50])
+    ///     .zstd(3)
+    ///     .dimension_names(["y", "x"])
+    ///     .create(Arc::clone(&store), "/input")
+    ///     .await?;
+    /// // Same chunks, codecs and names; another shape.
+    /// let output = ArrayBuilder::like(&input)
+    ///     .shape(vec![100, 20])
+    ///     .create(store, "/output")
+    ///     .await?;
+    /// assert_eq!(output.chunk_shape(), input.chunk_shape());
+    /// assert_eq!(output.metadata().codecs, input.metadata().codecs);
+    /// assert_eq!(output.shape(), [100, 20]);
+    /// # Ok::<(), zarr_array::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn like<S: ?Sized>(array: &Array<S>) -> Self {
+        Self::from_metadata(array.metadata())
+            .zarr_format(array.zarr_format())
+            .options(array.options().clone())
+    }
+
+    /// Another shape (the chunk grid and the rest stay).
+    #[must_use]
+    pub fn shape(mut self, shape: Vec<u64>) -> Self {
+        self.shape = shape;
+        self
+    }
+
+    /// Another data type. A fill value given before is converted to it when the array is
+    /// built (an error if it cannot hold the value exactly); the codecs must suit it.
+    #[must_use]
+    pub fn data_type(mut self, data_type: DataType) -> Self {
+        // A fill value in the old type's bytes (as metadata holds it) goes through its JSON
+        // form, which the new type reads if it can hold the value.
+        if let Some(fill) = &self.fill_value
+            && fill.for_data_type(&data_type).is_err()
+            && let Ok(converted) = fill
+                .to_json(&self.data_type)
+                .and_then(|json| FillValue::from_json(&json, &data_type))
+        {
+            self.fill_value = Some(converted);
+        }
+        self.data_type = data_type;
+        self
     }
 
     /// Use another chunk grid (for example a rectilinear one).
@@ -175,7 +269,8 @@ impl ArrayBuilder {
         self.zarr_format
     }
 
-    /// Replace the whole codec list (metadata form). Overrides the codec conveniences below.
+    /// Replace the whole codec list (metadata form). The codec conveniences below cannot add
+    /// to it: [`build_metadata`](Self::build_metadata) refuses them (put them in the list).
     #[must_use]
     pub fn codecs(mut self, codecs: Vec<ExtensionObject>) -> Self {
         self.codecs = Some(codecs);
@@ -398,9 +493,29 @@ impl ArrayBuilder {
     }
 
     /// The codec list the builder describes.
-    fn codec_list(&self) -> Vec<ExtensionObject> {
+    fn codec_list(&self) -> Result<Vec<ExtensionObject>> {
         if let Some(codecs) = &self.codecs {
-            return codecs.clone();
+            let added = [
+                (!self.array_to_array.is_empty(), "transpose"),
+                (self.array_to_bytes.is_some(), "array_to_bytes"),
+                (
+                    !self.bytes_to_bytes.is_empty(),
+                    "a bytes->bytes codec (zstd, gzip, ...)",
+                ),
+                (self.shard_inner.is_some(), "sharding"),
+                (self.n5, "n5"),
+            ];
+            if let Some((_, what)) = added.iter().find(|(set, _)| *set) {
+                return Err(zarr_core::Error::InvalidField {
+                    field: "codecs".into(),
+                    reason: format!(
+                        "the codec list was given whole (`codecs`, or `from_metadata`), so \
+                         {what} cannot be added to it: put it in the list"
+                    ),
+                }
+                .into());
+            }
+            return Ok(codecs.clone());
         }
         if self.n5 {
             let mut codecs = vec![
@@ -412,7 +527,7 @@ impl ArrayBuilder {
             ];
             codecs.extend(self.bytes_to_bytes.iter().cloned());
             let codecs: Vec<Value> = codecs.iter().map(ExtensionObject::to_json).collect();
-            return vec![extension("n5_default", json!({ "codecs": codecs }))];
+            return Ok(vec![extension("n5_default", json!({ "codecs": codecs }))]);
         }
         let array_to_bytes = self
             .array_to_bytes
@@ -421,7 +536,7 @@ impl ArrayBuilder {
         let mut inner: Vec<ExtensionObject> = self.array_to_array.clone();
         inner.push(array_to_bytes);
         inner.extend(self.bytes_to_bytes.iter().cloned());
-        match &self.shard_inner {
+        Ok(match &self.shard_inner {
             None => inner,
             Some(chunk_shape) => {
                 let to_json = |list: &[ExtensionObject]| -> Vec<Value> {
@@ -441,14 +556,15 @@ impl ArrayBuilder {
                     }),
                 )]
             }
-        }
+        })
     }
 
     /// The metadata the builder describes, validated.
     ///
     /// # Errors
     /// [`Error::Core`] for a grid that does not suit the shape, a fill value of the wrong
-    /// size, dimension names of the wrong count, ...
+    /// size, dimension names of the wrong count, a codec convenience with a whole codec
+    /// list, ...
     pub fn build_metadata(&self) -> Result<ArrayMetadata> {
         let grid = self
             .chunk_grid
@@ -484,7 +600,7 @@ impl ArrayBuilder {
             self.data_type.clone(),
             grid,
             fill_value,
-            self.codec_list(),
+            self.codec_list()?,
         )?
         .with_chunk_key_encoding(self.chunk_key_encoding.clone().unwrap_or(
             match self.zarr_format {
@@ -498,6 +614,10 @@ impl ArrayBuilder {
             },
         ))
         .with_attributes(self.attributes.clone());
+        metadata.extra_fields = self.extra_fields.clone();
+        if !self.storage_transformers.is_empty() {
+            metadata = metadata.with_storage_transformers(self.storage_transformers.clone());
+        }
         if let Some(names) = &self.dimension_names {
             metadata = metadata.with_dimension_names(names.clone())?;
         }

@@ -1024,3 +1024,90 @@ async fn attributes_read_as_rust_types_or_say_which_did_not() {
         "scan"
     );
 }
+
+#[tokio::test]
+async fn builders_from_metadata_give_it_back_and_like_copies_the_layout() {
+    use zarr_core::ArrayMetadata;
+    let examples = [
+        ArrayBuilder::new(vec![30, 40], DataType::UInt16, vec![10, 8])
+            .fill_value(7.into())
+            .zstd(3)
+            .crc32c()
+            .attribute("units", "K")
+            .dimension_names_opt([Some("y"), None]),
+        ArrayBuilder::new(vec![64, 64], DataType::Float32, vec![32, 32]).sharding(vec![8, 8]),
+        ArrayBuilder::new(vec![12], DataType::Int8, vec![1])
+            .chunk_grid(ChunkGrid::rectilinear(vec![DimensionChunks::from_edges([5, 7])]).unwrap()),
+        ArrayBuilder::new(vec![8, 8], DataType::UInt8, vec![4, 4]).sharding_transformer(vec![2, 1]),
+        ArrayBuilder::new(vec![5], DataType::String, vec![2]).zarr_format(ZarrFormat::V2),
+    ];
+    for builder in examples {
+        let metadata = builder.build_metadata().unwrap();
+        let again = ArrayBuilder::from_metadata(&metadata)
+            .zarr_format(builder.format())
+            .build_metadata()
+            .unwrap();
+        assert_eq!(again, metadata);
+        assert_eq!(again.to_value().unwrap(), metadata.to_value().unwrap());
+    }
+    // Optional fields a reader does not know come too.
+    let text = r#"{"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "int32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "."}},
+        "fill_value": -1, "codecs": [{"name": "bytes", "configuration": {"endian": "big"}}],
+        "future_field": {"must_understand": false, "x": 1}}"#;
+    let metadata = ArrayMetadata::from_json(text).unwrap();
+    assert!(metadata.extra_fields.contains_key("future_field"));
+    assert_eq!(
+        ArrayBuilder::from_metadata(&metadata)
+            .build_metadata()
+            .unwrap(),
+        metadata
+    );
+
+    // `like`: another shape, the rest as the source has it, written and read.
+    let store = memory();
+    let source = ArrayBuilder::new(vec![30, 40], DataType::UInt16, vec![10, 8])
+        .fill_value(7.into())
+        .sharding(vec![5, 4])
+        .dimension_names(["y", "x"])
+        .create(Arc::clone(&store), "/src")
+        .await
+        .unwrap();
+    let made = ArrayBuilder::like(&source)
+        .shape(vec![10, 16])
+        .attributes(serde_json::Map::new())
+        .create(Arc::clone(&store), "/made")
+        .await
+        .unwrap();
+    assert_eq!(made.shape(), [10, 16]);
+    assert_eq!(made.metadata().codecs, source.metadata().codecs);
+    assert_eq!(made.inner_chunk_shape(), Some(&[5u64, 4][..]));
+    assert_eq!(made.dimension_names(), source.dimension_names());
+    made.write(.., &[3u16; 160]).await.unwrap();
+    assert_eq!(made.read::<u16>([9..10, 15..16]).await.unwrap(), [3]);
+    // Another data type: the fill value converts, or the build says why not.
+    let wider = ArrayBuilder::like(&source)
+        .data_type(DataType::Float64)
+        .build_metadata()
+        .unwrap();
+    assert_eq!(wider.fill_value.to_json(&DataType::Float64).unwrap(), 7.0);
+    let err = ArrayBuilder::like(&source)
+        .data_type(DataType::Bool)
+        .build_metadata()
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Core(zarr_core::Error::InvalidFillValue { .. })),
+        "{err:?}"
+    );
+    // A codec convenience cannot add to a list given whole: an error, not ignored.
+    let err = ArrayBuilder::like(&source)
+        .zstd(1)
+        .build_metadata()
+        .unwrap_err();
+    assert!(err.to_string().contains("codecs"), "{err}");
+    assert!(
+        zarr_core::ErrorChain(&err).to_string().contains("zstd"),
+        "{err}"
+    );
+}

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures::{StreamExt as _, TryStreamExt as _};
-use zarr::array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Group, Node};
+use zarr::array::{Array, ArrayBuilder, ArrayBytes, Group, Node};
 use zarr::codecs::{BytesToBytesCodec, Lz4Codec, N5DefaultCodec, N5Lz4Codec};
 use zarr::metadata::v2::ZarrFormat;
 use zarr::metadata::{
@@ -812,7 +812,6 @@ async fn copy_array(
 ) -> Result<()> {
     let metadata = destination_metadata(src.metadata(), src.zarr_format(), plan)
         .with_context(|| format!("planning the copy of {}", src.path()))?;
-    let node_path = NodePath::new(path)?;
     let existing = match Array::open(Arc::clone(&dst.store), path).await {
         Ok(existing) if plan.resume => Some(existing),
         _ => None,
@@ -828,45 +827,12 @@ async fn copy_array(
             }
             existing
         }
-        None => {
-            let mut builder = ArrayBuilder::new(
-                metadata.shape.clone(),
-                metadata.data_type.clone(),
-                vec![1; metadata.shape.len()],
-            )
-            .chunk_grid(metadata.chunk_grid.clone())
-            .codecs(metadata.codecs.clone())
-            .fill_value(metadata.fill_value.clone())
-            .chunk_key_encoding(metadata.chunk_key_encoding.clone())
-            .attributes(metadata.attributes.clone())
+        None => ArrayBuilder::from_metadata(&metadata)
             .zarr_format(plan.format)
-            .overwrite(plan.overwrite || plan.resume);
-            let named: Option<Vec<String>> = metadata
-                .dimension_names
-                .as_ref()
-                .and_then(|names| names.iter().cloned().collect());
-            if let Some(names) = named {
-                builder = builder.dimension_names(names);
-            }
-            let created = builder
-                .create(Arc::clone(&dst.store), path)
-                .await
-                .with_context(|| format!("creating {path} in {}", dst.describe()))?;
-            if created.metadata().dimension_names != metadata.dimension_names {
-                // Some dimensions are unnamed: write the names as the source has them.
-                let mut array = Array::from_metadata(
-                    Arc::clone(&dst.store),
-                    node_path,
-                    metadata.clone(),
-                    ArrayOptions::default(),
-                )?;
-                let attributes = metadata.attributes.clone();
-                array.set_attributes(attributes).await?;
-                array
-            } else {
-                created
-            }
-        }
+            .overwrite(plan.overwrite || plan.resume)
+            .create(Arc::clone(&dst.store), path)
+            .await
+            .with_context(|| format!("creating {path} in {}", dst.describe()))?,
     };
     let from = src.metadata().data_type.clone();
     let to = metadata.data_type.clone();
