@@ -1035,6 +1035,21 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
     }
 }
 
+impl<S: ReadableStore + ?Sized> Array<S> {
+    /// [`crate::Array::copy_to`]: every value into `dest` (same shape and data type, any
+    /// layout), in parts of whole chunks of `dest` of at most `max_elements`.
+    ///
+    /// # Errors
+    /// As [`crate::Array::copy_to`], and [`Error::BlockingInAsync`].
+    pub fn copy_to<D: WritableStore + ?Sized>(
+        &self,
+        dest: &Array<D>,
+        max_elements: u64,
+    ) -> Result<()> {
+        block_on(self.0.copy_to(&dest.0, max_elements))?
+    }
+}
+
 /// The iterator of [`Array::read_parts`]: `(region, values)` of each part, in order.
 pub struct ReadParts<S: ?Sized, T> {
     array: crate::Array<S>,

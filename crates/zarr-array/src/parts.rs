@@ -341,3 +341,85 @@ impl<S: WritableStore + ?Sized> Array<S> {
             .await
     }
 }
+
+impl<S: ReadableStore + ?Sized> Array<S> {
+    /// Copy every value into `dest`, an array of the same shape and data type laid out in
+    /// any way: other chunks or shards, other codecs, another store or Zarr format (to
+    /// re-chunk or re-compress an array, make `dest` with [`ArrayBuilder::like`] and change
+    /// what should differ). The values go in parts of whole chunks of `dest`
+    /// ([`Array::split_region_whole_chunks`], at most `max_elements` each where one chunk
+    /// allows), one part read while the one before is written, so each chunk of `dest` is
+    /// encoded and stored once, never read back, and the memory held stays about two parts.
+    /// Chunks of `dest` that come out all fill value are not stored (as with any write,
+    /// unless `dest`'s options say to write empty chunks). Variable-length data types are
+    /// copied too.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_array::ArrayBuilder;
+    /// use zarr_core::DataType;
+    /// use zarr_store::MemoryStore;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let rows = ArrayBuilder::new(vec![100, 100], DataType::Int32, vec![1, 100])
+    ///     .create(Arc::clone(&store), "/rows")
+    ///     .await?;
+    /// rows.write(.., &(0..10_000).collect::<Vec<i32>>()).await?;
+    /// // The same values in 10 x 10 tiles, compressed.
+    /// let tiles = ArrayBuilder::new(vec![100, 100], DataType::Int32, vec![10, 10])
+    ///     .zstd(3)
+    ///     .create(Arc::clone(&store), "/tiles")
+    ///     .await?;
+    /// rows.copy_to(&tiles, 2_000).await?;
+    /// assert_eq!(tiles.read::<i32>([55..56, 40..43]).await?, [5540, 5541, 5542]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// [`ArrayBuilder::like`]: crate::ArrayBuilder::like
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] (before anything is read) if the shapes or data types differ;
+    /// then read errors of this array and write errors of `dest`, the first one ending the
+    /// copy (the parts written before it stay written).
+    pub async fn copy_to<D: WritableStore + ?Sized>(
+        &self,
+        dest: &Array<D>,
+        max_elements: u64,
+    ) -> Result<()> {
+        let refuse = |what: &str, ours: String, theirs: String| {
+            Err(Error::Unsupported {
+                array: dest.path().as_str().to_owned(),
+                reason: format!(
+                    "cannot copy {} into it: the {what} differ ({ours} and {theirs})",
+                    self.path()
+                ),
+            })
+        };
+        if self.shape() != dest.shape() {
+            return refuse(
+                "shapes",
+                format!("{:?}", self.shape()),
+                format!("{:?}", dest.shape()),
+            );
+        }
+        if self.data_type() != dest.data_type() {
+            return refuse(
+                "data types",
+                self.data_type().to_string(),
+                dest.data_type().to_string(),
+            );
+        }
+        let parts = dest.split_region_whole_chunks(.., max_elements)?;
+        futures::stream::iter(parts)
+            .map(|part| async move {
+                let values = self.read_array_bytes(&part).await?;
+                dest.write_array_bytes(&part, values).await
+            })
+            // One part read while the one before is written.
+            .buffer_unordered(2)
+            .try_for_each(|()| std::future::ready(Ok(())))
+            .await
+    }
+}

@@ -842,3 +842,106 @@ fn the_part_writer_reports_errors_and_waits_when_dropped() {
     let err = runtime.block_on(async { array.part_writer::<u32>(2).err() });
     assert!(matches!(err, Some(Error::BlockingInAsync)), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_store_each_chunk_of_the_destination_once() {
+    use zarr_store::{Operation, RecordingStore};
+    let source = written(Arc::new(MemoryStore::new())).await;
+    let all = values(1200);
+    let layouts = [
+        // Other chunks; shards of inner chunks; a rectilinear grid, another fill value.
+        ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![5, 7]).gzip(1),
+        ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![20, 30]).sharding(vec![4, 6]),
+        ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![1, 1])
+            .chunk_grid(
+                ChunkGrid::rectilinear(vec![
+                    DimensionChunks::from_edges([3, 17, 20]),
+                    DimensionChunks::Regular(11),
+                ])
+                .unwrap(),
+            )
+            .fill_value(7.into()),
+    ];
+    for (n, builder) in layouts.into_iter().enumerate() {
+        let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+        let dest = builder.create(Arc::clone(&store), "/d").await.unwrap();
+        store.clear();
+        for max in [1, 150, 100_000] {
+            source.copy_to(&dest, max).await.unwrap();
+            // Each chunk stored once, nothing read back.
+            let mut sets: Vec<String> = Vec::new();
+            for op in store.operations() {
+                match op {
+                    Operation::Set { key, .. } => sets.push(key.as_str().to_owned()),
+                    Operation::Get { .. } | Operation::GetPartialValues { .. } => {
+                        panic!("layout {n}, max {max}: a read of the destination: {op:?}")
+                    }
+                    _ => {}
+                }
+            }
+            let count = sets.len();
+            sets.sort();
+            sets.dedup();
+            assert_eq!(
+                sets.len(),
+                count,
+                "layout {n}, max {max}: a chunk stored twice"
+            );
+            assert_eq!(
+                count as u64,
+                dest.grid_shape().unwrap().iter().product::<u64>()
+            );
+            assert_eq!(
+                dest.read::<u32>(..).await.unwrap(),
+                all,
+                "layout {n}, max {max}"
+            );
+            store.clear();
+        }
+    }
+    // Strings too, in both APIs.
+    let store = Arc::new(MemoryStore::new());
+    let words: Vec<String> = (0..50)
+        .map(|i| "w".repeat(i % 7) + &i.to_string())
+        .collect();
+    let text = ArrayBuilder::new(vec![50], DataType::String, vec![6])
+        .create(Arc::clone(&store), "/s")
+        .await
+        .unwrap();
+    text.write_text(.., &words).await.unwrap();
+    let copy = ArrayBuilder::new(vec![50], DataType::String, vec![20])
+        .zstd(1)
+        .create(Arc::clone(&store), "/s2")
+        .await
+        .unwrap();
+    text.copy_to(&copy, 10).await.unwrap();
+    assert_eq!(copy.read_text(..).await.unwrap(), words);
+    // Another shape or data type: refused before anything is read.
+    let other = ArrayBuilder::new(vec![40, 31], DataType::UInt32, vec![8, 10])
+        .create(Arc::clone(&store), "/o")
+        .await
+        .unwrap();
+    let err = source.copy_to(&other, 100).await.unwrap_err();
+    assert!(err.to_string().contains("shapes differ"), "{err}");
+    let other = ArrayBuilder::new(vec![40, 30], DataType::Int32, vec![8, 10])
+        .overwrite(true)
+        .create(Arc::clone(&store), "/o")
+        .await
+        .unwrap();
+    let err = source.copy_to(&other, 100).await.unwrap_err();
+    assert!(err.to_string().contains("data types differ"), "{err}");
+}
+
+#[test]
+fn the_blocking_copy_copies() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let store = Arc::new(MemoryStore::new());
+    let source = blocking::Array::from(runtime.block_on(written(Arc::clone(&store))));
+    let builder =
+        ArrayBuilder::like(source.as_async()).chunk_grid(ChunkGrid::regular(vec![3, 30]).unwrap());
+    let dest = blocking::Array::create(&builder, store, "/copy").unwrap();
+    source.copy_to(&dest, 500).unwrap();
+    assert_eq!(dest.read::<u32>(..).unwrap(), values(1200));
+}
