@@ -288,7 +288,8 @@ Examples:
     /// mean and standard deviation, NaNs, and elements equal to the fill value.
     ///
     /// Takes bool, integer and float arrays, or a region of one (`-r`, as `zarr get` takes
-    /// it). The array is read part by part (whole chunks, at most --part-size at a time), so
+    /// it); for a group, one line per array below it (other data types listed as skipped;
+    /// exit code 1 if one cannot be read). The array is read part by part (whole chunks, at most --part-size at a time), so
     /// it may be larger than memory. NaNs are counted, not taken into the minimum, maximum, mean
     /// or standard deviation; the standard deviation is the population one (numpy's
     /// default); the mean and standard deviation are computed in float64. Where the least
@@ -297,6 +298,7 @@ Examples:
     #[command(after_help = "\
 Examples:
   zarr stats data.zarr/timeseries/temperature
+  zarr stats data.zarr
   zarr stats data.zarr/images/raw -r 0:512,0:512 --json
   zarr stats s3://bucket/data.zarr --path /images/raw -r ::4,::4")]
     Stats(stats::StatsArgs),

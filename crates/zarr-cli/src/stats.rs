@@ -1,11 +1,13 @@
 //! `zarr stats`: summary statistics of an array's values, read part by part.
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures::StreamExt as _;
 use serde_json::{Value as Json, json};
-use zarr::array::{Array, Region};
-use zarr::metadata::DataType;
+use zarr::array::{Array, Node, Region};
+use zarr::metadata::{DataType, NodeMetadata};
 use zarr::store::Store;
 
 use crate::format::{Style, element};
@@ -13,7 +15,7 @@ use crate::layout::shape_text;
 use crate::outln;
 use crate::region::{Selection, parse_selection};
 use crate::target::{Access, resolve};
-use crate::{TargetArgs, usage};
+use crate::{TargetArgs, error_line, usage, walk};
 
 /// Arguments of `zarr stats`.
 #[derive(Args, Debug)]
@@ -301,63 +303,238 @@ impl<V: Number + Send + Sync> Stats<V> {
     }
 }
 
+/// What `zarr stats` says of one array (or a region of it).
+struct Summary {
+    data_type: String,
+    /// The selection's shape.
+    shape: Vec<u64>,
+    elements: u64,
+    nan: u64,
+    fill: u64,
+    /// The fill value as text.
+    fill_text: String,
+    min: Option<Extreme>,
+    max: Option<Extreme>,
+    mean: Option<f64>,
+    std: Option<f64>,
+    /// Whether the data type has NaNs.
+    floats: bool,
+}
+
+/// The least or the greatest element: as text, as JSON, and its index in the array.
+struct Extreme {
+    text: String,
+    json: Json,
+    index: Vec<u64>,
+}
+
+impl Summary {
+    fn to_json(&self) -> Json {
+        let extreme = |e: &Option<Extreme>| match e {
+            Some(e) => json!({"value": e.json, "index": e.index}),
+            None => Json::Null,
+        };
+        let number = |x: Option<f64>| match x {
+            Some(x) if x.is_finite() => json!(x),
+            Some(x) if x.is_nan() => json!("NaN"),
+            Some(x) if x > 0.0 => json!("Infinity"),
+            Some(_) => json!("-Infinity"),
+            None => Json::Null,
+        };
+        json!({
+            "data_type": self.data_type,
+            "shape": self.shape,
+            "elements": self.elements,
+            "nan": self.nan,
+            "fill": self.fill,
+            "min": extreme(&self.min),
+            "max": extreme(&self.max),
+            "mean": number(self.mean),
+            "std": number(self.std),
+        })
+    }
+
+    /// The lines for one array.
+    fn lines(&self) -> Vec<String> {
+        let extreme = |e: &Option<Extreme>| match e {
+            Some(e) => format!("{} at {:?}", e.text, e.index),
+            None => "none".to_owned(),
+        };
+        let number = |x: Option<f64>| x.map_or_else(|| "none".to_owned(), |x| x.to_string());
+        let mut lines = vec![
+            format!(
+                "elements  {} ({} {})",
+                self.elements,
+                self.data_type,
+                shape_text(&self.shape)
+            ),
+            format!("min       {}", extreme(&self.min)),
+            format!("max       {}", extreme(&self.max)),
+            format!("mean      {}", number(self.mean)),
+            format!("std       {}", number(self.std)),
+        ];
+        if self.floats {
+            lines.push(format!("NaN       {}", self.nan));
+        }
+        lines.push(format!(
+            "fill      {} equal to the fill value {}",
+            self.fill, self.fill_text
+        ));
+        lines
+    }
+
+    /// One line for an array among others.
+    fn line(&self) -> String {
+        let value = |e: &Option<Extreme>| e.as_ref().map_or("none", |e| e.text.as_str()).to_owned();
+        let number = |x: Option<f64>| x.map_or_else(|| "none".to_owned(), |x| x.to_string());
+        let nan = if self.floats {
+            format!(", NaN {}", self.nan)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} {}: min {}, max {}, mean {}, std {}{nan}, fill {}",
+            self.data_type,
+            shape_text(&self.shape),
+            value(&self.min),
+            value(&self.max),
+            number(self.mean),
+            number(self.std),
+            self.fill
+        )
+    }
+}
+
+/// What became of one array below a group.
+enum Outcome {
+    Summary(Box<Summary>),
+    /// A data type the statistics do not cover (its name, and the array's shape).
+    Skipped(String, Vec<u64>),
+    /// It could not be opened or read (why).
+    Failed(String),
+}
+
 pub(crate) async fn run(args: StatsArgs) -> Result<()> {
     let target = resolve(&args.target, Access::Read)?;
-    let array = target.array().await?;
-    let metadata = array.metadata();
-    let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
     let name = target.describe();
+    let group = match target.node().await? {
+        Node::Array(array) => {
+            let metadata = array.metadata();
+            let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
+            let Some(summary) = summarise(&array, &selection, args.part_size, &name).await? else {
+                usage!(
+                    "{name} holds {}: zarr stats takes bool, integer and float arrays \
+                     (int2 to uint64, float16, bfloat16, float32, float64)",
+                    metadata.data_type.name()
+                );
+            };
+            if args.json {
+                outln!("{}", serde_json::to_string_pretty(&summary.to_json())?);
+            } else {
+                for line in summary.lines() {
+                    outln!("{line}");
+                }
+            }
+            return Ok(());
+        }
+        Node::Group(group) => group,
+    };
+    if args.region.is_some() {
+        usage!("{name} is a group: -r selects a region of an array");
+    }
+    // Every array below the group, one line (or JSON entry) each; arrays of other data
+    // types are named as skipped, and ones that cannot be read as failed.
+    let tree = walk::tree(&group)
+        .await
+        .with_context(|| format!("walking {name}"))?;
+    let mut doc = serde_json::Map::new();
+    let (mut arrays, mut failed) = (0usize, 0usize);
+    for found in tree.nodes {
+        let path = found.path.as_str().to_owned();
+        let outcome = match found.node {
+            Ok(NodeMetadata::Group(_)) => continue,
+            Ok(NodeMetadata::Array(_)) => {
+                arrays += 1;
+                match Array::open(Arc::clone(&target.store), &path).await {
+                    Ok(array) => {
+                        let selection = Selection::whole(array.full_region());
+                        let described = format!("{path} in {name}");
+                        match summarise(&array, &selection, args.part_size, &described).await {
+                            Ok(Some(summary)) => Outcome::Summary(Box::new(summary)),
+                            Ok(None) => Outcome::Skipped(
+                                array.data_type().name().to_string(),
+                                array.shape().to_vec(),
+                            ),
+                            Err(err) => Outcome::Failed(error_line(&*err)),
+                        }
+                    }
+                    Err(err) => Outcome::Failed(error_line(&err)),
+                }
+            }
+            Err(err) => Outcome::Failed(err),
+        };
+        match outcome {
+            Outcome::Summary(summary) if args.json => {
+                doc.insert(path, summary.to_json());
+            }
+            Outcome::Summary(summary) => outln!("{path}  {}", summary.line()),
+            Outcome::Skipped(data_type, shape) if args.json => {
+                doc.insert(
+                    path,
+                    json!({ "data_type": data_type, "shape": shape, "skipped": true }),
+                );
+            }
+            Outcome::Skipped(data_type, shape) => {
+                let shape = shape_text(&shape);
+                outln!("{path}  {data_type} {shape}: skipped (not bool, integer or float)");
+            }
+            Outcome::Failed(why) => {
+                failed += 1;
+                if args.json {
+                    doc.insert(path, json!({ "error": why }));
+                } else {
+                    outln!("{path}  error: {why}");
+                }
+            }
+        }
+    }
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&Json::Object(doc))?);
+    }
+    if failed > 0 {
+        bail!("{failed} of {arrays} arrays below {name} could not be read");
+    }
+    Ok(())
+}
+
+/// The statistics of `selection` of `array`, or `None` for a data type they do not cover.
+async fn summarise(
+    array: &Array<dyn Store>,
+    selection: &Selection,
+    part_size: u64,
+    name: &str,
+) -> Result<Option<Summary>> {
     macro_rules! typed {
         ($v:ty, $decode:expr) => {
-            report::<$v, _>(
-                &array,
-                &selection,
+            summarise_as::<$v, _>(
+                array,
+                selection,
                 &Decoder {
                     size: std::mem::size_of::<$v>(),
                     decode: $decode,
                 },
-                &args,
-                &name,
+                part_size,
+                name,
             )
             .await
         };
     }
-    match &metadata.data_type {
-        DataType::Bool => {
-            let decoder = Decoder {
-                size: 1,
-                decode: |b: &[u8]| u8::from(b[0] != 0),
-            };
-            report(&array, &selection, &decoder, &args, &name).await
-        }
-        DataType::Int2 => {
-            let decoder = Decoder {
-                size: 1,
-                decode: |b: &[u8]| ((b[0] << 6) as i8) >> 6,
-            };
-            report(&array, &selection, &decoder, &args, &name).await
-        }
-        DataType::Int4 => {
-            let decoder = Decoder {
-                size: 1,
-                decode: |b: &[u8]| ((b[0] << 4) as i8) >> 4,
-            };
-            report(&array, &selection, &decoder, &args, &name).await
-        }
-        DataType::UInt2 => {
-            let decoder = Decoder {
-                size: 1,
-                decode: |b: &[u8]| b[0] & 0x3,
-            };
-            report(&array, &selection, &decoder, &args, &name).await
-        }
-        DataType::UInt4 => {
-            let decoder = Decoder {
-                size: 1,
-                decode: |b: &[u8]| b[0] & 0xf,
-            };
-            report(&array, &selection, &decoder, &args, &name).await
-        }
+    let summary = match array.data_type() {
+        DataType::Bool => typed!(u8, |b: &[u8]| u8::from(b[0] != 0)),
+        DataType::Int2 => typed!(i8, |b: &[u8]| ((b[0] << 6) as i8) >> 6),
+        DataType::Int4 => typed!(i8, |b: &[u8]| ((b[0] << 4) as i8) >> 4),
+        DataType::UInt2 => typed!(u8, |b: &[u8]| b[0] & 0x3),
+        DataType::UInt4 => typed!(u8, |b: &[u8]| b[0] & 0xf),
         DataType::Int8 => typed!(i8, |b: &[u8]| i8::from_ne_bytes(bytes(b))),
         DataType::Int16 => typed!(i16, |b: &[u8]| i16::from_ne_bytes(bytes(b))),
         DataType::Int32 => typed!(i32, |b: &[u8]| i32::from_ne_bytes(bytes(b))),
@@ -370,29 +547,23 @@ pub(crate) async fn run(args: StatsArgs) -> Result<()> {
         DataType::BFloat16 => typed!(half::bf16, |b: &[u8]| half::bf16::from_ne_bytes(bytes(b))),
         DataType::Float32 => typed!(f32, |b: &[u8]| f32::from_ne_bytes(bytes(b))),
         DataType::Float64 => typed!(f64, |b: &[u8]| f64::from_ne_bytes(bytes(b))),
-        other => usage!(
-            "{name} holds {}: zarr stats takes bool, integer and float arrays \
-             (int2 to uint64, float16, bfloat16, float32, float64)",
-            other.name()
-        ),
-    }
+        _ => return Ok(None),
+    };
+    summary.map(Some)
 }
 
-/// Go through the selection part by part, then print the statistics.
-async fn report<V: Number + Send + Sync, F: Fn(&[u8]) -> V + Sync>(
+/// Go through the selection part by part, folding each into the statistics.
+async fn summarise_as<V: Number + Send + Sync, F: Fn(&[u8]) -> V + Sync>(
     array: &Array<dyn Store>,
     selection: &Selection,
     decoder: &Decoder<F>,
-    args: &StatsArgs,
+    part_size: u64,
     name: &str,
-) -> Result<()> {
+) -> Result<Summary> {
     let metadata = array.metadata();
     let data_type = &metadata.data_type;
     let fill = metadata.fill_value.as_bytes();
-    let parts = array.split_region(
-        &selection.region,
-        (args.part_size / decoder.size as u64).max(1),
-    )?;
+    let parts = array.split_region(&selection.region, (part_size / decoder.size as u64).max(1))?;
     let mut reads = futures::stream::iter(parts)
         .map(|part| async move {
             let bytes = if selection.is_strided() {
@@ -419,76 +590,35 @@ async fn report<V: Number + Send + Sync, F: Fn(&[u8]) -> V + Sync>(
         }
         stats.add_part(&bytes, decoder, fill, |i| selection.element_in(&part, i));
     }
-    let value = |b: &[u8], style| {
+    let text = |b: &[u8], style| {
         let mut out = String::new();
         element(&mut out, data_type, b, style);
         out
     };
-    let floats = matches!(
-        data_type,
-        DataType::Float16 | DataType::BFloat16 | DataType::Float32 | DataType::Float64
-    );
-    if args.json {
-        let extreme = |e: &Option<(V, Vec<u8>, Vec<u64>)>| match e {
-            Some((_, b, index)) => json!({
-                "value": serde_json::from_str::<Json>(&value(b, Style::Json))
-                    .unwrap_or(Json::Null),
-                "index": index,
-            }),
-            None => Json::Null,
-        };
-        let number = |x: Option<f64>| match x {
-            Some(x) if x.is_finite() => json!(x),
-            Some(x) if x.is_nan() => json!("NaN"),
-            Some(x) if x > 0.0 => json!("Infinity"),
-            Some(_) => json!("-Infinity"),
-            None => Json::Null,
-        };
-        let doc = json!({
-            "data_type": data_type.name(),
-            "shape": selection.out_shape(),
-            "elements": stats.elements,
-            "nan": stats.nan,
-            "fill": stats.fill,
-            "min": extreme(&stats.min),
-            "max": extreme(&stats.max),
-            "mean": number((stats.count > 0).then_some(stats.mean)),
-            "std": number(stats.std()),
-        });
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(());
-    }
-    outln!(
-        "elements  {} ({} {})",
-        stats.elements,
-        data_type.name(),
-        shape_text(&selection.out_shape())
-    );
-    let extreme = |e: &Option<(V, Vec<u8>, Vec<u64>)>| match e {
-        Some((_, b, index)) => format!("{} at {index:?}", value(b, Style::Text)),
-        None => "none".to_owned(),
+    let extreme = |e: Option<(V, Vec<u8>, Vec<u64>)>| {
+        e.map(|(_, b, index)| Extreme {
+            text: text(&b, Style::Text),
+            json: serde_json::from_str(&text(&b, Style::Json)).unwrap_or(Json::Null),
+            index,
+        })
     };
-    outln!("min       {}", extreme(&stats.min));
-    outln!("max       {}", extreme(&stats.max));
-    match stats.std() {
-        Some(std) => {
-            outln!("mean      {}", stats.mean);
-            outln!("std       {std}");
-        }
-        None => {
-            outln!("mean      none");
-            outln!("std       none");
-        }
-    }
-    if floats {
-        outln!("NaN       {}", stats.nan);
-    }
-    outln!(
-        "fill      {} equal to the fill value {}",
-        stats.fill,
-        value(fill, Style::Text)
-    );
-    Ok(())
+    let std = stats.std();
+    Ok(Summary {
+        data_type: data_type.name().to_string(),
+        shape: selection.out_shape(),
+        elements: stats.elements,
+        nan: stats.nan,
+        fill: stats.fill,
+        fill_text: text(fill, Style::Text),
+        mean: std.map(|_| stats.mean),
+        std,
+        min: extreme(stats.min.take()),
+        max: extreme(stats.max.take()),
+        floats: matches!(
+            data_type,
+            DataType::Float16 | DataType::BFloat16 | DataType::Float32 | DataType::Float64
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -208,11 +208,67 @@ fn stats_of_integers_and_what_has_none() {
     );
     assert_eq!(got["fill"], values.iter().filter(|&&v| v == 0).count());
     assert!(!ok(&["stats", &array]).contains("NaN"));
-    // Strings have no order here; a group is not an array.
+    // Strings have no order here.
     let demo = dir.path().join("demo.zarr").display().to_string();
     ok(&["demo", &demo, "-q"]);
     let err = fails(&["stats", &format!("{demo}/labels")], 2);
     assert!(err.contains("bool, integer and float"), "{err}");
-    let err = fails(&["stats", &demo], 1);
-    assert!(err.contains("not an array"), "{err}");
+}
+
+#[test]
+fn stats_of_a_group_summarise_every_array_below_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo.zarr");
+    let demo_text = demo.display().to_string();
+    ok(&["demo", &demo_text, "-q"]);
+    let out = ok(&["stats", &demo_text]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    // One line per array, as the array's own stats says.
+    let alone = stats_json(&[&format!("{demo_text}/timeseries/temperature")]);
+    assert_eq!(
+        lines[2],
+        format!(
+            "/timeseries/temperature  float32 1000: min {:?}, max {:?}, mean {}, std {}, \
+             NaN {}, fill {}",
+            alone["min"]["value"].as_f64().unwrap(),
+            alone["max"]["value"].as_f64().unwrap(),
+            alone["mean"].as_f64().unwrap(),
+            alone["std"].as_f64().unwrap(),
+            alone["nan"],
+            alone["fill"]
+        )
+    );
+    assert!(
+        lines[0].starts_with("/images/raw  uint16 512x512: min "),
+        "{out}"
+    );
+    assert_eq!(
+        lines[1],
+        "/labels  string 4: skipped (not bool, integer or float)"
+    );
+    let doc = stats_json(&[&demo_text]);
+    assert_eq!(doc["/timeseries/temperature"], alone);
+    assert_eq!(doc["/labels"]["skipped"], true);
+    // -r is for arrays.
+    let err = fails(&["stats", &demo_text, "-r", "0"], 2);
+    assert!(err.contains("is a group"), "{err}");
+    // A corrupt chunk: that array is an error, the others are still summarised, exit 1.
+    let chunk = std::fs::read_dir(demo.join("timeseries/temperature/c"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&chunk, b"not a chunk").unwrap();
+    let out = crate::common::zarr(&["stats", &demo_text]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("/images/raw  uint16"), "{stdout}");
+    assert!(
+        stdout.contains("/timeseries/temperature  error: "),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("1 of 3 arrays"), "{stderr}");
 }
