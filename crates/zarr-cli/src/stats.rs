@@ -216,12 +216,8 @@ fn fold<V: Number + Send, F: Fn(&[u8]) -> V + Sync>(
 
 /// The statistics of the elements seen so far.
 struct Stats<V> {
-    elements: u64,
-    nan: u64,
-    fill: u64,
-    count: u64,
-    mean: f64,
-    m2: f64,
+    /// Counts and moments of the parts so far (their `least` and `greatest` unused).
+    seen: Partial<V>,
     /// The least and the greatest element: value, bytes, index in the array (the first
     /// in C order where several are equal).
     min: Option<(V, Vec<u8>, Vec<u64>)>,
@@ -231,12 +227,16 @@ struct Stats<V> {
 impl<V: Number + Send + Sync> Stats<V> {
     fn new() -> Self {
         Self {
-            elements: 0,
-            nan: 0,
-            fill: 0,
-            count: 0,
-            mean: 0.0,
-            m2: 0.0,
+            seen: Partial {
+                elements: 0,
+                nan: 0,
+                fill: 0,
+                count: 0,
+                mean: 0.0,
+                m2: 0.0,
+                least: None,
+                greatest: None,
+            },
             min: None,
             max: None,
         }
@@ -255,51 +255,36 @@ impl<V: Number + Send + Sync> Stats<V> {
         let Some(part) = fold(bytes, size, &decoder.decode, fill, PIECE) else {
             return;
         };
-        let seen = Partial {
-            elements: self.elements,
-            nan: self.nan,
-            fill: self.fill,
-            count: self.count,
-            mean: self.mean,
-            m2: self.m2,
-            least: None,
-            greatest: None,
-        }
-        .then(Partial {
+        let (least, greatest) = (part.least, part.greatest);
+        let seen = std::mem::replace(&mut self.seen, Self::new().seen);
+        self.seen = seen.then(Partial {
             least: None,
             greatest: None,
             ..part
         });
-        (self.elements, self.nan, self.fill) = (seen.elements, seen.nan, seen.fill);
-        (self.count, self.mean, self.m2) = (seen.count, seen.mean, seen.m2);
         // Between parts, equal values are settled by their indices (parts cut along a later
         // dimension are not in C order of their elements).
-        let entry = |i: usize| (bytes[i * size..(i + 1) * size].to_vec(), index(i as u64));
-        if let Some((v, i)) = part.least {
-            let (b, at) = entry(i);
-            if self
-                .min
+        let keep = |kept: &mut Option<(V, Vec<u8>, Vec<u64>)>,
+                    found: Option<(V, usize)>,
+                    better: fn(&V, &V) -> bool| {
+            let Some((v, i)) = found else {
+                return;
+            };
+            let at = index(i as u64);
+            if kept
                 .as_ref()
-                .is_none_or(|(m, _, m_at)| v < *m || (v == *m && at < *m_at))
+                .is_none_or(|(m, _, m_at)| better(&v, m) || (v == *m && at < *m_at))
             {
-                self.min = Some((v, b, at));
+                *kept = Some((v, bytes[i * size..(i + 1) * size].to_vec(), at));
             }
-        }
-        if let Some((v, i)) = part.greatest {
-            let (b, at) = entry(i);
-            if self
-                .max
-                .as_ref()
-                .is_none_or(|(m, _, m_at)| v > *m || (v == *m && at < *m_at))
-            {
-                self.max = Some((v, b, at));
-            }
-        }
+        };
+        keep(&mut self.min, least, |a, b| a < b);
+        keep(&mut self.max, greatest, |a, b| a > b);
     }
 
     /// The population standard deviation (numpy's default, `ddof=0`).
     fn std(&self) -> Option<f64> {
-        (self.count > 0).then(|| (self.m2 / self.count as f64).sqrt())
+        (self.seen.count > 0).then(|| (self.seen.m2 / self.seen.count as f64).sqrt())
     }
 }
 
@@ -606,11 +591,11 @@ async fn summarise_as<V: Number + Send + Sync, F: Fn(&[u8]) -> V + Sync>(
     Ok(Summary {
         data_type: data_type.name().to_string(),
         shape: selection.out_shape(),
-        elements: stats.elements,
-        nan: stats.nan,
-        fill: stats.fill,
+        elements: stats.seen.elements,
+        nan: stats.seen.nan,
+        fill: stats.seen.fill,
         fill_text: text(fill, Style::Text),
-        mean: std.map(|_| stats.mean),
+        mean: std.map(|_| stats.seen.mean),
         std,
         min: extreme(stats.min.take()),
         max: extreme(stats.max.take()),
