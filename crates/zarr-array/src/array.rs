@@ -1764,6 +1764,24 @@ impl<S: WritableStore + ?Sized> Array<S> {
         self.set_attributes(merged).await
     }
 
+    /// Set attribute `key` to `value` (any `serde::Serialize`), keeping the others, and
+    /// write the metadata as [`Array::update_attributes`] does. [`Array::attribute`] reads
+    /// it back.
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if `value` does not serialize to JSON (a map with non-string
+    /// keys, say), before anything is written; store errors.
+    pub async fn set_attribute<T: serde::Serialize + ?Sized>(
+        &mut self,
+        key: &str,
+        value: &T,
+    ) -> Result<()> {
+        let value = crate::attributes::to_attribute(self.path.as_str(), key, value)?;
+        let mut attributes = Map::new();
+        attributes.insert(key.to_owned(), value);
+        self.update_attributes(attributes).await
+    }
+
     async fn store_metadata(&mut self, mut metadata: ArrayMetadata) -> Result<()> {
         match self.format {
             ZarrFormat::V3 => {

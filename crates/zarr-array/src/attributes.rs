@@ -1,6 +1,7 @@
 //! Attributes read as typed values: any `serde::Deserialize` type, for an attribute or for
 //! the attributes as a whole.
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -32,6 +33,19 @@ pub(crate) fn attributes_as<T: DeserializeOwned>(
     T::deserialize(Value::Object(attributes.clone())).map_err(|source| Error::Attribute {
         node: node.to_owned(),
         key: None,
+        source,
+    })
+}
+
+/// `value` as the JSON of attribute `key` of the node at `node`.
+pub(crate) fn to_attribute<T: Serialize + ?Sized>(
+    node: &str,
+    key: &str,
+    value: &T,
+) -> Result<Value> {
+    serde_json::to_value(value).map_err(|source| Error::Attribute {
+        node: node.to_owned(),
+        key: Some(key.to_owned()),
         source,
     })
 }

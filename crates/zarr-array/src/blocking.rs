@@ -898,6 +898,18 @@ impl<S: WritableStore + ?Sized> Array<S> {
     pub fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         block_on(self.0.update_attributes(attributes))?
     }
+
+    /// [`crate::Array::set_attribute`]: set attribute `key` to `value`, keeping the others.
+    ///
+    /// # Errors
+    /// As [`crate::Array::set_attribute`], and [`Error::BlockingInAsync`].
+    pub fn set_attribute<T: serde::Serialize + ?Sized>(
+        &mut self,
+        key: &str,
+        value: &T,
+    ) -> Result<()> {
+        block_on(self.0.set_attribute(key, value))?
+    }
 }
 
 impl<S: WritableStore + ?Sized + 'static> Array<S> {
@@ -1692,6 +1704,18 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// As [`crate::Group::update_attributes`], and [`Error::BlockingInAsync`].
     pub fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         block_on(self.0.update_attributes(attributes))?
+    }
+
+    /// [`crate::Group::set_attribute`]: set attribute `key` to `value`, keeping the others.
+    ///
+    /// # Errors
+    /// As [`crate::Group::set_attribute`], and [`Error::BlockingInAsync`].
+    pub fn set_attribute<T: serde::Serialize + ?Sized>(
+        &mut self,
+        key: &str,
+        value: &T,
+    ) -> Result<()> {
+        block_on(self.0.set_attribute(key, value))?
     }
 
     /// [`crate::Group::remove`].

@@ -685,6 +685,24 @@ impl<S: WritableStore + ?Sized> Group<S> {
         self.set_attributes(merged).await
     }
 
+    /// Set attribute `key` to `value` (any `serde::Serialize`), keeping the others, and
+    /// write the metadata as [`Group::update_attributes`] does. [`Group::attribute`] reads
+    /// it back.
+    ///
+    /// # Errors
+    /// [`Error::Attribute`] if `value` does not serialize to JSON (a map with non-string
+    /// keys, say), before anything is written; store errors.
+    pub async fn set_attribute<T: serde::Serialize + ?Sized>(
+        &mut self,
+        key: &str,
+        value: &T,
+    ) -> Result<()> {
+        let value = crate::attributes::to_attribute(self.path.as_str(), key, value)?;
+        let mut attributes = Map::new();
+        attributes.insert(key.to_owned(), value);
+        self.update_attributes(attributes).await
+    }
+
     /// Remove the child node `name` (a relative path such as `raw` or `a/b`) and everything
     /// below it: its metadata, its chunks and its descendants, with one
     /// [`erase_prefix`](WritableStore::erase_prefix) of its prefix. Like zarr-python's

@@ -1013,9 +1013,37 @@ async fn attributes_read_as_rust_types_or_say_which_did_not() {
     );
     let err = node.attribute::<bool>("axes").unwrap_err();
     assert!(matches!(err, Error::Attribute { .. }), "{err:?}");
-    let blocking_array = zarr_array::blocking::Array::from(array);
+    // Written from Rust values: one attribute set, the others kept, read back typed.
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Window {
+        low: f32,
+        high: f32,
+    }
+    let mut array = array;
+    let window = Window {
+        low: -1.5,
+        high: 3.0,
+    };
+    array.set_attribute("window", &window).await.unwrap();
+    let again = zarr_array::Array::open(Arc::clone(&store), "/g/a")
+        .await
+        .unwrap();
+    assert_eq!(again.attribute::<Window>("window").unwrap(), Some(window));
+    assert_eq!(again.attribute::<String>("title").unwrap().unwrap(), "scan");
+    // A value JSON cannot hold (a map with non-string keys): refused, nothing written.
+    let odd: std::collections::BTreeMap<Vec<u8>, u8> = [(vec![1], 2)].into();
+    let err = array.set_attribute("odd", &odd).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Attribute { key: Some(key), .. } if key == "odd"),
+        "{err:?}"
+    );
+    let again = zarr_array::Array::open(Arc::clone(&store), "/g/a")
+        .await
+        .unwrap();
+    assert!(!again.attributes().contains_key("odd"));
+    let mut blocking_array = zarr_array::blocking::Array::from(array);
     assert_eq!(blocking_array.attributes_as::<Described>().unwrap(), want);
-    let blocking_group = zarr_array::blocking::Group::from(group);
+    let mut blocking_group = zarr_array::blocking::Group::from(group);
     assert_eq!(
         blocking_group
             .attribute::<String>("title")
@@ -1023,6 +1051,15 @@ async fn attributes_read_as_rust_types_or_say_which_did_not() {
             .unwrap(),
         "scan"
     );
+    // The blocking API may not run inside this test's runtime: set from another thread.
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            blocking_group.set_attribute("count", &3u8).unwrap();
+            blocking_array.set_attribute("count", &4u8).unwrap();
+        });
+    });
+    assert_eq!(blocking_group.attribute::<u8>("count").unwrap(), Some(3));
+    assert_eq!(blocking_array.attribute::<u8>("count").unwrap(), Some(4));
 }
 
 #[tokio::test]
