@@ -10,14 +10,15 @@
 //! only) under `DIR` (default `target/`; `/dev/shm` takes the filesystem out), then reads it
 //! whole into a fresh `Vec<f32>`, alternately with ours (async, multi-threaded runtime) and
 //! zarrs (its synchronous API), 7 rounds each after one untimed, then writes it whole over
-//! the stored chunks the same way, and prints the medians and the cost per chunk.
+//! the stored chunks the same way, then ours again alternately with a store writing in place
+//! (`FilesystemOptions::atomic_writes` off), and prints the medians and the cost per chunk.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zarr_array::{Array, ArrayBuilder};
 use zarr_core::DataType;
-use zarr_store::FilesystemStore;
+use zarr_store::{FilesystemOptions, FilesystemStore};
 use zarrs::array::ArraySubset;
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -86,12 +87,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert_eq!(out.len() as u64, n);
         t
     };
+    // The same writes through a store writing values in place (no temporary file and rename),
+    // alternately with the atomic ones.
+    let in_place_store = Arc::new(FilesystemStore::with_options(
+        dir.path(),
+        FilesystemOptions::default().with_atomic_writes(false),
+    )?);
+    let in_place = rt.block_on(Array::open(in_place_store, "/"))?;
     // `SMALL_CHUNKS_PROFILE=ours` (or `zarrs`): 50 reads of one side only, for a profiler;
-    // `write-ours`: 10 writes.
+    // `write-ours` (or `write-in-place`): 10 writes.
     match std::env::var("SMALL_CHUNKS_PROFILE").as_deref() {
         Ok("write-ours") => {
             for _ in 0..10 {
                 rt.block_on(ours.write(.., &values))?;
+            }
+            return Ok(());
+        }
+        Ok("write-in-place") => {
+            for _ in 0..10 {
+                rt.block_on(in_place.write(.., &values))?;
             }
             return Ok(());
         }
@@ -124,6 +138,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         start.elapsed()
     };
     let (wa, wb) = alternate(write_ours, write_theirs);
+    let write_in_place = || {
+        let start = Instant::now();
+        rt.block_on(in_place.write(.., &values)).unwrap();
+        start.elapsed()
+    };
+    let (wi, wa2) = alternate(write_in_place, write_ours);
     let per = |t: Duration| t.as_secs_f64() * 1e6 / chunks as f64;
     println!(
         "{chunks} chunks of {chunk} float32: ours {:.1} ms ({:.2} us/chunk), zarrs {:.1} ms ({:.2} us/chunk)",
@@ -138,6 +158,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         per(wa),
         wb.as_secs_f64() * 1e3,
         per(wb)
+    );
+    println!(
+        "  writes in place: {:.1} ms ({:.2} us/chunk), atomic alternately {:.1} ms ({:.2} us/chunk)",
+        wi.as_secs_f64() * 1e3,
+        per(wi),
+        wa2.as_secs_f64() * 1e3,
+        per(wa2)
     );
     Ok(())
 }

@@ -60,6 +60,20 @@ pub struct FilesystemOptions {
     /// not support `RWF_NOWAIT` are detected on the first read and always take the blocking
     /// path. Has no effect on other systems. Default `true`.
     pub nonblocking_reads: bool,
+    /// Write each value atomically: into a new temporary file beside it, renamed over the old
+    /// value, so that a reader, a crash or a failed write never sees a torn value (the old
+    /// value or the new one, nothing between). Default `true`.
+    ///
+    /// With `false`, a value is written in place: its file is opened (created where missing),
+    /// truncated and written, with one `openat2` where the directory exists. That saves the
+    /// temporary file and the rename, the most expensive steps of writing a small value (on
+    /// `tmpfs`, about half the time of writing many small chunks; docs/performance.md), at the
+    /// price of those guarantees: a read of a value while it is written may see part of it, and
+    /// a failed write or a crash in the middle of one leaves the value cut short (read back as
+    /// a corrupt chunk, never as the old value). Writes of one key through one store are
+    /// serialized; writes from other stores or processes are not. Use it for writing data
+    /// nothing reads until the writes are done, such as an ingest or a conversion.
+    pub atomic_writes: bool,
 }
 
 /// The largest read [`FilesystemOptions::nonblocking_reads`] serves on the calling thread
@@ -100,6 +114,7 @@ impl Default for FilesystemOptions {
             max_concurrency: 32,
             blocking: BlockingStrategy::BlockInPlace,
             nonblocking_reads: true,
+            atomic_writes: true,
         }
     }
 }
@@ -130,6 +145,13 @@ impl FilesystemOptions {
     #[must_use]
     pub fn with_nonblocking_reads(mut self, nonblocking: bool) -> Self {
         self.nonblocking_reads = nonblocking;
+        self
+    }
+
+    /// Set [`atomic_writes`](FilesystemOptions::atomic_writes).
+    #[must_use]
+    pub fn with_atomic_writes(mut self, atomic: bool) -> Self {
+        self.atomic_writes = atomic;
         self
     }
 
@@ -243,7 +265,13 @@ struct Inner {
     /// Whether to try [`FilesystemOptions::nonblocking_reads`]: cleared for good when the
     /// filesystem refuses `RWF_NOWAIT`.
     nonblocking: std::sync::atomic::AtomicBool,
+    /// Locks serializing in-place writes of one key ([`FilesystemOptions::atomic_writes`]
+    /// off), a key's lock chosen by its hash.
+    key_locks: Box<[std::sync::Mutex<()>]>,
 }
+
+/// How many locks [`Inner::key_locks`] spreads keys over.
+const KEY_LOCKS: usize = 64;
 
 /// What to do when a component of a path is missing.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -294,10 +322,12 @@ static OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 /// error in `unavailable` means the kernel (or a seccomp filter) lacks the call or the flags:
 /// `gate` is cleared for good, with `note` in the debug log, and the answer is `None`.
 #[cfg(any(target_os = "linux", target_os = "android"))]
+#[allow(clippy::too_many_arguments)]
 fn openat2_gated(
     root: BorrowedFd<'_>,
     path: &str,
     flags: OFlags,
+    mode: Mode,
     extra: rustix::fs::ResolveFlags,
     gate: &std::sync::atomic::AtomicBool,
     unavailable: &[Errno],
@@ -309,7 +339,7 @@ fn openat2_gated(
     }
     let resolve =
         ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | extra;
-    match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
+    match rustix::fs::openat2(root, path, flags, mode, resolve) {
         Err(err) if unavailable.contains(&err) => {
             tracing::debug!(error = %std::io::Error::from(err), "{note}");
             gate.store(false, Ordering::Relaxed);
@@ -329,10 +359,22 @@ fn open_beneath(
     path: &str,
     flags: OFlags,
 ) -> Option<std::result::Result<OwnedFd, Errno>> {
+    open_beneath_mode(root, path, flags, Mode::empty())
+}
+
+/// [`open_beneath`] with the `mode` of a file `flags` may create.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn open_beneath_mode(
+    root: BorrowedFd<'_>,
+    path: &str,
+    flags: OFlags,
+    mode: Mode,
+) -> Option<std::result::Result<OwnedFd, Errno>> {
     openat2_gated(
         root,
         path,
         flags,
+        mode,
         rustix::fs::ResolveFlags::empty(),
         &OPENAT2,
         &[Errno::NOSYS, Errno::PERM],
@@ -345,6 +387,16 @@ fn open_beneath(
     _root: BorrowedFd<'_>,
     _path: &str,
     _flags: OFlags,
+) -> Option<std::result::Result<OwnedFd, Errno>> {
+    None
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn open_beneath_mode(
+    _root: BorrowedFd<'_>,
+    _path: &str,
+    _flags: OFlags,
+    _mode: Mode,
 ) -> Option<std::result::Result<OwnedFd, Errno>> {
     None
 }
@@ -372,6 +424,7 @@ fn open_beneath_cached(
         root,
         path,
         flags,
+        Mode::empty(),
         rustix::fs::ResolveFlags::CACHED,
         &OPENAT2_CACHED,
         &[Errno::NOSYS, Errno::PERM, Errno::INVAL],
@@ -519,6 +572,7 @@ impl FilesystemStore {
                 ),
                 options,
                 counters: Counters::default(),
+                key_locks: (0..KEY_LOCKS).map(|_| std::sync::Mutex::new(())).collect(),
             }),
         })
     }
@@ -1046,9 +1100,48 @@ impl Inner {
     /// Write `value` to `key` atomically: temporary file, then rename.
     fn write_value(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
         let segments: Vec<&str> = key.segments().collect();
+        if !self.options.atomic_writes {
+            return self.write_in_place(key, &segments, value);
+        }
         let (name, parents) = segments.split_last().unwrap_or((&"", &[]));
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let (dir, created) =
+            self.open_in_dir(key, parents, &[Errno::NOENT, Errno::EXIST], |dir| {
+                let temp = temp_name();
+                rustix::fs::openat(dir, temp.as_str(), flags, Mode::from(0o666))
+                    .map(|fd| (temp, fd))
+            })?;
+        let (temp, fd) =
+            created.map_err(|err| self.io_error("create a temporary file in", parents, err))?;
+        let result = self.fill_and_rename(key, &segments, &dir, &temp, File::from(fd), name, value);
+        if result.is_err() {
+            // Best effort: the temporary file is invisible to the store anyway.
+            if let Err(err) = rustix::fs::unlinkat(dir.as_fd(), temp.as_str(), AtFlags::empty()) {
+                tracing::warn!(
+                    key = key.as_str(),
+                    temp = temp.as_str(),
+                    error = %std::io::Error::from(err),
+                    "cannot remove the temporary file of a failed write"
+                );
+            }
+        }
+        result
+    }
+
+    /// Open (creating it) the directory of `key`, whose components are `parents`, and call
+    /// `open` in it; again, up to [`WRITE_ATTEMPTS`] times, while a concurrent erase removes
+    /// the directory in between (`open` failing with an error in `retry`). Gives the directory
+    /// and what `open` answered last.
+    fn open_in_dir<T>(
+        &self,
+        key: &StoreKey,
+        parents: &[&str],
+        retry: &[Errno],
+        mut open: impl FnMut(BorrowedFd<'_>) -> std::result::Result<T, Errno>,
+    ) -> Result<(DirFd<'_>, std::result::Result<T, Errno>)> {
         let mut attempt = 0;
-        let (dir, temp, file) = loop {
+        loop {
             attempt += 1;
             let dir = match self.open_dir(parents, Missing::Create, "key", key.as_str()) {
                 Ok(Some(dir)) => dir,
@@ -1065,30 +1158,86 @@ impl Inner {
                 }
                 Err(err) => return Err(err),
             };
-            let temp = temp_name();
-            let flags =
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match rustix::fs::openat(dir.as_fd(), temp.as_str(), flags, Mode::from(0o666)) {
-                Ok(fd) => break (dir, temp, File::from(fd)),
-                Err(Errno::NOENT | Errno::EXIST) if attempt < WRITE_ATTEMPTS => {}
-                Err(err) => {
-                    return Err(self.io_error("create a temporary file in", parents, err));
+            match open(dir.as_fd()) {
+                Err(err) if retry.contains(&err) && attempt < WRITE_ATTEMPTS => {}
+                result => return Ok((dir, result)),
+            }
+        }
+    }
+
+    /// [`write_value`](Inner::write_value) without [`FilesystemOptions::atomic_writes`]:
+    /// open the value's file (creating it), truncate it and write it, holding the key's lock.
+    fn write_in_place(&self, key: &StoreKey, segments: &[&str], value: &[u8]) -> Result<()> {
+        let (name, parents) = segments.split_last().unwrap_or((&"", &[]));
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        let mode = Mode::from(0o666);
+        let lock = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            key.as_str().hash(&mut hasher);
+            &self.key_locks[(hasher.finish() % KEY_LOCKS as u64) as usize]
+        };
+        let _serialized = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // One call where the directory exists and none needs syncing. Anything else (missing
+        // directories, a link or a directory in the way) takes the exact path below, which
+        // also names what is wrong.
+        let fast = if self.options.durable {
+            None
+        } else {
+            match open_beneath_mode(self.root_fd.as_fd(), key.as_str(), flags, mode) {
+                Some(Ok(fd)) => Some(File::from(fd)),
+                _ => None,
+            }
+        };
+        let (mut file, dir) = match fast {
+            Some(file) => (file, None),
+            None => {
+                let (dir, opened) = self.open_in_dir(key, parents, &[Errno::NOENT], |dir| {
+                    rustix::fs::openat(dir, *name, flags | OFlags::NOFOLLOW, mode)
+                })?;
+                match opened {
+                    Ok(fd) => (File::from(fd), Some(dir)),
+                    Err(err @ Errno::ISDIR) => {
+                        return Err(Error::Io {
+                            operation: "write (a directory of values is in the way)",
+                            path: self.root.join(key.as_str()),
+                            source: err.into(),
+                        });
+                    }
+                    Err(err @ (Errno::LOOP | Errno::MLINK)) => {
+                        return Err(self.refuse_symlink(
+                            dir.as_fd(),
+                            segments,
+                            "key",
+                            key.as_str(),
+                            err,
+                            "open",
+                        ));
+                    }
+                    Err(err) => return Err(self.io_error("open", segments, err)),
                 }
             }
         };
-        let result = self.fill_and_rename(key, &segments, &dir, &temp, file, name, value);
-        if result.is_err() {
-            // Best effort: the temporary file is invisible to the store anyway.
-            if let Err(err) = rustix::fs::unlinkat(dir.as_fd(), temp.as_str(), AtFlags::empty()) {
-                tracing::warn!(
-                    key = key.as_str(),
-                    temp = temp.as_str(),
-                    error = %std::io::Error::from(err),
-                    "cannot remove the temporary file of a failed write"
-                );
+        let path = || self.root.join(key.as_str());
+        file.write_all(value).map_err(|e| Error::Io {
+            operation: "write",
+            path: path(),
+            source: e,
+        })?;
+        if self.options.durable {
+            file.sync_all().map_err(|e| Error::Io {
+                operation: "sync",
+                path: path(),
+                source: e,
+            })?;
+            if let Some(dir) = dir {
+                rustix::fs::fsync(dir.as_fd())
+                    .map_err(|e| self.io_error("sync the directory of", segments, e))?;
             }
         }
-        result
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]

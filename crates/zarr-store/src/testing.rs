@@ -43,6 +43,11 @@ pub struct SuiteOptions {
     pub large_value_bytes: u64,
     /// How many tasks [`check_concurrent_writers`] runs at once; default 32.
     pub concurrent_writers: usize,
+    /// Whether a read of a value while it is being replaced sees the old or the new value
+    /// whole, never part of one (default `true`). Stores that write in place (such as a
+    /// `FilesystemStore` with `atomic_writes` off) set `false`: [`check_concurrent_writers`]
+    /// then reads no value while it is being written.
+    pub atomic_writes: bool,
 }
 
 impl Default for SuiteOptions {
@@ -50,6 +55,7 @@ impl Default for SuiteOptions {
         Self {
             large_value_bytes: 100 * 1024 * 1024 + 12_345,
             concurrent_writers: 32,
+            atomic_writes: true,
         }
     }
 }
@@ -66,6 +72,13 @@ impl SuiteOptions {
     #[must_use]
     pub fn with_concurrent_writers(mut self, writers: usize) -> Self {
         self.concurrent_writers = writers;
+        self
+    }
+
+    /// Set [`atomic_writes`](SuiteOptions::atomic_writes).
+    #[must_use]
+    pub fn with_atomic_writes(mut self, atomic: bool) -> Self {
+        self.atomic_writes = atomic;
         self
     }
 }
@@ -92,7 +105,7 @@ pub async fn run_conformance_with<S: Store + ?Sized>(store: Arc<S>, options: &Su
     check_set_partial_values(&*store).await;
     check_erase(&*store).await;
     check_listing(&*store).await;
-    check_concurrent_writers(Arc::clone(&store), options.concurrent_writers).await;
+    check_concurrent_writers_with(Arc::clone(&store), options).await;
     if options.large_value_bytes > 0 {
         check_large_value(&*store, options.large_value_bytes).await;
     }
@@ -1003,7 +1016,21 @@ pub async fn check_listing<S: Store + ?Sized>(store: &S) {
 /// # Panics
 /// When the store misbehaves or a task panics.
 pub async fn check_concurrent_writers<S: Store + ?Sized>(store: Arc<S>, writers: usize) {
+    let options = SuiteOptions::default().with_concurrent_writers(writers);
+    check_concurrent_writers_with(store, &options).await;
+}
+
+/// [`check_concurrent_writers`] with [`SuiteOptions::concurrent_writers`] tasks; without
+/// [`SuiteOptions::atomic_writes`], the tasks do not read the values others are writing.
+///
+/// # Panics
+/// When the store misbehaves or a task panics.
+pub async fn check_concurrent_writers_with<S: Store + ?Sized>(
+    store: Arc<S>,
+    options: &SuiteOptions,
+) {
     let check = "concurrent writers";
+    let (writers, atomic) = (options.concurrent_writers, options.atomic_writes);
     let mut tasks = Vec::new();
     for i in 0..writers {
         let store = Arc::clone(&store);
@@ -1022,6 +1049,9 @@ pub async fn check_concurrent_writers<S: Store + ?Sized>(store: Arc<S>, writers:
                     Some(&value),
                 );
                 // Readers of the shared directory see whole values or nothing.
+                if !atomic {
+                    continue;
+                }
                 let other = StoreKey::new(&format!("concurrent/shared/{}", (i + 1) % writers));
                 if let Some(v) = ok(check, "get", store.get(&other).await) {
                     let j = (i + 1) % writers;

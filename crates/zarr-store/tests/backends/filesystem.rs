@@ -672,3 +672,168 @@ fn writes_run_on_a_thread_that_allows_blocking() {
     assert_eq!(stats.peak_blocking_ops, 1, "{stats:?}");
     assert_eq!(stats.inline_ops, 2 + u64::from(second_done), "{stats:?}");
 }
+
+fn in_place_store(root: &std::path::Path) -> FilesystemStore {
+    let options = FilesystemOptions::default().with_atomic_writes(false);
+    FilesystemStore::with_options(root, options).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_place_filesystem_store_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = testing::SuiteOptions::default().with_atomic_writes(false);
+    testing::run_conformance_with(Arc::new(in_place_store(dir.path())), &suite).await;
+    let durable = FilesystemOptions::default()
+        .with_atomic_writes(false)
+        .with_durable(true);
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::with_options(dir.path(), durable).unwrap();
+    let suite = suite.with_large_value_bytes(8 << 20);
+    testing::run_conformance_with(Arc::new(store), &suite).await;
+}
+
+#[tokio::test]
+async fn in_place_writes_reuse_the_file_and_leave_no_temporary_file() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let atomic = FilesystemStore::new(dir.path()).unwrap();
+    let in_place = in_place_store(dir.path());
+    let k = key("c/0/1");
+    atomic
+        .set(&k, Bytes::from_static(b"first value"))
+        .await
+        .unwrap();
+    let inode = || std::fs::metadata(dir.path().join("c/0/1")).unwrap().ino();
+    let before = inode();
+    in_place
+        .set(&k, Bytes::from_static(b"short"))
+        .await
+        .unwrap();
+    assert_eq!(inode(), before, "an in-place write keeps the file");
+    assert_eq!(
+        in_place.get(&k).await.unwrap().as_deref(),
+        Some(&b"short"[..]),
+        "the longer old value is cut off"
+    );
+    // The atomic store replaces the file (the check above can tell the two apart).
+    atomic.set(&k, Bytes::from_static(b"again")).await.unwrap();
+    assert_ne!(inode(), before);
+    // New directories are created as needed; nothing but the values is left.
+    in_place
+        .set(&key("new/deep/value"), Bytes::from_static(b"v"))
+        .await
+        .unwrap();
+    let mut keys = in_place.list().await.unwrap();
+    keys.sort();
+    assert_eq!(keys, vec![k.clone(), key("new/deep/value")]);
+    let names: Vec<_> = std::fs::read_dir(dir.path().join("c/0"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["1"]);
+}
+
+#[tokio::test]
+async fn in_place_writes_never_follow_links() {
+    let (base, store) = store_with_links();
+    let store = in_place_store(store.root());
+    let outside = base.path().join("outside");
+    for k in ["dirlink/new", "data/sub/relative/new", "innerlink/value"] {
+        assert_refused(k, store.set(&key(k), Bytes::from_static(b"X")).await);
+    }
+    // A link as the value itself is refused too: writing in place would write its target.
+    assert_refused(
+        "filelink",
+        store.set(&key("filelink"), Bytes::from_static(b"X")).await,
+    );
+    assert_refused(
+        "set_partial_values through a link",
+        store
+            .set_partial_values(&[(key("filelink"), 0, Bytes::from_static(b"XX"))])
+            .await,
+    );
+    assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"secret");
+    assert!(!outside.join("new").exists());
+    assert_eq!(
+        std::fs::read(base.path().join("root/data/value")).unwrap(),
+        b"inside"
+    );
+}
+
+#[tokio::test]
+async fn in_place_writes_name_what_is_in_the_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = in_place_store(dir.path());
+    store
+        .set(&key("d/x"), Bytes::from_static(b"x"))
+        .await
+        .unwrap();
+    // A directory of values where the value should go.
+    let err = store
+        .set(&key("d"), Bytes::from_static(b"value"))
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Io { path, .. } => assert_eq!(path, &store.root().join("d")),
+        other => panic!("expected Error::Io naming d, got {other:?}"),
+    }
+    // A value where a directory should be.
+    let err = store
+        .set(&key("d/x/y"), Bytes::from_static(b"value"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ParentIsAValue { .. }), "{err:?}");
+    assert_eq!(
+        store.get(&key("d/x")).await.unwrap().as_deref(),
+        Some(&b"x"[..])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_place_writes_of_one_key_through_one_store_do_not_interleave() {
+    const WRITERS: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(in_place_store(dir.path()));
+    let k = key("value");
+    // Lengths differ, so that two interleaved writes leave a mixed value.
+    let len = |writer: usize, round: usize| (256 << 10) + (writer * 16 + round) * 4099;
+    let barrier = Arc::new(tokio::sync::Barrier::new(WRITERS));
+    // What the checks found, asserted at the end (a panic between the barriers would leave
+    // the other writers waiting forever).
+    let wrong = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..WRITERS)
+        .map(|i| {
+            let (store, k) = (Arc::clone(&store), k.clone());
+            let (barrier, wrong) = (Arc::clone(&barrier), Arc::clone(&wrong));
+            tokio::spawn(async move {
+                for round in 0..16 {
+                    // All writers write at once, then one checks what is left.
+                    let byte = u8::try_from(i).unwrap();
+                    let written = store.set(&k, Bytes::from(vec![byte; len(i, round)])).await;
+                    if barrier.wait().await.is_leader() {
+                        let value = store.get(&k).await.unwrap().unwrap_or_default();
+                        let whole = value.first().is_some_and(|&writer| {
+                            value.len() == len(usize::from(writer), round)
+                                && value.iter().all(|&b| b == writer)
+                        });
+                        if !whole {
+                            wrong.lock().unwrap().push(format!(
+                                "round {round}: {} bytes, not one writer's value",
+                                value.len()
+                            ));
+                        }
+                    }
+                    if let Err(err) = written {
+                        wrong.lock().unwrap().push(format!("writer {i}: {err}"));
+                    }
+                    barrier.wait().await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let wrong = wrong.lock().unwrap();
+    assert!(wrong.is_empty(), "{wrong:?}");
+}
