@@ -619,11 +619,19 @@ where
 {
     use std::task::Poll;
 
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     let Pipeline { io, window, wide } = bounds;
     // An encode's width and what came of it (a panic is counted like a result, then resumed,
     // so that a panicking codec fails the write instead of leaving it waiting forever).
+    // Chunks encoded and stored by their tasks (`local`) whose tasks sent nothing: counted
+    // here first, then the task lowers `running` (the one-job tasks not finished). Such a
+    // task wakes this thread ([`Done::Tick`]) only when at most `low_water` are left
+    // running, so that many small chunks cost one wake-up per half window, not one each;
+    // the last task to finish always wakes it.
+    let quiet = AtomicUsize::new(0);
+    let running = AtomicUsize::new(0);
+    let low_water = window / 2;
     // Whether the store has been seen to answer at once (a store this thread made at once,
     // and none has made wait since, nor failed): encoding tasks then store their chunks
     // themselves.
@@ -667,6 +675,8 @@ where
                     match plan {
                         Plan::One { .. } => {
                             let (sender, local, handle) = (sender.clone(), &local, handle.clone());
+                            let (quiet, running) = (&quiet, &running);
+                            running.fetch_add(1, Ordering::AcqRel);
                             scope.spawn(move |_| {
                                 let encoded =
                                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -678,9 +688,21 @@ where
                                     }
                                     other => Done::Encoded(other),
                                 };
+                                let message = if w == 0 && matches!(done, Done::Stored(Ok(Ok(()))))
+                                {
+                                    quiet.fetch_add(1, Ordering::AcqRel);
+                                    let left = running.fetch_sub(1, Ordering::AcqRel) - 1;
+                                    if left > low_water {
+                                        return;
+                                    }
+                                    Done::Tick
+                                } else {
+                                    running.fetch_sub(1, Ordering::AcqRel);
+                                    done
+                                };
                                 // The receiver is gone only after an error; the encode is
                                 // then wasted.
-                                let _ = sender.send((w, done));
+                                let _ = sender.send((w, message));
                             });
                         }
                         Plan::Parts { codec, part, jobs } => {
@@ -689,6 +711,11 @@ where
                     }
                     in_flight += 1;
                     encoding_wide += w;
+                }
+                let stored_quietly = quiet.swap(0, Ordering::AcqRel);
+                if stored_quietly > 0 {
+                    progressed = true;
+                    in_flight -= stored_quietly;
                 }
                 while let Poll::Ready(Some(done)) = stores.poll_next_unpin(cx) {
                     progressed = true;
@@ -705,6 +732,8 @@ where
                     encoding_wide -= w;
                     let encoded = match done {
                         Done::Encoded(encoded) => encoded,
+                        // Chunks stored quietly: counted at the top of the loop.
+                        Done::Tick => continue,
                         Done::Stored(stored) => {
                             in_flight -= 1;
                             match stored {
@@ -814,6 +843,9 @@ enum Done<'a> {
     /// Encoded, and its store started, which the store made wait: the pipeline's thread
     /// drives it to the end.
     Storing(StoreFuture<'a>),
+    /// Chunks were stored by their tasks without a message each (`quiet` in
+    /// `encode_while_storing`): the pipeline's thread counts them and starts more.
+    Tick,
 }
 
 /// Storing (or erasing) one chunk.
