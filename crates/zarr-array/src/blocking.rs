@@ -916,7 +916,7 @@ impl<S: WritableStore + ?Sized + 'static> Array<S> {
     /// A writer of parts ([`crate::Array::write_parts`] for a caller that computes the
     /// parts one after the other): each [`PartWriter::write`] hands its part to a task on
     /// this API's runtime and returns while up to `ahead` writes (at least one) are in
-    /// flight, waiting for the oldest otherwise, so that the next part is computed while
+    /// flight, waiting for any one to finish otherwise, so that the next part is computed while
     /// the last ones are encoded and stored. [`PartWriter::finish`] waits for them all and
     /// says whether every write succeeded.
     ///
@@ -1149,7 +1149,13 @@ impl<S: WritableStore + ?Sized + 'static, T> std::fmt::Debug for PartWriter<S, T
 /// Wait for a write task: its result, its panic resumed here, [`Error::Task`] if it was
 /// cancelled (its runtime shut down).
 fn join_write(task: tokio::task::JoinHandle<Result<()>>) -> Result<()> {
-    match block_on(task)? {
+    write_result(block_on(task)?)
+}
+
+/// What a write task's handle gave: its result, its panic resumed here, [`Error::Task`] if
+/// it was cancelled.
+fn write_result(joined: std::result::Result<Result<()>, tokio::task::JoinError>) -> Result<()> {
+    match joined {
         Ok(written) => written,
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         Err(error) => Err(Error::Task(error.to_string())),
@@ -1158,14 +1164,15 @@ fn join_write(task: tokio::task::JoinHandle<Result<()>>) -> Result<()> {
 
 impl<S: WritableStore + ?Sized + 'static, T: Element> PartWriter<S, T> {
     /// Hand `values` (C order) over to be written into `region`, once fewer than `ahead`
-    /// writes are in flight (waiting for the oldest otherwise).
+    /// writes are in flight (waiting for whichever finishes first otherwise).
     ///
     /// # Errors
     /// Before anything else, in which case this part is not written: region errors,
     /// [`Error::BufferSize`] if `values` does not hold the region, [`Error::BlockingInAsync`]
     /// inside an async runtime, and the error of an earlier part's write that has
     /// finished (as [`crate::Array::write`]; each earlier error is returned once, the
-    /// oldest first). The writer stays usable after an error.
+    /// oldest part first among those found finished). The writer stays usable after an
+    /// error.
     pub fn write(&mut self, region: impl IntoRegion, values: Vec<T>) -> Result<()> {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(Error::BlockingInAsync);
@@ -1179,16 +1186,21 @@ impl<S: WritableStore + ?Sized + 'static, T: Element> PartWriter<S, T> {
                 found: values.len() as u64,
             });
         }
-        // Report the writes that have finished, in order, then wait for room.
-        while self
-            .in_flight
-            .front()
-            .is_some_and(|task| task.is_finished())
-            || self.in_flight.len() >= self.ahead
-        {
-            if let Some(task) = self.in_flight.pop_front() {
-                join_write(task)?;
+        // Report the writes that have finished, oldest part first, then wait for room: for
+        // any one write to finish, so that a slow part does not hold up the others.
+        loop {
+            if let Some(i) = self.in_flight.iter().position(|task| task.is_finished()) {
+                if let Some(task) = self.in_flight.remove(i) {
+                    join_write(task)?;
+                }
+                continue;
             }
+            if self.in_flight.len() < self.ahead {
+                break;
+            }
+            let (joined, i, _) = block_on(futures::future::select_all(self.in_flight.iter_mut()))?;
+            self.in_flight.remove(i);
+            write_result(joined)?;
         }
         let array = self.array.clone();
         let task = self

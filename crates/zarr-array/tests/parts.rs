@@ -637,8 +637,8 @@ async fn a_failed_part_stops_the_stream_of_writes() {
     assert_eq!(read[240..], values(1200)[240..]);
 }
 
-/// A store whose chunk `set`s each wait for a permit, counting those started and finished,
-/// and failing the one at `refuse`.
+/// A store whose chunk `set`s each wait for a permit (the one at `hold` for one of `held`
+/// instead), counting those started and finished, and failing the one at `refuse`.
 #[derive(Debug)]
 struct Gated {
     inner: MemoryStore,
@@ -646,6 +646,8 @@ struct Gated {
     started: AtomicUsize,
     finished: AtomicUsize,
     refuse: &'static str,
+    hold: &'static str,
+    held: tokio::sync::Semaphore,
 }
 
 impl Gated {
@@ -656,6 +658,21 @@ impl Gated {
             started: AtomicUsize::new(0),
             finished: AtomicUsize::new(0),
             refuse,
+            hold: "",
+            held: tokio::sync::Semaphore::new(0),
+        })
+    }
+
+    /// Every chunk `set` goes through at once but the one at `hold`, which waits for `held`.
+    fn holding(hold: &'static str) -> Arc<Self> {
+        Arc::new(Self {
+            inner: MemoryStore::new(),
+            permits: tokio::sync::Semaphore::new(1_000),
+            started: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            refuse: "",
+            hold,
+            held: tokio::sync::Semaphore::new(0),
         })
     }
 }
@@ -685,7 +702,11 @@ impl WritableStore for Gated {
             return self.inner.set(key, value).await;
         }
         self.started.fetch_add(1, Ordering::SeqCst);
-        self.permits.acquire().await.unwrap().forget();
+        if key.as_str() == self.hold {
+            self.held.acquire().await.unwrap().forget();
+        } else {
+            self.permits.acquire().await.unwrap().forget();
+        }
         let result = if key.as_str() == self.refuse {
             Err(zarr_store::Error::ReadOnly {
                 store: "a gated test store".into(),
@@ -758,9 +779,8 @@ fn the_part_writer_keeps_ahead_writes_in_flight_and_no_more() {
         std::thread::sleep(Duration::from_millis(50));
         assert!(!returned.load(Ordering::SeqCst), "did not wait for room");
         assert_eq!(store.started.load(Ordering::SeqCst), 2);
-        // Let both writes finish (the oldest is the one waited for, and which of the two
-        // takes a single permit first is up to the runtime).
-        store.permits.add_permits(2);
+        // One write finishing (whichever takes the permit) makes room.
+        store.permits.add_permits(1);
         writing.join().unwrap();
     });
     assert!(returned.load(Ordering::SeqCst));
@@ -770,6 +790,38 @@ fn the_part_writer_keeps_ahead_writes_in_flight_and_no_more() {
         writer.write(region, values).unwrap();
     }
     writer.finish().unwrap();
+    assert_eq!(store.finished.load(Ordering::SeqCst), 15);
+    assert_eq!(array.read::<u32>(..).unwrap(), values(1200));
+}
+
+#[test]
+fn the_part_writer_waits_for_any_write_not_the_oldest() {
+    // The first part's chunk is held; the parts after it go through at once.
+    let store = Gated::holding("g/c/0/0");
+    let (array, parts) = gated_array(&store);
+    let mut writer = array.part_writer::<u32>(2).unwrap();
+    let returned = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        // Should an assertion fail, let the held write finish, for the thread to end.
+        let _release = Release(&store.held);
+        let writing = scope.spawn(|| {
+            for (region, values) in parts {
+                writer.write(region, values).unwrap();
+                returned.fetch_add(1, Ordering::SeqCst);
+            }
+            writer
+        });
+        // Every part but the held one is written while it waits: 14 finished, with the
+        // held one and the last part in flight.
+        assert_eq!(
+            wait_for(&store.finished, 14),
+            14,
+            "held up by the oldest write"
+        );
+        assert_eq!(wait_for(&returned, 15), 15);
+        store.held.add_permits(1);
+        writing.join().unwrap().finish().unwrap();
+    });
     assert_eq!(store.finished.load(Ordering::SeqCst), 15);
     assert_eq!(array.read::<u32>(..).unwrap(), values(1200));
 }
