@@ -37,7 +37,13 @@ pub(crate) struct StatsArgs {
 
 /// A value the statistics are taken over: ordered, convertible to `f64`.
 trait Number: Copy + PartialOrd {
+    /// What a piece's values are summed in: exact integers for integer types (a piece of
+    /// [`PIECE`] elements cannot overflow it), `f64` for floats.
+    type Sum: Copy + Default + std::ops::Add<Output = Self::Sum>;
     fn to_f64(self) -> f64;
+    /// The value as a term of a sum (0 for a NaN, which no mean takes in).
+    fn term(self) -> Self::Sum;
+    fn sum_to_f64(sum: Self::Sum) -> f64;
     /// The value's bits, for comparing with the fill value bit for bit.
     fn bits(self) -> u64;
     /// Whether the value is a NaN (which no ordering or mean takes in).
@@ -47,10 +53,17 @@ trait Number: Copy + PartialOrd {
 }
 
 macro_rules! integer {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $sum:ty),*) => {$(
         impl Number for $t {
+            type Sum = $sum;
             fn to_f64(self) -> f64 {
                 self as f64
+            }
+            fn term(self) -> $sum {
+                <$sum>::from(self)
+            }
+            fn sum_to_f64(sum: $sum) -> f64 {
+                sum as f64
             }
             fn bits(self) -> u64 {
                 self as u64
@@ -58,13 +71,23 @@ macro_rules! integer {
         }
     )*};
 }
-integer!(i8, i16, i32, i64, u8, u16, u32, u64);
+integer!(
+    i8 => i64, i16 => i64, i32 => i64, i64 => i128,
+    u8 => i64, u16 => i64, u32 => i64, u64 => i128
+);
 
 macro_rules! float {
     ($($t:ty),*) => {$(
         impl Number for $t {
+            type Sum = f64;
             fn to_f64(self) -> f64 {
                 f64::from(self)
+            }
+            fn term(self) -> f64 {
+                if self.is_nan() { 0.0 } else { f64::from(self) }
+            }
+            fn sum_to_f64(sum: f64) -> f64 {
+                sum
             }
             fn bits(self) -> u64 {
                 u64::from(self.to_bits())
@@ -92,6 +115,9 @@ fn bytes<const N: usize>(b: &[u8]) -> [u8; N] {
 /// Elements per piece of a part that one thread folds.
 const PIECE: usize = 1 << 16;
 
+/// Interleaved sums per piece (see [`Partial::of`]).
+const LANES: usize = 4;
+
 /// The statistics of a run of consecutive elements of one part.
 struct Partial<V> {
     elements: u64,
@@ -109,54 +135,92 @@ struct Partial<V> {
 
 impl<V: Number> Partial<V> {
     /// The statistics of `bytes`, whose first element is element `first` of its part.
-    fn of(bytes: &[u8], first: usize, size: usize, decode: impl Fn(&[u8]) -> V, fill: u64) -> Self {
-        let mut nan = 0u64;
-        let mut fills = 0u64;
-        let mut sum = 0.0f64;
-        let mut least: Option<(V, usize)> = None;
-        let mut greatest: Option<(V, usize)> = None;
-        for (i, b) in bytes.chunks_exact(size).enumerate() {
-            let v = decode(b);
-            fills += u64::from(v.bits() == fill);
-            if v.is_nan() {
-                nan += 1;
-                continue;
-            }
-            sum += v.to_f64();
-            if least.is_none_or(|(m, _)| v < m) {
-                least = Some((v, first + i));
-            }
-            if greatest.is_none_or(|(m, _)| v > m) {
-                greatest = Some((v, first + i));
+    ///
+    /// Two passes: counts, sum and extremes with no branch on the values (a NaN never wins
+    /// a comparison, and sums as 0), in [`LANES`] interleaved sums so that no chain of
+    /// additions waits on the one before; then the squared deviations from this run's own
+    /// mean (accurate where one pass of sums of squares is not) and where the extremes
+    /// first occur.
+    fn of(bytes: &[u8], first: usize, decode: impl Fn(&[u8]) -> V, fill: u64) -> Self {
+        let size = std::mem::size_of::<V>();
+        let values = || bytes.chunks_exact(size).map(&decode);
+        let elements = (bytes.len() / size) as u64;
+        // The extremes start at the first value that is not a NaN (if none, they are unused).
+        let Some(start) = values().find(|v| !v.is_nan()).or_else(|| values().next()) else {
+            return Self::empty();
+        };
+        // Separate simple passes over the piece (in the cache by now), each of which the
+        // compiler turns into vector instructions where the type allows.
+        let fills = values().filter(|v| v.bits() == fill).count() as u64;
+        let nan = values().filter(|v| v.is_nan()).count() as u64;
+        let (lo, hi) = values().fold((start, start), |(lo, hi), v| {
+            (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+        });
+        let mut sums = [V::Sum::default(); LANES];
+        let mut groups = bytes.chunks_exact(LANES * size);
+        for group in &mut groups {
+            for (lane, sum) in sums.iter_mut().enumerate() {
+                *sum = *sum + decode(&group[lane * size..(lane + 1) * size]).term();
             }
         }
-        let elements = (bytes.len() / size) as u64;
+        for b in groups.remainder().chunks_exact(size) {
+            sums[0] = sums[0] + decode(b).term();
+        }
+        let sum = V::sum_to_f64(sums.into_iter().fold(V::Sum::default(), |a, b| a + b));
         let count = elements - nan;
-        // A second pass for the squared deviations from this run's own mean (accurate
-        // where one pass of sums of squares is not).
-        let mean = if count == 0 { 0.0 } else { sum / count as f64 };
-        let m2 = if count == 0 {
-            0.0
-        } else {
-            bytes
-                .chunks_exact(size)
-                .map(&decode)
-                .filter(|v| !v.is_nan())
-                .map(|v| {
-                    let d = v.to_f64() - mean;
-                    d * d
-                })
-                .sum()
+        if count == 0 {
+            return Self {
+                elements,
+                nan,
+                fill: fills,
+                ..Self::empty()
+            };
+        }
+        let mean = sum / count as f64;
+        let mut m2s = [0.0f64; LANES];
+        let deviation = |v: V| {
+            if v.is_nan() {
+                0.0
+            } else {
+                let d = v.to_f64() - mean;
+                d * d
+            }
         };
+        let mut groups = bytes.chunks_exact(LANES * size);
+        for group in &mut groups {
+            for (lane, m2) in m2s.iter_mut().enumerate() {
+                *m2 += deviation(decode(&group[lane * size..(lane + 1) * size]));
+            }
+        }
+        for b in groups.remainder().chunks_exact(size) {
+            m2s[0] += deviation(decode(b));
+        }
+        // The first element equal to each extreme (equal, not identical: 0.0 and -0.0 are
+        // one value, the first of them is the one kept).
+        let at = |x: V| first + values().position(|v| v == x).unwrap_or(0);
         Self {
             elements,
             nan,
             fill: fills,
             count,
             mean,
-            m2,
-            least,
-            greatest,
+            m2: m2s.iter().sum(),
+            least: Some((lo, at(lo))),
+            greatest: Some((hi, at(hi))),
+        }
+    }
+
+    /// The statistics of no elements.
+    fn empty() -> Self {
+        Self {
+            elements: 0,
+            nan: 0,
+            fill: 0,
+            count: 0,
+            mean: 0.0,
+            m2: 0.0,
+            least: None,
+            greatest: None,
         }
     }
 
@@ -200,7 +264,6 @@ impl<V: Number> Partial<V> {
 /// elements on rayon's threads; `None` for no bytes.
 fn fold<V: Number + Send, F: Fn(&[u8]) -> V + Sync>(
     bytes: &[u8],
-    size: usize,
     decode: &F,
     fill: &[u8],
     piece: usize,
@@ -208,9 +271,9 @@ fn fold<V: Number + Send, F: Fn(&[u8]) -> V + Sync>(
     use rayon::prelude::*;
     let fill = decode(fill).bits();
     bytes
-        .par_chunks(piece * size)
+        .par_chunks(piece * std::mem::size_of::<V>())
         .enumerate()
-        .map(|(k, run)| Partial::of(run, k * piece, size, decode, fill))
+        .map(|(k, run)| Partial::of(run, k * piece, decode, fill))
         .reduce_with(Partial::then)
 }
 
@@ -227,16 +290,7 @@ struct Stats<V> {
 impl<V: Number + Send + Sync> Stats<V> {
     fn new() -> Self {
         Self {
-            seen: Partial {
-                elements: 0,
-                nan: 0,
-                fill: 0,
-                count: 0,
-                mean: 0.0,
-                m2: 0.0,
-                least: None,
-                greatest: None,
-            },
+            seen: Partial::empty(),
             min: None,
             max: None,
         }
@@ -252,7 +306,7 @@ impl<V: Number + Send + Sync> Stats<V> {
         index: impl Fn(u64) -> Vec<u64>,
     ) {
         let size = decoder.size;
-        let Some(part) = fold(bytes, size, &decoder.decode, fill, PIECE) else {
+        let Some(part) = fold(bytes, &decoder.decode, fill, PIECE) else {
             return;
         };
         let (least, greatest) = (part.least, part.greatest);
@@ -611,6 +665,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn integers_are_summed_exactly() {
+        // 2^53 + 1 is not a float64: summed in floats, the three 1s would be lost.
+        let values: Vec<i64> = vec![1 << 53, 1, 1, 1, 1, 0, 0, 0];
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let decode = |b: &[u8]| i64::from_ne_bytes(super::bytes(b));
+        let got = fold(&bytes, &decode, &0i64.to_ne_bytes(), 1 << 16).unwrap();
+        // (2^53 + 4) / 8 = 2^50 + 0.5, exactly.
+        assert_eq!(got.mean, 1_125_899_906_842_624.5);
+        assert_eq!(got.least, Some((0, 5)));
+        assert_eq!(got.greatest, Some((1 << 53, 0)));
+        assert_eq!(got.fill, 3);
+    }
+
+    #[test]
     fn pieces_fold_as_one() {
         // Values with NaNs and many ties for the least and greatest.
         let values: Vec<f32> = (0..5_000u32)
@@ -631,7 +699,7 @@ mod tests {
         let m2: f64 = kept.iter().map(|v| (v - mean) * (v - mean)).sum();
         let first = |want: f32| values.iter().position(|&v| v == want).unwrap();
         for piece in [1, 3, 64, 999, 5_000, 1 << 20] {
-            let got = fold(&bytes, 4, &decode, &fill, piece).unwrap();
+            let got = fold(&bytes, &decode, &fill, piece).unwrap();
             assert_eq!(got.elements, 5_000);
             assert_eq!(got.nan, values.iter().filter(|v| v.is_nan()).count() as u64);
             assert_eq!(
@@ -644,13 +712,13 @@ mod tests {
             assert!((got.mean - mean).abs() < 1e-12, "piece {piece}");
             assert!((got.m2 - m2).abs() < 1e-9 * m2, "piece {piece}");
         }
-        assert!(fold(&[], 4, &decode, &fill, 8).is_none());
+        assert!(fold(&[], &decode, &fill, 8).is_none());
         // All NaN: counted, no extremes.
         let nans: Vec<u8> = [f32::NAN; 10]
             .iter()
             .flat_map(|v| v.to_ne_bytes())
             .collect();
-        let got = fold(&nans, 4, &decode, &fill, 3).unwrap();
+        let got = fold(&nans, &decode, &fill, 3).unwrap();
         assert_eq!((got.nan, got.count, got.least), (10, 0, None));
     }
 }
