@@ -194,7 +194,7 @@ pub(crate) async fn run(args: DemoArgs, global: Global) -> Result<()> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(err).with_context(|| format!("reading {}", dir.display())),
     }
-    let store = FilesystemStore::new(dir)?;
+    let store = FilesystemStore::with_options(dir, crate::target::file_options())?;
     for (key, value) in files {
         store
             .set(&StoreKey::try_new(key.as_str())?, value)

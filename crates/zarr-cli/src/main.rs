@@ -105,6 +105,17 @@ pub(crate) struct Global {
     /// Threads for encoding and decoding (default: one per core).
     #[arg(long, global = true, value_name = "N")]
     pub(crate) threads: Option<usize>,
+    /// Write local files in place (open, truncate, write) instead of into a temporary file
+    /// renamed over the old one: faster for many small chunks, but a read during the write,
+    /// or a crash in the middle of it, sees the value cut short. For data nothing reads
+    /// until the command is done, such as a new copy.
+    #[arg(long, global = true)]
+    pub(crate) in_place_writes: bool,
+    /// Make each write to local files durable before going on: fsync the file, then its
+    /// directory (slower; without it, a power failure may lose the newest writes, never
+    /// tear them unless --in-place-writes).
+    #[arg(long, global = true)]
+    pub(crate) durable: bool,
 }
 
 /// Where a command finds its node: TARGET plus an optional `--path`.
@@ -385,6 +396,11 @@ fn run(cli: Cli) -> Result<()> {
         .enable_all()
         .build()?;
     let global = cli.global;
+    target::set_file_options(
+        zarr::store::FilesystemOptions::default()
+            .with_atomic_writes(!global.in_place_writes)
+            .with_durable(global.durable),
+    );
     runtime.block_on(async move {
         match cli.command {
             Command::Info(args) => info::run(args).await,

@@ -84,7 +84,7 @@ pub(crate) async fn run(args: RefsArgs, global: Global) -> Result<()> {
         let json = serde_json::to_vec(&references.to_json())?;
         std::fs::write(output, json).with_context(|| format!("writing {}", output.display()))?;
     } else {
-        let files = FilesystemStore::new(output)
+        let files = FilesystemStore::with_options(output, crate::target::file_options())
             .with_context(|| format!("creating {}", output.display()))?;
         let written =
             ParquetReferences::write(&references, &files, &StorePrefix::root(), args.record_size)

@@ -8,9 +8,9 @@ use anyhow::{Context, Result};
 use zarr::array::{Array, Node};
 use zarr::metadata::NodePath;
 use zarr::store::{
-    FilesystemStore, ListableStore as _, N5Store, ObjectStoreAdapter, ParquetReferences,
-    ReadableStore as _, ReadableStoreExt as _, ReferenceStore, References, Store, StoreKey,
-    StorePrefix, ZipStore,
+    FilesystemOptions, FilesystemStore, ListableStore as _, N5Store, ObjectStoreAdapter,
+    ParquetReferences, ReadableStore as _, ReadableStoreExt as _, ReferenceStore, References,
+    Store, StoreKey, StorePrefix, ZipStore,
 };
 
 use crate::TargetArgs;
@@ -253,9 +253,23 @@ pub(crate) fn resolve(args: &TargetArgs, access: Access) -> Result<Target> {
     }
 }
 
+/// How this run's local stores write ([`set_file_options`]; the defaults otherwise).
+static FILE_OPTIONS: std::sync::OnceLock<FilesystemOptions> = std::sync::OnceLock::new();
+
+/// Set how the local stores this run opens write (`--in-place-writes`, `--durable`); the
+/// first call counts.
+pub(crate) fn set_file_options(options: FilesystemOptions) {
+    let _ = FILE_OPTIONS.set(options);
+}
+
+/// The options of a local store opened by this run.
+pub(crate) fn file_options() -> FilesystemOptions {
+    FILE_OPTIONS.get().cloned().unwrap_or_default()
+}
+
 fn local(root: &Path, path: String, display: String, display_is_node: bool) -> Result<Target> {
     let created = created_by_opening(root)?;
-    let store = FilesystemStore::new(root)
+    let store = FilesystemStore::with_options(root, file_options())
         .with_context(|| format!("opening the store at {}", root.display()))?;
     let mut location =
         std::fs::canonicalize(root).with_context(|| format!("resolving {}", root.display()))?;
@@ -516,7 +530,7 @@ fn n5_target(args: &TargetArgs, access: Access, display: &str) -> Result<Option<
     };
     let path = inside_path(args, &inner, display)?;
     let created = created_by_opening(&root)?;
-    let store = FilesystemStore::new(&root)
+    let store = FilesystemStore::with_options(&root, file_options())
         .with_context(|| format!("opening the N5 container at {}", root.display()))?;
     let mut location =
         std::fs::canonicalize(&root).with_context(|| format!("resolving {}", root.display()))?;

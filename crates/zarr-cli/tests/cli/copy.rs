@@ -1559,3 +1559,58 @@ fn copies_and_pyramids_over_a_node_keep_consolidated_records_true() {
     );
     assert!(listed.contains(&"timeseries/temperature".to_owned()));
 }
+
+#[test]
+fn in_place_writes_keep_the_chunk_files_and_durable_writes_work() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let src = source(dir.path());
+    let original = raw(&src);
+    let chunk = dir.path().join("src.zarr/c/0/0");
+    let inode = || std::fs::metadata(&chunk).unwrap().ino();
+    let npy = dir.path().join("w.npy");
+    let values: Vec<u8> = (0..100u16).flat_map(|i| (i + 1).to_le_bytes()).collect();
+    write_npy(&npy, "<u2", &[10, 10], &values);
+    let put = |flags: &[&str]| {
+        let mut args = vec![
+            "put",
+            src.as_str(),
+            "-i",
+            npy.to_str().unwrap(),
+            "-r",
+            "0:10,0:10",
+        ];
+        args.extend(flags);
+        ok(&args);
+    };
+    // By default a chunk is replaced by a new file; in place, the file stays.
+    let before = inode();
+    put(&[]);
+    assert_ne!(
+        inode(),
+        before,
+        "the default write renames a new file over the chunk"
+    );
+    let before = inode();
+    put(&["--in-place-writes"]);
+    assert_eq!(
+        inode(),
+        before,
+        "--in-place-writes rewrites the chunk's own file"
+    );
+    put(&["--in-place-writes", "--durable"]);
+    assert_eq!(inode(), before);
+    // The values are right whichever way they were written.
+    let mut want = original.clone();
+    for y in 0..10 {
+        for x in 0..10 {
+            let at = (y * 23 + x) * 2;
+            want[at..at + 2].copy_from_slice(&(y as u16 * 10 + x as u16 + 1).to_le_bytes());
+        }
+    }
+    assert_eq!(raw(&src), want);
+    // A copy into a new array, in place and durable.
+    let dst = dir.path().join("dst.zarr").display().to_string();
+    ok(&["copy", &src, &dst, "--in-place-writes", "--durable"]);
+    assert_eq!(raw(&dst), want);
+}
