@@ -145,26 +145,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (wi, wa2) = alternate(write_in_place, write_ours);
     let per = |t: Duration| t.as_secs_f64() * 1e6 / chunks as f64;
-    println!(
-        "{chunks} chunks of {chunk} float32: ours {:.1} ms ({:.2} us/chunk), zarrs {:.1} ms ({:.2} us/chunk)",
-        a.as_secs_f64() * 1e3,
-        per(a),
-        b.as_secs_f64() * 1e3,
-        per(b)
+    let line = |label: &str, (ours, other): (Duration, Duration), what: &str| {
+        println!(
+            "{label}: {:.1} ms ({:.2} us/chunk), {what} {:.1} ms ({:.2} us/chunk)",
+            ours.as_secs_f64() * 1e3,
+            per(ours),
+            other.as_secs_f64() * 1e3,
+            per(other)
+        );
+    };
+    line(
+        &format!("{chunks} chunks of {chunk} float32: ours"),
+        (a, b),
+        "zarrs",
     );
-    println!(
-        "  writes: ours {:.1} ms ({:.2} us/chunk), zarrs {:.1} ms ({:.2} us/chunk)",
-        wa.as_secs_f64() * 1e3,
-        per(wa),
-        wb.as_secs_f64() * 1e3,
-        per(wb)
-    );
-    println!(
-        "  writes in place: {:.1} ms ({:.2} us/chunk), atomic alternately {:.1} ms ({:.2} us/chunk)",
-        wi.as_secs_f64() * 1e3,
-        per(wi),
-        wa2.as_secs_f64() * 1e3,
-        per(wa2)
-    );
+    line("  writes: ours", (wa, wb), "zarrs");
+    line("  writes in place", (wi, wa2), "atomic alternately");
     Ok(())
 }

@@ -1220,22 +1220,27 @@ impl Inner {
                 }
             }
         };
-        let path = || self.root.join(key.as_str());
-        file.write_all(value).map_err(|e| Error::Io {
-            operation: "write",
-            path: path(),
-            source: e,
-        })?;
+        self.fill(key, &mut file, value)?;
+        if self.options.durable
+            && let Some(dir) = dir
+        {
+            rustix::fs::fsync(dir.as_fd())
+                .map_err(|e| self.io_error("sync the directory of", segments, e))?;
+        }
+        Ok(())
+    }
+
+    /// Write `value` into the file of `key` (a temporary file, or the value's own), and
+    /// `fsync` it in durable mode.
+    fn fill(&self, key: &StoreKey, file: &mut File, value: &[u8]) -> Result<()> {
+        let io = |operation, source| Error::Io {
+            operation,
+            path: self.root.join(key.as_str()),
+            source,
+        };
+        file.write_all(value).map_err(|e| io("write", e))?;
         if self.options.durable {
-            file.sync_all().map_err(|e| Error::Io {
-                operation: "sync",
-                path: path(),
-                source: e,
-            })?;
-            if let Some(dir) = dir {
-                rustix::fs::fsync(dir.as_fd())
-                    .map_err(|e| self.io_error("sync the directory of", segments, e))?;
-            }
+            file.sync_all().map_err(|e| io("sync", e))?;
         }
         Ok(())
     }
@@ -1252,18 +1257,7 @@ impl Inner {
         value: &[u8],
     ) -> Result<()> {
         let path = || self.root.join(key.as_str());
-        file.write_all(value).map_err(|e| Error::Io {
-            operation: "write",
-            path: path(),
-            source: e,
-        })?;
-        if self.options.durable {
-            file.sync_all().map_err(|e| Error::Io {
-                operation: "sync",
-                path: path(),
-                source: e,
-            })?;
-        }
+        self.fill(key, &mut file, value)?;
         drop(file);
         match rustix::fs::renameat(dir.as_fd(), temp, dir.as_fd(), name) {
             Ok(()) => {}

@@ -423,27 +423,39 @@ async fn writes_are_atomic_for_concurrent_readers() {
 
 #[tokio::test]
 async fn a_failed_write_leaves_the_old_value_and_no_temporary_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = FilesystemStore::new(dir.path()).unwrap();
-    store
-        .set(&key("d/x"), Bytes::from_static(b"x"))
-        .await
-        .unwrap();
-    // "d" is a directory of values: it cannot be replaced by a value.
-    let err = store
-        .set(&key("d"), Bytes::from_static(b"value"))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::Io { .. }), "{err:?}");
-    assert_eq!(
-        store.get(&key("d/x")).await.unwrap().as_deref(),
-        Some(&b"x"[..])
-    );
-    let names: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert_eq!(names, ["d"]);
+    for in_place in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = FilesystemOptions::default().with_atomic_writes(!in_place);
+        let store = FilesystemStore::with_options(dir.path(), options).unwrap();
+        store
+            .set(&key("d/x"), Bytes::from_static(b"x"))
+            .await
+            .unwrap();
+        // "d" is a directory of values: it cannot be replaced by a value.
+        let err = store
+            .set(&key("d"), Bytes::from_static(b"value"))
+            .await
+            .unwrap_err();
+        match &err {
+            Error::Io { path, .. } => assert_eq!(path, &store.root().join("d")),
+            other => panic!("in place {in_place}: expected Error::Io naming d, got {other:?}"),
+        }
+        // A value where a directory should be.
+        let err = store
+            .set(&key("d/x/y"), Bytes::from_static(b"value"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::ParentIsAValue { .. }), "{err:?}");
+        assert_eq!(
+            store.get(&key("d/x")).await.unwrap().as_deref(),
+            Some(&b"x"[..])
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["d"]);
+    }
 }
 
 #[tokio::test]
@@ -757,35 +769,6 @@ async fn in_place_writes_never_follow_links() {
     assert_eq!(
         std::fs::read(base.path().join("root/data/value")).unwrap(),
         b"inside"
-    );
-}
-
-#[tokio::test]
-async fn in_place_writes_name_what_is_in_the_way() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = in_place_store(dir.path());
-    store
-        .set(&key("d/x"), Bytes::from_static(b"x"))
-        .await
-        .unwrap();
-    // A directory of values where the value should go.
-    let err = store
-        .set(&key("d"), Bytes::from_static(b"value"))
-        .await
-        .unwrap_err();
-    match &err {
-        Error::Io { path, .. } => assert_eq!(path, &store.root().join("d")),
-        other => panic!("expected Error::Io naming d, got {other:?}"),
-    }
-    // A value where a directory should be.
-    let err = store
-        .set(&key("d/x/y"), Bytes::from_static(b"value"))
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::ParentIsAValue { .. }), "{err:?}");
-    assert_eq!(
-        store.get(&key("d/x")).await.unwrap().as_deref(),
-        Some(&b"x"[..])
     );
 }
 
