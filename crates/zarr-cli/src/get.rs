@@ -193,7 +193,13 @@ async fn write(
             } else {
                 (Box::new(TextPrinter::new(&out_shape)), Style::Text)
             };
-            for slab in slabs(metadata, &selection.region, element_bytes, slab_bytes)? {
+            for slab in slabs(
+                metadata,
+                array.inner_chunk_shape(),
+                &selection.region,
+                element_bytes,
+                slab_bytes,
+            )? {
                 let bytes = read_slab(array, selection, &slab).await?;
                 let mut buf = String::new();
                 for_each_element(&bytes, data_type, style, |text| {
@@ -218,7 +224,13 @@ async fn write(
                 }
                 out.write_all(&header(&npy.descr, &npy_shape))?;
             }
-            for slab in slabs(metadata, &selection.region, element_bytes, slab_bytes)? {
+            for slab in slabs(
+                metadata,
+                array.inner_chunk_shape(),
+                &selection.region,
+                element_bytes,
+                slab_bytes,
+            )? {
                 let mut bytes = if selection.is_strided() {
                     array
                         .read_selection_bytes(&selection.strided_in(&slab))
@@ -266,7 +278,13 @@ async fn write_text_npy(
 ) -> Result<()> {
     let metadata = array.metadata();
     let strings = metadata.data_type == DataType::String;
-    let slabs = slabs(metadata, &selection.region, VARIABLE_GUESS, slab_bytes)?;
+    let slabs = slabs(
+        metadata,
+        array.inner_chunk_shape(),
+        &selection.region,
+        VARIABLE_GUESS,
+        slab_bytes,
+    )?;
     let mut widest = 0;
     let mut kept = None;
     for slab in &slabs {
@@ -610,6 +628,49 @@ mod tests {
         assert_eq!(all[4][3][2], 59 * 3 - 50, "{all}");
         assert_eq!(json_export("2:2", 1), "[]\n");
         assert_eq!(json_export("1,2,0", 1), "4\n"); // element 18: 18 x 3 - 50
+    }
+
+    #[test]
+    fn sharded_exports_read_rows_of_inner_chunks_not_whole_shards() {
+        use zarr::store::{Operation, RecordingStore};
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let recording =
+                std::sync::Arc::new(RecordingStore::new(zarr::store::MemoryStore::new()));
+            let store: std::sync::Arc<dyn Store> = std::sync::Arc::clone(&recording) as _;
+            // Shards of 8 x 8 `uint16` (128 bytes of data), inner chunks of 2 x 8 (32 bytes).
+            let array = zarr::array::ArrayBuilder::new(vec![16, 8], DataType::UInt16, vec![8, 8])
+                .sharding(vec![2, 8])
+                .create(store, "/s")
+                .await
+                .unwrap();
+            let values: Vec<u16> = (0..128).map(|i| i * 7 + 1).collect();
+            array.write(array.full_region(), &values).await.unwrap();
+            recording.clear();
+            let selection = parse_selection(Some("1:15"), &array.metadata().shape).unwrap();
+            let mut out = Vec::new();
+            // Slabs of 2 rows (32 bytes), where a row of shards holds 128 bytes.
+            write(&array, &selection, Format::Raw, None, 32, &mut out)
+                .await
+                .unwrap();
+            let want: Vec<u8> = values[8..120]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
+            assert_eq!(out, want);
+            // Each read took an inner chunk row at most (or a shard's index), never a shard.
+            let operations = recording.operations();
+            assert!(!operations.is_empty());
+            for operation in operations {
+                let bytes = match &operation {
+                    Operation::Get { bytes, .. } => bytes.unwrap_or(0),
+                    Operation::GetPartialValues { bytes, .. } => *bytes,
+                    _ => 0,
+                };
+                // The index: 4 inner chunks x 16 bytes + a 4-byte checksum.
+                assert!(bytes <= 68, "{operation:?}");
+            }
+        });
     }
 
     /// The `descr` and data of an `.npy` file.

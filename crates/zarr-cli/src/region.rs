@@ -431,21 +431,39 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{text:?} is not a size such as 4096, 512K, 64M or 1G"))
 }
 
-/// Split `region` along its first dimension into slabs that start and end on chunk
-/// boundaries of the array (where the region allows), each holding about `target_bytes`
-/// (at least one chunk row), given `element_bytes` per element.
+/// Split `region` along its first dimension into slabs for reading, each holding about
+/// `target_bytes` given `element_bytes` per element. A slab starts and ends on chunk
+/// boundaries of the array (where the region allows) and holds at least one row of chunks;
+/// for a sharded array (`inner`: the shape of its inner chunks) a row of shards larger than
+/// the target is cut on inner chunk boundaries instead, so a slab holds at least one row of
+/// inner chunks, each read once, and a shard is never held whole.
 pub(crate) fn slabs(
     metadata: &ArrayMetadata,
+    inner: Option<&[u64]>,
     region: &Region,
     element_bytes: u64,
     target_bytes: u64,
 ) -> Result<Vec<Region>> {
-    slabs_along(metadata, region, 0, element_bytes, target_bytes)
+    slabs_cut(metadata, inner, region, 0, element_bytes, target_bytes)
 }
 
-/// As [`slabs`], split along dimension `axis` (`< region.rank()` unless the region is 0-d).
+/// As [`slabs`] without inner chunks, split along dimension `axis` (`< region.rank()` unless
+/// the region is 0-d): for writing, where every slab holds whole rows of chunks (shards).
 pub(crate) fn slabs_along(
     metadata: &ArrayMetadata,
+    region: &Region,
+    axis: usize,
+    element_bytes: u64,
+    target_bytes: u64,
+) -> Result<Vec<Region>> {
+    slabs_cut(metadata, None, region, axis, element_bytes, target_bytes)
+}
+
+/// [`slabs`] and [`slabs_along`]: along `axis`, cut on inner chunk boundaries where `inner`
+/// is given and a row of (outer) chunks is more than wanted.
+fn slabs_cut(
+    metadata: &ArrayMetadata,
+    inner: Option<&[u64]>,
     region: &Region,
     axis: usize,
     element_bytes: u64,
@@ -472,17 +490,27 @@ pub(crate) fn slabs_along(
     let end = ranges[axis].end;
     let mut element = region.starts();
     while start < end {
-        // Take whole chunk rows until the slab is big enough.
+        // Take whole chunk rows until the slab is big enough; of a row of shards that
+        // would make it larger than wanted, only the inner chunk rows needed.
         let mut stop = start;
         while stop < end && stop - start < rows_wanted {
             element[axis] = stop;
             let (chunk, _) = metadata.chunk_grid.chunk_of(&metadata.shape, &element)?;
-            let chunk_end = metadata
+            let chunk_range = metadata
                 .chunk_grid
                 .chunk_region(&metadata.shape, &chunk)?
                 .ranges()[axis]
-                .end;
-            stop = chunk_end.min(end);
+                .clone();
+            stop = chunk_range.end.min(end);
+            if let Some(step) = inner.and_then(|inner| inner.get(axis)).filter(|&&s| s > 0)
+                && stop - start > rows_wanted
+            {
+                // The first inner chunk boundary of this shard at or past the rows wanted
+                // (`start + rows_wanted < stop <= chunk_range.end`, so no overflow).
+                let wanted = start + rows_wanted - chunk_range.start;
+                let boundary = chunk_range.start + wanted.div_ceil(*step).saturating_mul(*step);
+                stop = boundary.min(stop);
+            }
         }
         let mut slab = ranges.to_vec();
         slab[axis] = start..stop;
@@ -736,19 +764,55 @@ mod tests {
         .unwrap();
         let region = Region::try_new(vec![1..10, 0..4]).unwrap();
         // One row is 4 bytes: 4 bytes wanted gives one chunk row per slab.
-        let got: Vec<_> = slabs(&metadata, &region, 1, 4)
+        let got: Vec<_> = slabs(&metadata, None, &region, 1, 4)
             .unwrap()
             .iter()
             .map(|r| r.ranges()[0].clone())
             .collect();
         assert_eq!(got, vec![1..3, 3..6, 6..9, 9..10]);
         // 20 bytes wanted (5 rows): whole chunk rows until at least 5 rows.
-        let got: Vec<_> = slabs(&metadata, &region, 1, 20)
+        let got: Vec<_> = slabs(&metadata, None, &region, 1, 20)
             .unwrap()
             .iter()
             .map(|r| r.ranges()[0].clone())
             .collect();
         assert_eq!(got, vec![1..6, 6..10]);
+    }
+
+    #[test]
+    fn rows_of_shards_larger_than_wanted_are_cut_on_inner_chunks() {
+        // Shards of 8 rows (inner chunks of 3 rows: 0..3, 3..6, 6..8 in each shard).
+        let metadata = zarr::array::ArrayBuilder::new(
+            vec![20, 4],
+            zarr::metadata::DataType::UInt8,
+            vec![8, 4],
+        )
+        .build_metadata()
+        .unwrap();
+        let inner = [3, 2];
+        let cut = |region: Range<u64>, bytes: u64, inner: Option<&[u64]>| -> Vec<Range<u64>> {
+            let region = Region::try_new(vec![region, 0..4]).unwrap();
+            slabs(&metadata, inner, &region, 1, bytes)
+                .unwrap()
+                .iter()
+                .map(|r| r.ranges()[0].clone())
+                .collect()
+        };
+        // One row (4 bytes) wanted: one inner chunk row per slab, the edge ones clipped.
+        assert_eq!(
+            cut(1..20, 4, Some(&inner)),
+            vec![1..3, 3..6, 6..8, 8..11, 11..14, 14..16, 16..19, 19..20]
+        );
+        // Without inner chunks, whole shard rows.
+        assert_eq!(cut(1..20, 4, None), vec![1..8, 8..16, 16..20]);
+        // 4 rows wanted: up to the first inner boundary at or past them.
+        assert_eq!(
+            cut(0..20, 16, Some(&inner)),
+            vec![0..6, 6..11, 11..16, 16..20]
+        );
+        // 10 rows wanted: a shard row that fits is taken whole, and the next one is cut at
+        // its first inner boundary at or past row 12.
+        assert_eq!(cut(2..20, 40, Some(&inner)), vec![2..14, 14..20]);
     }
 
     #[test]
