@@ -37,6 +37,8 @@ pub(crate) struct StatsArgs {
 
 /// A value the statistics are taken over: ordered, convertible to `f64`.
 trait Number: Copy + PartialOrd {
+    /// The bytes one element takes in a chunk.
+    const SIZE: usize = std::mem::size_of::<Self>();
     /// What a piece's values are summed in: exact integers for integer types (a piece of
     /// [`PIECE`] elements cannot overflow it), `f64` for floats.
     type Sum: Copy + Default + std::ops::Add<Output = Self::Sum>;
@@ -100,10 +102,97 @@ macro_rules! float {
 }
 float!(f32, f64, half::f16, half::bf16);
 
-/// How to read one element of a data type: its size and a decoder of its bytes.
+/// A `numpy.datetime64` or `numpy.timedelta64` value: its stored count of the type's unit.
+/// `i64::MIN` is NaT, which (like a NaN) equals nothing and is in no ordering or mean.
+#[derive(Debug, Clone, Copy)]
+struct Time(i64);
+
+impl Time {
+    const NAT: i64 = i64::MIN;
+}
+
+impl PartialEq for Time {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 != Self::NAT && self.0 == other.0
+    }
+}
+
+impl PartialOrd for Time {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        (self.0 != Self::NAT && other.0 != Self::NAT).then(|| self.0.cmp(&other.0))
+    }
+}
+
+impl Number for Time {
+    type Sum = i128;
+    fn to_f64(self) -> f64 {
+        self.0 as f64
+    }
+    fn term(self) -> i128 {
+        if self.0 == Self::NAT {
+            0
+        } else {
+            i128::from(self.0)
+        }
+    }
+    fn sum_to_f64(sum: i128) -> f64 {
+        sum as f64
+    }
+    fn bits(self) -> u64 {
+        self.0 as u64
+    }
+    fn is_nan(self) -> bool {
+        self.0 == Self::NAT
+    }
+}
+
+/// A value of a float format of 8 bits or fewer (`float8_e4m3fn`, `float4_e2m1fn`, ...):
+/// its value and its stored byte (what the fill value is compared with). Ordered by value.
+#[derive(Debug, Clone, Copy)]
+struct Mini {
+    value: f64,
+    code: u8,
+}
+
+impl PartialEq for Mini {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl PartialOrd for Mini {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        self.value.partial_cmp(&other.value)
+    }
+}
+
+impl Number for Mini {
+    const SIZE: usize = 1;
+    type Sum = f64;
+    fn to_f64(self) -> f64 {
+        self.value
+    }
+    fn term(self) -> f64 {
+        if self.value.is_nan() { 0.0 } else { self.value }
+    }
+    fn sum_to_f64(sum: f64) -> f64 {
+        sum
+    }
+    fn bits(self) -> u64 {
+        u64::from(self.code)
+    }
+    fn is_nan(self) -> bool {
+        self.value.is_nan()
+    }
+}
+
+/// How to read one element of a data type: its size, a decoder of its bytes, and what the
+/// decoded values are divided by for the mean and standard deviation (the scale of a
+/// fixed-point type, whose stored integers are folded; 1 otherwise).
 struct Decoder<F> {
     size: usize,
     decode: F,
+    scale: f64,
 }
 
 fn bytes<const N: usize>(b: &[u8]) -> [u8; N] {
@@ -142,7 +231,7 @@ impl<V: Number> Partial<V> {
     /// mean (accurate where one pass of sums of squares is not) and where the extremes
     /// first occur.
     fn of(bytes: &[u8], first: usize, decode: impl Fn(&[u8]) -> V, fill: u64) -> Self {
-        let size = std::mem::size_of::<V>();
+        let size = V::SIZE;
         let values = || bytes.chunks_exact(size).map(&decode);
         let elements = (bytes.len() / size) as u64;
         // The extremes start at the first value that is not a NaN (if none, they are unused).
@@ -271,7 +360,7 @@ fn fold<V: Number + Send, F: Fn(&[u8]) -> V + Sync>(
     use rayon::prelude::*;
     let fill = decode(fill).bits();
     bytes
-        .par_chunks(piece * std::mem::size_of::<V>())
+        .par_chunks(piece * V::SIZE)
         .enumerate()
         .map(|(k, run)| Partial::of(run, k * piece, decode, fill))
         .reduce_with(Partial::then)
@@ -356,8 +445,9 @@ struct Summary {
     max: Option<Extreme>,
     mean: Option<f64>,
     std: Option<f64>,
-    /// Whether the data type has NaNs.
-    floats: bool,
+    /// What the data type's values that are no number are called (`NaN`, `NaT`), if it has
+    /// any.
+    missing: Option<&'static str>,
 }
 
 /// The least or the greatest element: as text, as JSON, and its index in the array.
@@ -380,17 +470,24 @@ impl Summary {
             Some(_) => json!("-Infinity"),
             None => Json::Null,
         };
-        json!({
+        let mut doc = json!({
             "data_type": self.data_type,
             "shape": self.shape,
             "elements": self.elements,
-            "nan": self.nan,
             "fill": self.fill,
             "min": extreme(&self.min),
             "max": extreme(&self.max),
             "mean": number(self.mean),
             "std": number(self.std),
-        })
+        });
+        // `nat` for the NaTs of times, `nan` otherwise (0 where the type has no NaN).
+        let key = if self.missing == Some("NaT") {
+            "nat"
+        } else {
+            "nan"
+        };
+        doc[key] = json!(self.nan);
+        doc
     }
 
     /// The lines for one array.
@@ -412,8 +509,8 @@ impl Summary {
             format!("mean      {}", number(self.mean)),
             format!("std       {}", number(self.std)),
         ];
-        if self.floats {
-            lines.push(format!("NaN       {}", self.nan));
+        if let Some(missing) = self.missing {
+            lines.push(format!("{missing:<10}{}", self.nan));
         }
         lines.push(format!(
             "fill      {} equal to the fill value {}",
@@ -426,8 +523,8 @@ impl Summary {
     fn line(&self) -> String {
         let value = |e: &Option<Extreme>| e.as_ref().map_or("none", |e| e.text.as_str()).to_owned();
         let number = |x: Option<f64>| x.map_or_else(|| "none".to_owned(), |x| x.to_string());
-        let nan = if self.floats {
-            format!(", NaN {}", self.nan)
+        let nan = if let Some(missing) = self.missing {
+            format!(", {missing} {}", self.nan)
         } else {
             String::new()
         };
@@ -462,8 +559,9 @@ pub(crate) async fn run(args: StatsArgs) -> Result<()> {
             let selection = parse_selection(args.region.as_deref(), &metadata.shape)?;
             let Some(summary) = summarise(&array, &selection, args.part_size, &name).await? else {
                 usage!(
-                    "{name} holds {}: zarr stats takes bool, integer and float arrays \
-                     (int2 to uint64, float16, bfloat16, float32, float64)",
+                    "{name} holds {}: zarr stats takes bool, integer, float and time arrays \
+                     (int2 to uint64, fixed-point, float4 to float64, numpy.datetime64 and \
+                     numpy.timedelta64)",
                     metadata.data_type.name()
                 );
             };
@@ -525,7 +623,7 @@ pub(crate) async fn run(args: StatsArgs) -> Result<()> {
             }
             Outcome::Skipped(data_type, shape) => {
                 let shape = shape_text(&shape);
-                outln!("{path}  {data_type} {shape}: skipped (not bool, integer or float)");
+                outln!("{path}  {data_type} {shape}: skipped (not bool, integer, float or time)");
             }
             Outcome::Failed(why) => {
                 failed += 1;
@@ -553,14 +651,21 @@ async fn summarise(
     part_size: u64,
     name: &str,
 ) -> Result<Option<Summary>> {
+    // A fixed-point array is folded as its stored integers (ordered as their values, summed
+    // exactly), whose mean and deviation are then scaled.
+    let (data_type, scale) = match array.data_type() {
+        DataType::FixedPoint(fp) => (fp.base_type(), fp.scale()),
+        other => (other.clone(), 1.0),
+    };
     macro_rules! typed {
         ($v:ty, $decode:expr) => {
             summarise_as::<$v, _>(
                 array,
                 selection,
                 &Decoder {
-                    size: std::mem::size_of::<$v>(),
+                    size: <$v as Number>::SIZE,
                     decode: $decode,
+                    scale,
                 },
                 part_size,
                 name,
@@ -568,7 +673,7 @@ async fn summarise(
             .await
         };
     }
-    let summary = match array.data_type() {
+    let summary = match &data_type {
         DataType::Bool => typed!(u8, |b: &[u8]| u8::from(b[0] != 0)),
         DataType::Int2 => typed!(i8, |b: &[u8]| ((b[0] << 6) as i8) >> 6),
         DataType::Int4 => typed!(i8, |b: &[u8]| ((b[0] << 4) as i8) >> 4),
@@ -586,6 +691,17 @@ async fn summarise(
         DataType::BFloat16 => typed!(half::bf16, |b: &[u8]| half::bf16::from_ne_bytes(bytes(b))),
         DataType::Float32 => typed!(f32, |b: &[u8]| f32::from_ne_bytes(bytes(b))),
         DataType::Float64 => typed!(f64, |b: &[u8]| f64::from_ne_bytes(bytes(b))),
+        DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. } => {
+            typed!(Time, |b: &[u8]| Time(i64::from_ne_bytes(bytes(b))))
+        }
+        DataType::MiniFloat(format) => {
+            // Every value of the format, by its byte.
+            let values: [f64; 256] = std::array::from_fn(|code| format.to_f64(code as u8));
+            typed!(Mini, move |b: &[u8]| Mini {
+                value: values[usize::from(b[0])],
+                code: b[0],
+            })
+        }
         _ => return Ok(None),
     };
     summary.map(Some)
@@ -649,14 +765,19 @@ async fn summarise_as<V: Number + Send + Sync, F: Fn(&[u8]) -> V + Sync>(
         nan: stats.seen.nan,
         fill: stats.seen.fill,
         fill_text: text(fill, Style::Text),
-        mean: std.map(|_| stats.seen.mean),
-        std,
+        mean: std.map(|_| stats.seen.mean / decoder.scale),
+        std: std.map(|std| std / decoder.scale),
         min: extreme(stats.min.take()),
         max: extreme(stats.max.take()),
-        floats: matches!(
-            data_type,
-            DataType::Float16 | DataType::BFloat16 | DataType::Float32 | DataType::Float64
-        ),
+        missing: match data_type {
+            DataType::Float16
+            | DataType::BFloat16
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::MiniFloat(_) => Some("NaN"),
+            DataType::DateTime64 { .. } | DataType::TimeDelta64 { .. } => Some("NaT"),
+            _ => None,
+        },
     })
 }
 
@@ -676,6 +797,114 @@ mod tests {
         assert_eq!(got.least, Some((0, 5)));
         assert_eq!(got.greatest, Some((1 << 53, 0)));
         assert_eq!(got.fill, 3);
+    }
+
+    /// The summary of a 1-D array of `data_type` in chunks of 3, fill value `fill` (JSON),
+    /// holding the elements of `bytes` (native order), read in parts of `part_size` bytes.
+    fn summary(data_type: DataType, fill: Json, bytes: &[u8], part_size: u64) -> Summary {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let size = data_type.fixed_size().unwrap();
+            let n = (bytes.len() / size) as u64;
+            let store: Arc<dyn Store> = Arc::new(zarr::store::MemoryStore::new());
+            let array = zarr::array::ArrayBuilder::new(vec![n], data_type, vec![3])
+                .fill_value_json(fill)
+                .unwrap()
+                .create(store, "/a")
+                .await
+                .unwrap();
+            array
+                .write_array_bytes(0..n, zarr::array::ArrayBytes::fixed(bytes.to_vec()))
+                .await
+                .unwrap();
+            let selection = parse_selection(None, &[n]).unwrap();
+            summarise(&array, &selection, part_size, "the array")
+                .await
+                .unwrap()
+                .unwrap()
+        })
+    }
+
+    #[test]
+    fn times_leave_nat_out() {
+        const NAT: i64 = i64::MIN;
+        let values = [NAT, 40, -7, 12, NAT, -7, 40, 0, 5, NAT];
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let kept: Vec<f64> = values
+            .iter()
+            .filter(|&&v| v != NAT)
+            .map(|&v| v as f64)
+            .collect();
+        let mean = kept.iter().sum::<f64>() / 7.0;
+        let std = (kept.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 7.0).sqrt();
+        for data_type in ["numpy.datetime64", "numpy.timedelta64"] {
+            let data_type = DataType::from_json(
+                &json!({"name": data_type, "configuration": {"unit": "s", "scale_factor": 1}}),
+                "data_type",
+            )
+            .unwrap();
+            for part_size in [8, 24, 1 << 20] {
+                let got = summary(data_type.clone(), json!("NaT"), &bytes, part_size);
+                assert_eq!((got.elements, got.nan, got.fill), (10, 3, 3));
+                let min = got.min.as_ref().unwrap();
+                let max = got.max.as_ref().unwrap();
+                assert_eq!((min.text.as_str(), min.index.as_slice()), ("-7", &[2][..]));
+                assert_eq!((max.text.as_str(), max.index.as_slice()), ("40", &[1][..]));
+                assert!((got.mean.unwrap() - mean).abs() < 1e-12);
+                assert!((got.std.unwrap() - std).abs() < 1e-12);
+                assert_eq!(got.missing, Some("NaT"));
+                let doc = got.to_json();
+                assert_eq!((&doc["nat"], doc.get("nan")), (&json!(3), None), "{doc}");
+                assert!(got.lines().contains(&"NaT       3".to_owned()));
+            }
+        }
+        // All NaT: counted, with no extremes and no mean.
+        let data_type = DataType::DateTime64 {
+            unit: zarr::metadata::TimeUnit::Second,
+            scale_factor: 1,
+        };
+        let got = summary(data_type, json!(0), &NAT.to_ne_bytes().repeat(4), 1 << 20);
+        assert_eq!((got.elements, got.nan, got.fill), (4, 4, 0));
+        assert!(got.min.is_none() && got.max.is_none() && got.mean.is_none());
+    }
+
+    #[test]
+    fn minifloats_fold_by_value_and_fill_by_byte() {
+        // float8_e4m3fn: 0x38 = 1.0, 0xb8 = -1.0, 0x40 = 2.0, 0x7f = NaN, 0x00 = 0.0, 0x80 = -0.0.
+        let codes = [0x38u8, 0x7f, 0xb8, 0x40, 0x80, 0x00, 0x40, 0x7f];
+        let data_type = DataType::from_json(&json!("float8_e4m3fn"), "data_type").unwrap();
+        for part_size in [1, 3, 1 << 20] {
+            let got = summary(data_type.clone(), json!(0.0), &codes, part_size);
+            assert_eq!((got.elements, got.nan), (8, 2));
+            // -0.0 is not the fill value 0.0, bit for bit.
+            assert_eq!(got.fill, 1);
+            assert_eq!(got.min.as_ref().unwrap().index, [2]);
+            assert_eq!(got.max.as_ref().unwrap().index, [3]);
+            // 1 - 1 + 2 + 0 + 0 + 2 over 6.
+            assert!((got.mean.unwrap() - 4.0 / 6.0).abs() < 1e-12);
+            assert_eq!(got.missing, Some("NaN"));
+        }
+        // Both 0x7f and 0xff are NaN; the fill value NaN is stored as 0x7f, and only that
+        // byte counts as the fill value.
+        let got = summary(data_type, json!("NaN"), &[0x7f, 0xff, 0x38, 0x7f], 1 << 20);
+        assert_eq!((got.nan, got.fill), (3, 2));
+    }
+
+    #[test]
+    fn fixed_point_means_are_of_values_not_stored_integers() {
+        // Q7f8: value = stored / 256.
+        let stored: [i16; 5] = [256, -128, 512, 64, 256];
+        let bytes: Vec<u8> = stored.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let data_type = DataType::from_json(&json!("Q7f8"), "data_type").unwrap();
+        let got = summary(data_type, json!(1.0), &bytes, 4);
+        let values: Vec<f64> = stored.iter().map(|&v| f64::from(v) / 256.0).collect();
+        let mean = values.iter().sum::<f64>() / 5.0;
+        let std = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 5.0).sqrt();
+        assert!((got.mean.unwrap() - mean).abs() < 1e-12, "{:?}", got.mean);
+        assert!((got.std.unwrap() - std).abs() < 1e-12, "{:?}", got.std);
+        assert_eq!(got.min.as_ref().unwrap().text, "-0.5");
+        assert_eq!(got.max.as_ref().unwrap().text, "2");
+        assert_eq!((got.fill, got.missing), (2, None));
     }
 
     #[test]

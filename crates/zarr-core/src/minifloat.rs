@@ -125,6 +125,21 @@ impl MiniFloat {
         if self.signed() { 1 << (e + m) } else { 0 }
     }
 
+    /// The value of a stored byte, exactly (bits above the format's width are ignored; a
+    /// NaN code gives `f64::NAN`).
+    ///
+    /// ```
+    /// use zarr_core::MiniFloat;
+    ///
+    /// assert_eq!(MiniFloat::E4M3FN.to_f64(0x38), 1.0);
+    /// assert_eq!(MiniFloat::E4M3FN.to_f64(0xfe), -448.0);
+    /// assert!(MiniFloat::E4M3FN.to_f64(0x7f).is_nan());
+    /// assert_eq!(MiniFloat::F4E2M1FN.to_f64(0x07), 6.0);
+    /// ```
+    pub fn to_f64(self, code: u8) -> f64 {
+        self.decode(code)
+    }
+
     /// The value of a code (upper bits beyond the format's width are ignored).
     pub(crate) fn decode(self, code: u8) -> f64 {
         let (e, m, bias, special) = self.layout();

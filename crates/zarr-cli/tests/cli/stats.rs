@@ -212,7 +212,7 @@ fn stats_of_integers_and_what_has_none() {
     let demo = dir.path().join("demo.zarr").display().to_string();
     ok(&["demo", &demo, "-q"]);
     let err = fails(&["stats", &format!("{demo}/labels")], 2);
-    assert!(err.contains("bool, integer and float"), "{err}");
+    assert!(err.contains("bool, integer, float and time"), "{err}");
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn stats_of_a_group_summarise_every_array_below_it() {
     );
     assert_eq!(
         lines[1],
-        "/labels  string 4: skipped (not bool, integer or float)"
+        "/labels  string 4: skipped (not bool, integer, float or time)"
     );
     let doc = stats_json(&[&demo_text]);
     assert_eq!(doc["/timeseries/temperature"], alone);
