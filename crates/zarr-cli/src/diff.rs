@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::{Map, Value};
 use zarr::array::{Array, ArrayBytes, Group, Node, Region};
 use zarr::metadata::v2::ZarrFormat;
-use zarr::metadata::{ArrayMetadata, NodePath};
+use zarr::metadata::{ArrayMetadata, DataType, NodePath};
 use zarr::store::Store;
 
 use crate::copy::xarray_dimensions;
@@ -302,7 +302,9 @@ async fn compare_arrays(
             label,
             &format!("data type {} in A, {} in B", mx.data_type, my.data_type),
         )?;
-        comparable = false;
+        // Numbers of two types are still compared, by value (a `zarr copy --data-type`).
+        comparable &=
+            number_reader(&mx.data_type).is_some() && number_reader(&my.data_type).is_some();
     } else if mx.fill_value != my.fill_value {
         report.differ(
             label,
@@ -338,9 +340,6 @@ async fn compare_arrays(
     compare_values(x, y, label, args, report).await
 }
 
-/// Compare the values of two arrays of one shape and data type, in slabs aligned to A's
-/// chunks, element by element (bit for bit: `-0.0` is not `0.0`, and NaNs compare by their
-/// bits).
 /// `region` as `[0:64, 128:256]`.
 fn region_text(region: &Region) -> String {
     let ranges: Vec<String> = region
@@ -351,6 +350,61 @@ fn region_text(region: &Region) -> String {
     format!("[{}]", ranges.join(", "))
 }
 
+/// A number of an array of integers or floats, for comparing values across data types.
+#[derive(Debug, Clone, Copy)]
+enum Number {
+    Integer(i128),
+    Float(f64),
+}
+
+impl Number {
+    /// Whether the two are the same number: exactly, an integer equal to a float only when
+    /// the float is that whole number; `0.0` equals `-0.0`, and a NaN equals a NaN.
+    fn same(self, other: Self) -> bool {
+        match (self, other) {
+            (Self::Integer(a), Self::Integer(b)) => a == b,
+            (Self::Float(a), Self::Float(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (Self::Integer(i), Self::Float(f)) | (Self::Float(f), Self::Integer(i)) => {
+                // Whole floats below 2^127 in magnitude convert to `i128` exactly.
+                f.fract() == 0.0 && f.abs() < 2f64.powi(127) && f as i128 == i
+            }
+        }
+    }
+}
+
+/// How to read one element of `data_type` as a [`Number`], for the integer and float types
+/// (bool, fixed-point and complex numbers included: no); `None` for the others.
+fn number_reader(data_type: &DataType) -> Option<fn(&[u8]) -> Number> {
+    fn ne<const N: usize>(b: &[u8]) -> [u8; N] {
+        let mut out = [0; N];
+        out.copy_from_slice(&b[..N]);
+        out
+    }
+    use Number::{Float, Integer};
+    Some(match data_type {
+        DataType::Int2 => |b| Integer(i128::from(((b[0] << 6) as i8) >> 6)),
+        DataType::Int4 => |b| Integer(i128::from(((b[0] << 4) as i8) >> 4)),
+        DataType::UInt2 => |b| Integer(i128::from(b[0] & 0x3)),
+        DataType::UInt4 => |b| Integer(i128::from(b[0] & 0xf)),
+        DataType::Int8 => |b| Integer(i128::from(b[0] as i8)),
+        DataType::Int16 => |b| Integer(i128::from(i16::from_ne_bytes(ne(b)))),
+        DataType::Int32 => |b| Integer(i128::from(i32::from_ne_bytes(ne(b)))),
+        DataType::Int64 => |b| Integer(i128::from(i64::from_ne_bytes(ne(b)))),
+        DataType::UInt8 => |b| Integer(i128::from(b[0])),
+        DataType::UInt16 => |b| Integer(i128::from(u16::from_ne_bytes(ne(b)))),
+        DataType::UInt32 => |b| Integer(i128::from(u32::from_ne_bytes(ne(b)))),
+        DataType::UInt64 => |b| Integer(i128::from(u64::from_ne_bytes(ne(b)))),
+        DataType::Float16 => |b| Float(half::f16::from_ne_bytes(ne(b)).to_f64()),
+        DataType::BFloat16 => |b| Float(half::bf16::from_ne_bytes(ne(b)).to_f64()),
+        DataType::Float32 => |b| Float(f64::from(f32::from_ne_bytes(ne(b)))),
+        DataType::Float64 => |b| Float(f64::from_ne_bytes(ne(b))),
+        _ => return None,
+    })
+}
+
+/// Compare the values of two arrays of one shape, in slabs aligned to A's chunks, element
+/// by element: of one data type bit for bit (`-0.0` is not `0.0`, and NaNs compare by
+/// their bits); of two numeric types by value ([`Number::same`]).
 async fn compare_values(
     x: &Array<dyn Store>,
     y: &Array<dyn Store>,
@@ -360,8 +414,16 @@ async fn compare_values(
 ) -> Result<()> {
     let metadata = x.metadata();
     let data_type = &metadata.data_type;
+    let data_type_b = &y.metadata().data_type;
+    // Two data types: both numeric (see `compare`), read as numbers.
+    let numbers = if data_type == data_type_b {
+        None
+    } else {
+        number_reader(data_type).zip(number_reader(data_type_b))
+    };
     let element_bytes = data_type
         .fixed_size()
+        .max(data_type_b.fixed_size())
         .map_or(VARIABLE_GUESS, |n| n.max(1) as u64);
     let mut differing = 0u64;
     let mut shown = Vec::new();
@@ -373,7 +435,7 @@ async fn compare_values(
         let mut note = |i: usize, va: &[u8], vb: &[u8], variable: bool| {
             differing += 1;
             if shown.len() < args.show {
-                let text = |v: &[u8]| {
+                let text = |v: &[u8], data_type: &DataType| {
                     let mut out = String::new();
                     if variable {
                         variable_element(&mut out, data_type, v, Style::Text);
@@ -385,13 +447,28 @@ async fn compare_values(
                 shown.push(format!(
                     "{}: {} in A, {} in B",
                     element_text(&element_index(&slab, i as u64)),
-                    text(va),
-                    text(vb)
+                    text(va, data_type),
+                    text(vb, data_type_b)
                 ));
             }
         };
-        match (&a, &b) {
-            (ArrayBytes::Fixed(a), ArrayBytes::Fixed(b)) => {
+        match (&a, &b, numbers) {
+            (ArrayBytes::Fixed(a), ArrayBytes::Fixed(b), Some((read_a, read_b))) => {
+                let (size_a, size_b) = (
+                    data_type.fixed_size().unwrap_or(1).max(1),
+                    data_type_b.fixed_size().unwrap_or(1).max(1),
+                );
+                for (i, (va, vb)) in a
+                    .chunks_exact(size_a)
+                    .zip(b.chunks_exact(size_b))
+                    .enumerate()
+                {
+                    if !read_a(va).same(read_b(vb)) {
+                        note(i, va, vb, false);
+                    }
+                }
+            }
+            (ArrayBytes::Fixed(a), ArrayBytes::Fixed(b), None) => {
                 if a != b {
                     let size = data_type.fixed_size().unwrap_or(1).max(1);
                     for (i, (va, vb)) in a.chunks_exact(size).zip(b.chunks_exact(size)).enumerate()
@@ -402,7 +479,7 @@ async fn compare_values(
                     }
                 }
             }
-            (ArrayBytes::Variable(a), ArrayBytes::Variable(b)) => {
+            (ArrayBytes::Variable(a), ArrayBytes::Variable(b), None) => {
                 for (i, (va, vb)) in a.iter().zip(b.iter()).enumerate() {
                     if va != vb {
                         note(i, va, vb, true);
@@ -413,11 +490,12 @@ async fn compare_values(
         }
         report.elements += slab.num_elements()?;
     }
+    let by_value = if numbers.is_some() { " in value" } else { "" };
     if differing > 0 {
         report.differ(
             label,
             &format!(
-                "{differing} of {} elements differ{}",
+                "{differing} of {} elements differ{by_value}{}",
                 x.full_region().num_elements()?,
                 if shown.len() as u64 == differing {
                     ":".to_owned()
@@ -431,6 +509,34 @@ async fn compare_values(
         for line in shown {
             outln!("  {line}");
         }
+    } else if numbers.is_some() {
+        // Not a difference: what the data type line above leaves open.
+        outln!(
+            "{label}: all {} elements equal in value",
+            x.full_region().num_elements()?
+        );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Number::{Float, Integer};
+
+    #[test]
+    fn numbers_of_two_types_are_the_same_by_value_only() {
+        assert!(Integer(3).same(Float(3.0)) && Float(3.0).same(Integer(3)));
+        assert!(!Integer(3).same(Float(3.5)));
+        assert!(Float(0.0).same(Float(-0.0)) && Integer(0).same(Float(-0.0)));
+        assert!(Float(f64::NAN).same(Float(-f64::NAN)));
+        assert!(!Float(f64::NAN).same(Integer(0)));
+        // 2^60 + 1 is no float64: the nearest float is another number.
+        let big = (1i128 << 60) + 1;
+        assert!(!Integer(big).same(Float(big as f64)));
+        assert!(Integer(1 << 60).same(Float(2f64.powi(60))));
+        // Beyond i128 and infinities never equal an integer (no saturating conversion).
+        assert!(!Integer(i128::MAX).same(Float(1e40)));
+        assert!(!Integer(i128::MIN).same(Float(f64::NEG_INFINITY)));
+        assert!(Integer(-5).same(Integer(-5)) && !Integer(-5).same(Integer(5)));
+    }
 }

@@ -1419,6 +1419,36 @@ fn diff_compares_arrays_and_hierarchies() {
         out.contains("/: data type float32 in A, float64 in B"),
         "{out}"
     );
+    // Numbers of two types are compared by value: a float64 copy holds the same numbers.
+    assert!(out.contains("/: all 1000 elements equal in value"), "{out}");
+    let npy = dir.path().join("one.npy");
+    crate::common::write_npy(&npy, "<f8", &[1], &1.5f64.to_le_bytes());
+    ok(&["put", &d, "-i", npy.to_str().unwrap(), "-r", "10:11", "-q"]);
+    let (code, out) = diff(&[&format!("{a}/timeseries/temperature"), &d]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("/: 1 of 1000 elements differ in value:")
+            && out.contains("element [10]: ")
+            && out.contains(", 1.5 in B"),
+        "{out}"
+    );
+    // Integers of two types: the uint16 image as int32, the same numbers.
+    let raw32 = dir.path().join("raw32.zarr").display().to_string();
+    ok(&[
+        "copy",
+        &format!("{a}/images/raw"),
+        &raw32,
+        "--data-type",
+        "int32",
+        "-q",
+    ]);
+    let (code, out) = diff(&[&format!("{a}/images/raw"), &raw32]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("/: data type uint16 in A, int32 in B")
+            && out.contains("/: all 262144 elements equal in value"),
+        "{out}"
+    );
     let (code, out) = diff(&[a, &format!("{a}/labels")]);
     assert_eq!(code, 1);
     assert_eq!(out, "/: a group in A, an array in B\n");
