@@ -185,6 +185,15 @@ async fn write(
     let data_type = &metadata.data_type;
     let out_shape = selection.out_shape();
     let element_bytes = data_type.fixed_size().map_or(VARIABLE_GUESS, |n| n as u64);
+    let read_slabs = || {
+        slabs(
+            metadata,
+            array.inner_chunk_shape(),
+            &selection.region,
+            element_bytes,
+            slab_bytes,
+        )
+    };
     match format {
         Format::Json | Format::Text => {
             // Slab by slab: memory stays at one slab however large the region.
@@ -193,13 +202,7 @@ async fn write(
             } else {
                 (Box::new(TextPrinter::new(&out_shape)), Style::Text)
             };
-            for slab in slabs(
-                metadata,
-                array.inner_chunk_shape(),
-                &selection.region,
-                element_bytes,
-                slab_bytes,
-            )? {
+            for slab in read_slabs()? {
                 let bytes = read_slab(array, selection, &slab).await?;
                 let mut buf = String::new();
                 for_each_element(&bytes, data_type, style, |text| {
@@ -224,13 +227,7 @@ async fn write(
                 }
                 out.write_all(&header(&npy.descr, &npy_shape))?;
             }
-            for slab in slabs(
-                metadata,
-                array.inner_chunk_shape(),
-                &selection.region,
-                element_bytes,
-                slab_bytes,
-            )? {
+            for slab in read_slabs()? {
                 let mut bytes = if selection.is_strided() {
                     array
                         .read_selection_bytes(&selection.strided_in(&slab))

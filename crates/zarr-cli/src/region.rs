@@ -508,7 +508,9 @@ fn slabs_cut(
                 // The first inner chunk boundary of this shard at or past the rows wanted
                 // (`start + rows_wanted < stop <= chunk_range.end`, so no overflow).
                 let wanted = start + rows_wanted - chunk_range.start;
-                let boundary = chunk_range.start + wanted.div_ceil(*step).saturating_mul(*step);
+                let boundary = chunk_range
+                    .start
+                    .saturating_add(wanted.div_ceil(*step).saturating_mul(*step));
                 stop = boundary.min(stop);
             }
         }
