@@ -1621,6 +1621,12 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// As [`Array::write`].
     pub async fn write_bytes(&self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
         let region = region.into_region_of(&self.metadata.shape)?;
+        self.check_bool_bytes(values)?;
+        crate::write::write_fixed(self, &region, values).await
+    }
+
+    /// For a `bool` array, check that every byte of `values` is 0 or 1.
+    pub(crate) fn check_bool_bytes(&self, values: &[u8]) -> Result<()> {
         if self.metadata.data_type == DataType::Bool
             && let Some(i) = bool::first_invalid(values)
         {
@@ -1632,7 +1638,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
                 ),
             });
         }
-        crate::write::write_fixed(self, &region, values).await
+        Ok(())
     }
 
     /// Write [`ArrayBytes`] of any data type (fixed-size or variable-length) into `region`.

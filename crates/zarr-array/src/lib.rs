@@ -81,6 +81,7 @@ mod records;
 mod region;
 mod selection;
 mod selection_vlen;
+mod shard_writer;
 mod vlen_partial;
 mod write;
 
@@ -97,6 +98,7 @@ pub use group::{Group, Node};
 pub use nd_elements::NdElement;
 pub use region::{IntoRegion, RegionIndex};
 pub use selection::{AxisSelection, Selection};
+pub use shard_writer::ShardWriter;
 pub use zarr_codecs::{ArrayBytes, VlenBytes};
 pub use zarr_core::{ErrorChain, Region};
 

@@ -94,7 +94,7 @@ fn key_locks() -> &'static [tokio::sync::Mutex<()>] {
     LOCKS.get_or_init(|| (0..256).map(|_| tokio::sync::Mutex::new(())).collect())
 }
 
-fn stripe<S: ?Sized>(array: &Array<S>, key: &StoreKey) -> usize {
+pub(crate) fn stripe<S: ?Sized>(array: &Array<S>, key: &StoreKey) -> usize {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (Arc::as_ptr(&array.store).cast::<()>() as usize).hash(&mut hasher);
     key.as_str().hash(&mut hasher);
@@ -140,7 +140,7 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
 
     /// Store (`Some`) or erase (`None`) each value: `io` requests at a time, or, through the
     /// transformer, one write (or erase) per shard.
-    async fn put_many<A: ?Sized>(
+    pub(crate) async fn put_many<A: ?Sized>(
         &self,
         array: &Array<A>,
         values: Vec<(StoreKey, Option<Bytes>)>,
@@ -197,7 +197,9 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
 }
 
 /// Take the stripes of `stripes` in ascending order.
-async fn lock_stripes(mut stripes: Vec<usize>) -> Vec<tokio::sync::MutexGuard<'static, ()>> {
+pub(crate) async fn lock_stripes(
+    mut stripes: Vec<usize>,
+) -> Vec<tokio::sync::MutexGuard<'static, ()>> {
     stripes.sort_unstable();
     stripes.dedup();
     let mut guards = Vec::with_capacity(stripes.len());
@@ -1212,7 +1214,7 @@ fn shard_action<S: ?Sized>(
 }
 
 /// What to store for a shard encoded to `merged` (`None`: erase it).
-fn shard_value<S: ?Sized>(
+pub(crate) fn shard_value<S: ?Sized>(
     array: &Array<S>,
     codec: &ShardingCodec,
     key: &StoreKey,

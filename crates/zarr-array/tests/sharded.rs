@@ -870,3 +870,228 @@ async fn the_shard_index_cache_stays_within_its_limit() {
     }
     assert_eq!(index_requests(&store), 1);
 }
+
+/// The stored shards of `array` (every key under its path but `zarr.json`), sorted by key.
+async fn shard_bytes(store: &MemoryStore, prefix: &str) -> Vec<(String, bytes::Bytes)> {
+    use zarr_store::ListableStore;
+    let mut out = Vec::new();
+    for key in store
+        .list_prefix(&zarr_store::StorePrefix::new(prefix))
+        .await
+        .unwrap()
+    {
+        if !key.as_str().ends_with("zarr.json") {
+            let value = store.get(&key).await.unwrap().unwrap();
+            out.push((key.as_str().to_owned(), value));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn writer_builder() -> ArrayBuilder {
+    // 4 x 2 shards, the last row and column cut by the array's edge (inner chunks wholly
+    // outside it at the bottom right).
+    ArrayBuilder::new(vec![30, 20], DataType::UInt32, vec![8, 12])
+        .sharding(vec![2, 4])
+        .zstd(1)
+        .crc32c()
+}
+
+/// A `ShardWriter` fed rows of inner chunks stores each shard once, reads nothing, and
+/// stores the bytes `Array::write` of the whole array stores; fed slabs that cut inner
+/// chunks, it merges them across writes to the same values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shard_writer_stores_each_shard_once_with_the_bytes_of_a_whole_write() {
+    let all = values(30 * 20);
+    let whole = Arc::new(MemoryStore::new());
+    let reference = writer_builder()
+        .create(Arc::clone(&whole), "/a")
+        .await
+        .unwrap();
+    reference.write(.., &all).await.unwrap();
+    let expected = shard_bytes(&whole, "a/").await;
+    assert_eq!(expected.len(), 8);
+
+    for rows in [2u64, 3, 7, 30] {
+        let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+        let array = writer_builder()
+            .create(Arc::clone(&store), "/a")
+            .await
+            .unwrap();
+        store.clear();
+        let mut writer = array.shard_writer();
+        assert!(writer.is_buffering());
+        let mut start = 0;
+        while start < 30 {
+            let end = (start + rows).min(30);
+            let slab = &all[(start * 20) as usize..(end * 20) as usize];
+            writer.write([start..end, 0..20], slab).await.unwrap();
+            start = end;
+            // The two shards of a row of shards are held until the row is written.
+            let open = if end % 8 == 0 || end == 30 { 0 } else { 2 };
+            assert_eq!(writer.pending_shards(), open, "rows {rows}, end {end}");
+        }
+        assert_eq!(
+            writer.pending_shards(),
+            0,
+            "every shard complete, rows {rows}"
+        );
+        writer.finish().await.unwrap();
+        let stats = store.stats();
+        assert_eq!(
+            stats.sets, 8,
+            "each shard stored once, rows {rows}: {stats:?}"
+        );
+        if rows % 2 == 0 {
+            assert_eq!(
+                stats.gets + stats.partial_reads,
+                0,
+                "slabs of whole inner chunks read nothing: {stats:?}"
+            );
+        }
+        let got = shard_bytes(store.inner(), "a/").await;
+        let differ: Vec<&str> = got
+            .iter()
+            .zip(&expected)
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a.0.as_str())
+            .collect();
+        assert!(
+            got.len() == expected.len() && differ.is_empty(),
+            "rows {rows}: {} shards, these differ: {differ:?}",
+            got.len()
+        );
+        assert_eq!(array.read::<u32>(..).await.unwrap(), all, "rows {rows}");
+    }
+}
+
+/// `finish` stores shards written in part with their other inner chunks as stored; a shard
+/// that ends up all fill is erased; a writer dropped before `finish` stores nothing of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shard_writer_finish_keeps_the_stored_inner_chunks_of_partial_shards() {
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let array = writer_builder()
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    let mut all = values(30 * 20);
+    array.write(.., &all).await.unwrap();
+
+    // Rows 3..5 and columns 2..15: inner chunks of four shards, two of them cut.
+    let patch: Vec<u32> = (0..2 * 13).map(|i| 7_000_000 + i).collect();
+    let mut writer = array.shard_writer();
+    writer.write([3..5, 2..15], &patch).await.unwrap();
+    assert_eq!(writer.pending_shards(), 2);
+    assert!(writer.pending_bytes() > 0);
+    // Nothing is stored before `finish`.
+    assert_eq!(
+        array.read::<u32>([3..4, 2..3]).await.unwrap(),
+        [all[3 * 20 + 2]]
+    );
+    store.clear();
+    writer.finish().await.unwrap();
+    let stats = store.stats();
+    assert_eq!(stats.sets, 2, "{stats:?}");
+    assert_eq!(
+        stats.partial_reads, 4,
+        "an index and the chunks per shard: {stats:?}"
+    );
+    for (i, v) in patch.iter().enumerate() {
+        let (y, x) = (3 + i / 13, 2 + i % 13);
+        all[y * 20 + x] = *v;
+    }
+    assert_eq!(array.read::<u32>(..).await.unwrap(), all);
+
+    // Zeros over the whole last row of shards: both are erased (the fill value is 0).
+    let mut writer = array.shard_writer();
+    writer
+        .write([24..30, 0..20], &vec![0u32; 6 * 20])
+        .await
+        .unwrap();
+    assert_eq!(writer.pending_shards(), 0);
+    writer.finish().await.unwrap();
+    for key in ["a/c/3/0", "a/c/3/1"] {
+        assert!(
+            store.get(&StoreKey::new(key)).await.unwrap().is_none(),
+            "{key}"
+        );
+    }
+
+    // Dropped before `finish`: the partly written shard keeps its stored bytes.
+    let before = store.get(&StoreKey::new("a/c/0/0")).await.unwrap();
+    let mut writer = array.shard_writer();
+    writer.write([0..2, 0..4], &[1u32; 8]).await.unwrap();
+    assert_eq!(writer.pending_shards(), 1);
+    drop(writer);
+    assert_eq!(store.get(&StoreKey::new("a/c/0/0")).await.unwrap(), before);
+}
+
+/// Strings through a `ShardWriter`, in slabs that cut inner chunks; bad arguments are
+/// typed errors; an unsharded array is written straight through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shard_writer_writes_strings_checks_arguments_and_passes_unsharded_writes_through() {
+    let store = Arc::new(MemoryStore::new());
+    let text = ArrayBuilder::new(vec![9, 6], DataType::String, vec![4, 6])
+        .sharding(vec![2, 3])
+        .create(Arc::clone(&store), "/t")
+        .await
+        .unwrap();
+    let words: Vec<String> = (0..54)
+        .map(|i| match i % 4 {
+            0 => String::new(),
+            1 => format!("ß{i}"),
+            _ => "x".repeat(i),
+        })
+        .collect();
+    let mut writer = text.shard_writer();
+    for (start, end) in [(0usize, 3usize), (3, 4), (4, 9)] {
+        writer
+            .write_text([start as u64..end as u64, 0..6], &words[start * 6..end * 6])
+            .await
+            .unwrap();
+    }
+    writer.finish().await.unwrap();
+    assert_eq!(text.read_text(..).await.unwrap(), words);
+
+    let array = writer_builder()
+        .create(Arc::clone(&store), "/n")
+        .await
+        .unwrap();
+    let mut writer = array.shard_writer();
+    let err = writer.write([0..2, 0..4], &[1u32; 7]).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            zarr_array::Error::BufferSize {
+                expected: 8,
+                found: 7
+            }
+        ),
+        "{err:?}"
+    );
+    let err = writer.write([0..2, 0..4], &[1u16; 8]).await.unwrap_err();
+    assert!(
+        matches!(err, zarr_array::Error::ElementType { .. }),
+        "{err:?}"
+    );
+    let err = writer.write([29..31, 0..4], &[1u32; 8]).await.unwrap_err();
+    assert!(matches!(err, zarr_array::Error::Core(_)), "{err:?}");
+    let err = writer.write_text([0..1, 0..1], &["a"]).await.unwrap_err();
+    assert!(
+        matches!(err, zarr_array::Error::ElementType { .. }),
+        "{err:?}"
+    );
+    assert_eq!(writer.pending_shards(), 0);
+    writer.finish().await.unwrap();
+
+    let plain = ArrayBuilder::new(vec![4, 4], DataType::UInt32, vec![2, 2])
+        .create(Arc::clone(&store), "/p")
+        .await
+        .unwrap();
+    let mut writer = plain.shard_writer();
+    assert!(!writer.is_buffering());
+    writer.write([0..1, 0..3], &[1u32, 2, 3]).await.unwrap();
+    assert_eq!(plain.read::<u32>([0..1, 0..4]).await.unwrap(), [1, 2, 3, 0]);
+    writer.finish().await.unwrap();
+}

@@ -143,6 +143,14 @@ impl EncodedChunks {
         self.parts.iter().flatten().map(|b| b.len() as u64).sum()
     }
 
+    /// Encoded inner chunks gathered one by one, for example with
+    /// [`ShardingCodec::encode_inner_chunk`]: one entry per inner chunk of the shard, in C
+    /// order, `None` for an inner chunk that holds only the fill value.
+    /// [`ShardingCodec::assemble`] checks the count.
+    pub fn from_parts(parts: Vec<Option<Bytes>>) -> Self {
+        Self { parts }
+    }
+
     /// The inner chunks of `parts`, one part after another (see
     /// [`ShardingCodec::encode_chunk_range_from`]).
     pub fn concat(parts: impl IntoIterator<Item = EncodedChunks>) -> Self {
@@ -739,6 +747,83 @@ impl ShardingCodec {
         usize::try_from((64 << 10) / bytes.max(1))
             .unwrap_or(usize::MAX)
             .max(1)
+    }
+
+    /// The representation of one inner chunk: its shape, the data type and the fill value.
+    pub fn inner_chunk_representation(&self) -> &ChunkRepresentation {
+        self.inner.decoded_representation()
+    }
+
+    /// Encode one inner chunk, the inner chunk at `chunk` (indices in the inner chunk grid),
+    /// with the inner codecs: `None` if it holds only the fill value (it is then marked
+    /// empty, see [`EncodedChunks::from_parts`]). For a writer that gathers a shard's inner
+    /// chunks itself, a few at a time.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zarr_codecs::{ArrayBytes, BytesCodec, ChunkRepresentation, Codec};
+    /// use zarr_core::{DataType, FillValue};
+    /// use zarr_sharding::{EncodedChunks, IndexLocation, ShardingCodec};
+    ///
+    /// let shard = ChunkRepresentation::try_new(vec![4], DataType::UInt8, FillValue::new([0]))?;
+    /// let codec = ShardingCodec::try_new(
+    ///     shard,
+    ///     vec![2],
+    ///     vec![Codec::ArrayToBytes(Arc::new(BytesCodec::little()))],
+    ///     ShardingCodec::default_index_codecs(),
+    ///     IndexLocation::End,
+    /// )?;
+    /// let first = codec.encode_inner_chunk(ArrayBytes::fixed(vec![1u8, 2]), &[0])?;
+    /// let second = codec.encode_inner_chunk(ArrayBytes::fixed(vec![0u8, 0]), &[1])?;
+    /// assert_eq!(second, None); // all fill: stored as an empty entry
+    /// let shard = codec.assemble(EncodedChunks::from_parts(vec![first.clone(), second]))?;
+    /// let whole = codec.encode_shard(ArrayBytes::fixed(vec![1u8, 2, 0, 0]))?;
+    /// assert_eq!(shard, whole);
+    /// assert_eq!(codec.decode_inner_chunk(first.unwrap(), &[0])?, ArrayBytes::fixed(vec![1u8, 2]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if `chunk` is not an inner chunk of the shard;
+    /// [`Error::InnerChunk`] if `values` does not match
+    /// [`inner_chunk_representation`](Self::inner_chunk_representation) or an inner codec
+    /// fails (an element a codec refuses is placed in the shard, see [`Error::Codec`]).
+    pub fn encode_inner_chunk(&self, values: ArrayBytes, chunk: &[u64]) -> Result<Option<Bytes>> {
+        self.linear(chunk)?;
+        values
+            .validate(self.inner.decoded_representation())
+            .map_err(|source| self.inner_error(ShardName(None), chunk, source))?;
+        self.encode_inner(values, chunk)
+    }
+
+    /// Decode one inner chunk's encoded bytes (as [`encode_inner_chunk`] made them, or as
+    /// [`inner_chunk_bytes`](Self::inner_chunk_bytes) returns them), the inner chunk at
+    /// `chunk` of the shard `shard` (named in errors when given).
+    ///
+    /// [`encode_inner_chunk`]: Self::encode_inner_chunk
+    ///
+    /// # Errors
+    /// [`Error::InvalidRegion`] if `chunk` is not an inner chunk of the shard;
+    /// [`Error::InnerChunk`] naming the shard and the inner chunk if decoding fails.
+    pub fn decode_inner_chunk(&self, encoded: Bytes, chunk: &[u64]) -> Result<ArrayBytes> {
+        self.decode_inner_chunk_of(None, encoded, chunk)
+    }
+
+    /// [`decode_inner_chunk`](Self::decode_inner_chunk) of an inner chunk of the shard stored
+    /// at `shard` (named in errors).
+    ///
+    /// # Errors
+    /// As [`decode_inner_chunk`](Self::decode_inner_chunk).
+    pub fn decode_inner_chunk_of(
+        &self,
+        shard: Option<&StoreKey>,
+        encoded: Bytes,
+        chunk: &[u64],
+    ) -> Result<ArrayBytes> {
+        self.linear(chunk)?;
+        self.inner
+            .decode(encoded)
+            .map_err(|source| self.inner_error(ShardName::from(shard), chunk, source))
     }
 
     /// Encode one inner chunk, or `None` if it holds only the fill value.
