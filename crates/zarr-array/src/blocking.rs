@@ -910,6 +910,96 @@ impl<S: WritableStore + ?Sized> Array<S> {
     ) -> Result<()> {
         block_on(self.0.set_attribute(key, value))?
     }
+
+    /// [`crate::Array::shard_writer`]: write the array in regions smaller than its shards,
+    /// storing each shard once.
+    pub fn shard_writer(&self) -> ShardWriter<'_, S> {
+        ShardWriter(self.0.shard_writer())
+    }
+}
+
+/// A blocking [`crate::ShardWriter`] (see there for what each method does): made by
+/// [`Array::shard_writer`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use zarr_array::{ArrayBuilder, blocking};
+/// use zarr_core::DataType;
+/// use zarr_store::MemoryStore;
+///
+/// let builder = ArrayBuilder::new(vec![8, 4], DataType::Int32, vec![4, 4]).sharding(vec![1, 4]);
+/// let array = blocking::Array::create(&builder, Arc::new(MemoryStore::new()), "/a")?;
+/// let mut writer = array.shard_writer();
+/// for row in 0..8 {
+///     writer.write([row..row + 1, 0..4], &[row as i32; 4])?;
+/// }
+/// writer.finish()?;
+/// assert_eq!(array.read::<i32>([7..8, 0..4])?, [7; 4]);
+/// # Ok::<(), zarr_array::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ShardWriter<'a, S: WritableStore + ?Sized>(crate::ShardWriter<'a, S>);
+
+impl<S: WritableStore + ?Sized> ShardWriter<'_, S> {
+    /// [`crate::ShardWriter::pending_shards`].
+    pub fn pending_shards(&self) -> usize {
+        self.0.pending_shards()
+    }
+
+    /// [`crate::ShardWriter::pending_bytes`].
+    pub fn pending_bytes(&self) -> u64 {
+        self.0.pending_bytes()
+    }
+
+    /// [`crate::ShardWriter::is_buffering`].
+    pub fn is_buffering(&self) -> bool {
+        self.0.is_buffering()
+    }
+
+    /// [`crate::ShardWriter::write`].
+    ///
+    /// # Errors
+    /// As [`crate::ShardWriter::write`], and [`Error::BlockingInAsync`].
+    pub fn write<T: Element>(&mut self, region: impl IntoRegion, values: &[T]) -> Result<()> {
+        block_on(self.0.write(region, values))?
+    }
+
+    /// [`crate::ShardWriter::write_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::ShardWriter::write_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_bytes(&mut self, region: impl IntoRegion, values: &[u8]) -> Result<()> {
+        block_on(self.0.write_bytes(region, values))?
+    }
+
+    /// [`crate::ShardWriter::write_array_bytes`].
+    ///
+    /// # Errors
+    /// As [`crate::ShardWriter::write_array_bytes`], and [`Error::BlockingInAsync`].
+    pub fn write_array_bytes(&mut self, region: impl IntoRegion, values: ArrayBytes) -> Result<()> {
+        block_on(self.0.write_array_bytes(region, values))?
+    }
+
+    /// [`crate::ShardWriter::write_text`].
+    ///
+    /// # Errors
+    /// As [`crate::ShardWriter::write_text`], and [`Error::BlockingInAsync`].
+    pub fn write_text<T: AsRef<str>>(
+        &mut self,
+        region: impl IntoRegion,
+        values: &[T],
+    ) -> Result<()> {
+        block_on(self.0.write_text(region, values))?
+    }
+
+    /// [`crate::ShardWriter::finish`].
+    ///
+    /// # Errors
+    /// As [`crate::ShardWriter::finish`], and [`Error::BlockingInAsync`] (the shards written
+    /// in part are then not stored).
+    pub fn finish(self) -> Result<()> {
+        block_on(self.0.finish())?
+    }
 }
 
 impl<S: WritableStore + ?Sized + 'static> Array<S> {

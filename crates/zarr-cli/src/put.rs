@@ -17,7 +17,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use indicatif::ProgressBar;
 use zarr::array::{Array, ArrayBytes, Region};
-use zarr::metadata::{ArrayMetadata, DataType, NdArrayType, StructField, StructType};
+use zarr::metadata::{DataType, NdArrayType, StructField, StructType};
 use zarr::store::{ListableStore as _, ReadableStore as _, Store, StoreKey, ZipStore};
 use zarr::vlen::{VlenBinary, VlenStrings};
 
@@ -486,13 +486,16 @@ struct Source<R> {
 }
 
 impl<R: Read> Source<R> {
-    /// The slabs of `selection` to read and write in turn, each about `slab_bytes` in memory.
+    /// The slabs of `selection` to read and write in turn, each about `slab_bytes` in memory:
+    /// whole rows of chunks, or of an array sharded by the `sharding_indexed` codec, rows of
+    /// inner chunks (see [`write_slabs`]) unless the selection is strided.
     fn slabs(
         &self,
-        metadata: &ArrayMetadata,
+        array: &Array<dyn Store>,
         selection: &Selection,
         slab_bytes: u64,
     ) -> Result<Vec<Region>> {
+        let metadata = array.metadata();
         // Dimensions of length 1 do not change where elements lie in either order, so the file
         // is read as if it had the region's shape (single-index dimensions included).
         let fortran = self.header.fortran_order;
@@ -502,7 +505,12 @@ impl<R: Read> Source<R> {
             0
         };
         let cost = self.elements.slab_cost(fortran);
-        slabs_along(metadata, &selection.region, axis, cost, slab_bytes)
+        let inner = if selection.is_strided() || array.storage_transformer().is_some() {
+            None
+        } else {
+            array.inner_chunk_shape()
+        };
+        slabs_along(metadata, inner, &selection.region, axis, cost, slab_bytes)
     }
 
     /// A slab's elements (C order, as read) converted to the array's data type, when the
@@ -567,7 +575,9 @@ fn check_conversion(
     Ok(())
 }
 
-/// Read each of `slabs` from `source` and write it into `array` (named `target`).
+/// Read each of `slabs` from `source` and write it into `array` (named `target`). A sharded
+/// array is written through a [`zarr::array::ShardWriter`]: slabs of inner chunk rows are
+/// encoded as they come, and each shard is stored once, when it is whole (or at the end).
 async fn write_slabs(
     array: &Array<dyn Store>,
     target: &str,
@@ -577,6 +587,7 @@ async fn write_slabs(
     progress: &ProgressBar,
 ) -> Result<()> {
     let file_rank = source.header.shape.len();
+    let mut shards = array.shard_writer();
     for slab in slabs {
         let (mut buf, count) = source.read_slab(selection, &slab)?;
         let name = |i| element_name(i, &slab, selection, file_rank);
@@ -631,12 +642,15 @@ async fn write_slabs(
                 .write_selection_array_bytes(&selection.strided_in(&slab), values)
                 .await
         } else {
-            array.write_array_bytes(&slab, values).await
+            shards.write_array_bytes(&slab, values).await
         };
         written.with_context(|| format!("writing {slab} of {target}"))?;
         progress.inc(1);
     }
-    Ok(())
+    shards
+        .finish()
+        .await
+        .with_context(|| format!("storing the shards of {target} written in part"))
 }
 
 /// For `--append AXIS`: the array's shape grown by the file's length along `axis`, and the
@@ -864,7 +878,6 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
             (array.clone(), selection)
         }
     };
-    let metadata = writer.metadata();
     // A short file (an interrupted download, say) is found before anything is written,
     // rather than when the slab it ends in is read.
     let total = header.num_elements();
@@ -893,7 +906,7 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
         header,
         elements,
     };
-    let slabs = source.slabs(metadata, &selection, SLAB_BYTES)?;
+    let slabs = source.slabs(&writer, &selection, SLAB_BYTES)?;
     input.verify(global).await?;
     if let Elements::Convert { .. } = source.elements {
         // Every value must fit before anything is written: read the file twice.
@@ -1090,15 +1103,24 @@ mod tests {
         region: &str,
         slab_bytes: u64,
     ) -> (Array<dyn Store>, usize, Result<()>) {
+        let (shape, data_type, chunks) = array;
+        let builder = zarr::array::ArrayBuilder::new(shape, data_type, chunks);
+        let store = std::sync::Arc::new(zarr::store::MemoryStore::new());
+        put_into(&builder, store, npy, region, slab_bytes)
+    }
+
+    /// As [`put`], into an array made by `builder` in `store`.
+    fn put_into(
+        builder: &zarr::array::ArrayBuilder,
+        store: std::sync::Arc<dyn Store>,
+        npy: (&str, Vec<u64>, bool, &[u8]),
+        region: &str,
+        slab_bytes: u64,
+    ) -> (Array<dyn Store>, usize, Result<()>) {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
-            let (shape, data_type, chunks) = array;
-            let store: std::sync::Arc<dyn Store> =
-                std::sync::Arc::new(zarr::store::MemoryStore::new());
-            let array = zarr::array::ArrayBuilder::new(shape, data_type.clone(), chunks)
-                .create(store, "/a")
-                .await
-                .unwrap();
+            let array = builder.create(store, "/a").await.unwrap();
+            let data_type = array.metadata().data_type.clone();
             let (descr, shape, fortran_order, data) = npy;
             let mut source = Source {
                 reader: data,
@@ -1112,9 +1134,7 @@ mod tests {
                 elements: elements(descr, &data_type, "x.npy").unwrap(),
             };
             let selection = parse_selection(Some(region), &array.metadata().shape).unwrap();
-            let slabs = source
-                .slabs(array.metadata(), &selection, slab_bytes)
-                .unwrap();
+            let slabs = source.slabs(&array, &selection, slab_bytes).unwrap();
             let count = slabs.len();
             let result = write_slabs(
                 &array,
@@ -1268,6 +1288,74 @@ mod tests {
             .flat_map(|i| (0..5u16).map(move |j| 100 * i + 10 * j))
             .collect();
         assert_eq!(read_u16(&a, "1:3,:,2"), want);
+    }
+
+    /// A file put into a sharded array in slabs smaller than a row of shards: slabs of inner
+    /// chunk rows, each shard stored once and none read back; a region that cuts inner
+    /// chunks keeps the elements around it.
+    #[test]
+    fn sharded_arrays_are_put_in_rows_of_inner_chunks_storing_each_shard_once() {
+        use zarr::store::{Operation, RecordingStore};
+        let data: Vec<u8> = (0..20 * 6u16).flat_map(u16::to_le_bytes).collect();
+        let builder = zarr::array::ArrayBuilder::new(vec![20, 6], DataType::UInt16, vec![8, 6])
+            .sharding(vec![2, 3]);
+        let store = std::sync::Arc::new(RecordingStore::new(zarr::store::MemoryStore::new()));
+        // 6 elements of 2 bytes a row: two rows (one row of inner chunks) per slab.
+        let (a, slabs, result) = put_into(
+            &builder,
+            std::sync::Arc::clone(&store) as std::sync::Arc<dyn Store>,
+            ("<u2", vec![20, 6], false, &data),
+            ":,:",
+            24,
+        );
+        result.unwrap();
+        assert_eq!(slabs, 10);
+        let mut sets = Vec::new();
+        for operation in store.operations() {
+            match operation {
+                Operation::Set { key, .. } if key.as_str().starts_with("a/c/") => {
+                    sets.push(key.as_str().to_owned());
+                }
+                Operation::Get { key, .. } if key.as_str().starts_with("a/c/") => {
+                    panic!("{key} read while writing")
+                }
+                Operation::GetPartialValues { requests, .. } => {
+                    panic!("{requests:?} read while writing")
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(sets, ["a/c/0/0", "a/c/1/0", "a/c/2/0"], "each shard once");
+        let want: Vec<u16> = (0..20 * 6).collect();
+        assert_eq!(read_u16(&a, ":,:"), want);
+
+        // Rows 3..13 of a filled array from a 10-row file: the rows around them stay.
+        let filled = builder
+            .clone()
+            .fill_value(zarr::metadata::FillValue::new(7u16.to_ne_bytes()));
+        let part: Vec<u8> = (0..10 * 6u16)
+            .flat_map(|v| (1000 + v).to_le_bytes())
+            .collect();
+        let store = std::sync::Arc::new(zarr::store::MemoryStore::new());
+        let (a, slabs, result) = put_into(
+            &filled,
+            store,
+            ("<u2", vec![10, 6], false, &part),
+            "3:13,:",
+            24,
+        );
+        result.unwrap();
+        assert!(slabs > 2, "{slabs}");
+        let got = read_u16(&a, ":,:");
+        for (i, v) in got.iter().enumerate() {
+            let row = i / 6;
+            let want = if (3..13).contains(&row) {
+                1000 + (i - 18) as u16
+            } else {
+                7
+            };
+            assert_eq!(*v, want, "element {i}");
+        }
     }
 
     #[test]

@@ -447,16 +447,19 @@ pub(crate) fn slabs(
     slabs_cut(metadata, inner, region, 0, element_bytes, target_bytes)
 }
 
-/// As [`slabs`] without inner chunks, split along dimension `axis` (`< region.rank()` unless
-/// the region is 0-d): for writing, where every slab holds whole rows of chunks (shards).
+/// As [`slabs`], split along dimension `axis` (`< region.rank()` unless the region is 0-d):
+/// for writing, where a slab holds whole rows of chunks, or with `inner` given, rows of
+/// inner chunks of a row of shards too large (for a writer that keeps a shard's inner chunks
+/// until it is whole).
 pub(crate) fn slabs_along(
     metadata: &ArrayMetadata,
+    inner: Option<&[u64]>,
     region: &Region,
     axis: usize,
     element_bytes: u64,
     target_bytes: u64,
 ) -> Result<Vec<Region>> {
-    slabs_cut(metadata, None, region, axis, element_bytes, target_bytes)
+    slabs_cut(metadata, inner, region, axis, element_bytes, target_bytes)
 }
 
 /// [`slabs`] and [`slabs_along`]: along `axis`, cut on inner chunk boundaries where `inner`
@@ -828,7 +831,7 @@ mod tests {
         .unwrap();
         let region = Region::try_new(vec![0..4, 1..10]).unwrap();
         // A column is 4 bytes: 8 bytes wanted gives whole chunk columns of at least 2.
-        let got: Vec<_> = slabs_along(&metadata, &region, 1, 1, 8)
+        let got: Vec<_> = slabs_along(&metadata, None, &region, 1, 1, 8)
             .unwrap()
             .iter()
             .map(|r| (r.ranges()[0].clone(), r.ranges()[1].clone()))
