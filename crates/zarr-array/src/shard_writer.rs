@@ -123,26 +123,49 @@ impl Coverage {
     }
 
     /// Mark the elements of `region` (of an inner chunk of `shape`) written; whether every
-    /// element inside the array now is.
+    /// element inside the array now is. Runs along the last dimension are set together.
     fn mark(&mut self, shape: &[u64], region: &Region) -> bool {
-        let region_shape = region.shape();
-        let count = region.num_elements().unwrap_or(0);
-        let starts = region.starts();
-        for i in 0..count {
-            let Some(at) = zarr_core::unravel_index(i, &region_shape) else {
-                continue;
-            };
-            let element: Vec<u64> = at.iter().zip(&starts).map(|(a, s)| a + s).collect();
-            let Some(bit) = zarr_core::ravel_index(&element, shape) else {
-                continue;
-            };
-            let (word, mask) = ((bit / 64) as usize, 1u64 << (bit % 64));
-            if self.bits[word] & mask == 0 {
-                self.bits[word] |= mask;
-                self.written += 1;
+        if !region.is_empty() {
+            let ranges = region.ranges();
+            match ranges.split_last() {
+                None => self.set_run(0, 1),
+                Some((last, outer)) => {
+                    let side = shape[shape.len() - 1];
+                    let counts: Vec<u64> = outer.iter().map(|r| r.end - r.start).collect();
+                    let mut at = vec![0u64; outer.len()];
+                    'rows: loop {
+                        let row = outer
+                            .iter()
+                            .zip(&at)
+                            .zip(shape)
+                            .fold(0u64, |n, ((r, a), len)| n * len + r.start + a);
+                        self.set_run(row * side + last.start, last.end - last.start);
+                        for d in (0..at.len()).rev() {
+                            at[d] += 1;
+                            if at[d] < counts[d] {
+                                continue 'rows;
+                            }
+                            at[d] = 0;
+                        }
+                        break;
+                    }
+                }
             }
         }
         self.written >= self.needed
+    }
+
+    /// Set bits `start..start + len`, counting those newly set.
+    fn set_run(&mut self, start: u64, len: u64) {
+        for bit in start..start + len {
+            let (word, mask) = ((bit / 64) as usize, 1u64 << (bit % 64));
+            if let Some(w) = self.bits.get_mut(word)
+                && *w & mask == 0
+            {
+                *w |= mask;
+                self.written += 1;
+            }
+        }
     }
 }
 
@@ -782,4 +805,48 @@ async fn complete<S: WritableStore + ?Sized>(array: &Array<S>, mut shard: Pendin
         .map_err(|e| array.shard_error(&key, e))?;
     let value = shard_value(array, &codec, &key, merged)?;
     array.sink().put_many(array, vec![(key, value)], 1).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Coverage counts each element once, across overlapping regions, in any rank.
+    #[test]
+    fn coverage_counts_each_element_once() {
+        let shape = [4u64, 5, 6];
+        let mut coverage = Coverage::new(&shape, 4 * 5 * 6);
+        let mut seen = std::collections::HashSet::new();
+        let regions = [
+            vec![1..3, 0..5, 2..4],
+            vec![0..4, 4..5, 0..6],
+            vec![2..4, 1..3, 3..6],
+            vec![1..3, 0..5, 2..4],
+        ];
+        for ranges in regions {
+            let region = Region::try_new(ranges.clone()).unwrap();
+            for z in ranges[0].clone() {
+                for y in ranges[1].clone() {
+                    for x in ranges[2].clone() {
+                        seen.insert((z, y, x));
+                    }
+                }
+            }
+            assert!(!coverage.mark(&shape, &region));
+            assert_eq!(coverage.written, seen.len() as u64);
+            for &(z, y, x) in &seen {
+                let bit = (z * 5 + y) * 6 + x;
+                assert_ne!(coverage.bits[(bit / 64) as usize] & (1 << (bit % 64)), 0);
+            }
+        }
+        assert!(coverage.mark(&shape, &Region::full(&shape)));
+        assert_eq!(coverage.written, 120);
+        // 0-d: one element.
+        let mut scalar = Coverage::new(&[], 1);
+        assert!(scalar.mark(&[], &Region::full(&[])));
+        // An edge inner chunk: 2 of its 3 rows lie inside the array.
+        let mut edge = Coverage::new(&[3, 4], 8);
+        assert!(!edge.mark(&[3, 4], &Region::try_new(vec![0..1, 0..4]).unwrap()));
+        assert!(edge.mark(&[3, 4], &Region::try_new(vec![1..2, 0..4]).unwrap()));
+    }
 }
