@@ -1,7 +1,6 @@
 //! `zarr copy`: copy arrays and groups between stores, changing the layout on the way.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -43,8 +42,8 @@ pub(crate) struct CopyArgs {
     /// does not fit exactly is an error, except that floats narrow with rounding).
     #[arg(long, visible_alias = "dtype", value_name = "TYPE")]
     data_type: Option<String>,
-    /// The most data a block holds (whole destination chunks or shards, at least one);
-    /// two blocks are in memory at a time.
+    /// The most data a block holds (whole destination chunks, at least one; of shards too
+    /// large, whole inner chunks); two blocks are in memory at a time.
     #[arg(long, default_value = "64M", value_parser = crate::region::parse_size, value_name = "SIZE")]
     block_size: u64,
     /// Replace whatever is at the destination.
@@ -841,62 +840,66 @@ async fn copy_array(
         .fixed_size()
         .unwrap_or(16)
         .max(to.fixed_size().unwrap_or(16)) as u64;
-    // Whole destination chunks (shards), so each is encoded and written once.
-    let blocks = out.split_region_whole_chunks(.., (plan.block_size / element).max(1))?;
+    // Blocks of whole destination chunks, so that each is encoded and written once and
+    // never read back. A destination sharded by the sharding codec may be cut along inner
+    // chunks where one row of shards is larger than a block: the writer keeps each shard's
+    // encoded inner chunks until it is whole, then stores it once.
+    let max = (plan.block_size / element).max(1);
+    let mut writer = out.shard_writer();
+    let blocks = if writer.is_buffering() {
+        out.split_region(.., max)?
+    } else {
+        out.split_region_whole_chunks(.., max)?
+    };
     let progress = bar(global, blocks.len() as u64, &format!("copy {}", src.path()));
-    let failed = AtomicBool::new(false);
-    let failed = &failed;
-    let mut results = futures::stream::iter(blocks)
-        .map(|block| {
-            let out = out.clone();
-            let progress = progress.clone();
-            async move {
-                if failed.load(Ordering::Relaxed) {
-                    return Ok(0);
-                }
-                if plan.resume && all_stored(&out, &block).await? {
-                    progress.inc(1);
-                    return Ok::<u64, anyhow::Error>(1);
-                }
-                let values = src
-                    .read_array_bytes(&block)
-                    .await
-                    .with_context(|| format!("reading {block} of {}", src.path()))?;
-                let values = match values {
-                    ArrayBytes::Fixed(bytes) if from != to => ArrayBytes::fixed(
-                        cast::convert(&bytes, from, to, |i| {
-                            element_text(&element_index(&block, i as u64))
-                        })
-                        .with_context(|| format!("converting {block}"))?,
-                    ),
-                    other => other,
-                };
-                out.write_array_bytes(&block, values)
-                    .await
-                    .with_context(|| format!("writing {block} of {path}"))?;
-                progress.inc(1);
-                Ok(0)
+    // Each block is read (and converted) by a task of its own, the next one while this one
+    // is written.
+    let read = |block: zarr::array::Region| {
+        let (src, out) = (src.clone(), out.clone());
+        let (from, to) = (from.clone(), to.clone());
+        let resume = plan.resume;
+        tokio::spawn(async move {
+            if resume && all_stored(&out, &block).await? {
+                return Ok::<_, anyhow::Error>((block, None));
             }
+            let values = src
+                .read_array_bytes(&block)
+                .await
+                .with_context(|| format!("reading {block} of {}", src.path()))?;
+            let values = match values {
+                ArrayBytes::Fixed(bytes) if from != to => ArrayBytes::fixed(
+                    cast::convert(&bytes, &from, &to, |i| {
+                        element_text(&element_index(&block, i as u64))
+                    })
+                    .with_context(|| format!("converting {block}"))?,
+                ),
+                other => other,
+            };
+            Ok((block, Some(values)))
         })
-        // Read one block while the previous one is written.
-        .buffer_unordered(2);
-    // After an error, let the block in flight finish rather than drop it: the store may go
-    // on writing a dropped write's chunk, after the caller has erased the partial copy.
+    };
+    let mut blocks = blocks.into_iter();
+    let mut next = blocks.next().map(read);
     let mut skipped = 0;
-    let mut error = None;
-    while let Some(result) = results.next().await {
-        match result {
-            Ok(n) => skipped += n,
-            Err(err) => {
-                failed.store(true, Ordering::Relaxed);
-                error.get_or_insert(err);
-            }
+    while let Some(task) = next.take() {
+        let (block, values) = task
+            .await
+            .map_err(|e| anyhow::anyhow!("a block's read task failed: {e}"))??;
+        next = blocks.next().map(read);
+        match values {
+            Some(values) => writer
+                .write_array_bytes(&block, values)
+                .await
+                .with_context(|| format!("writing {block} of {path}"))?,
+            None => skipped += 1,
         }
+        progress.inc(1);
     }
+    writer
+        .finish()
+        .await
+        .with_context(|| format!("storing the shards of {path} written in part"))?;
     progress.finish_and_clear();
-    if let Some(err) = error {
-        return Err(err);
-    }
     if skipped > 0 {
         note(
             global,
@@ -929,4 +932,69 @@ async fn all_stored(array: &Array<dyn Store>, block: &zarr::array::Region) -> Re
         .try_collect()
         .await?;
     Ok(stored.into_iter().all(|s| s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zarr::store::{MemoryStore, Operation, RecordingStore};
+
+    /// A copy into shards larger than a block reads the source in blocks of inner chunk rows
+    /// and stores each shard once, never reading the destination.
+    #[test]
+    fn copies_into_large_shards_store_each_shard_once() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let source = Arc::new(RecordingStore::new(MemoryStore::new()));
+            let src = ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![10, 10])
+                .create(Arc::clone(&source) as Arc<dyn Store>, "/s")
+                .await
+                .unwrap();
+            let values: Vec<u32> = (0..1200).map(|i| i * 7 + 1).collect();
+            src.write(.., &values).await.unwrap();
+            source.clear();
+            let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+            let dst = Target::in_memory(Arc::clone(&store) as Arc<dyn Store>, "/d");
+            let layout = LayoutArgs {
+                chunks: Some("4,30".into()),
+                shards: Some("20,30".into()),
+                codecs: vec!["zstd:1".into()],
+                codecs_json: None,
+            };
+            // Blocks of 480 bytes: one row of inner chunks (4 x 30 x 4 bytes).
+            let plan = Plan::new(&layout, ZarrFormat::V3, 480).unwrap();
+            let global = Global {
+                quiet: true,
+                verbose: 0,
+                threads: None,
+                in_place_writes: false,
+                durable: false,
+            };
+            copy_array(&src, &dst, "/d", &plan, global).await.unwrap();
+            let mut sets = Vec::new();
+            for operation in store.operations() {
+                match operation {
+                    Operation::Set { key, .. } if key.as_str().starts_with("d/c/") => {
+                        sets.push(key.as_str().to_owned());
+                    }
+                    Operation::Get { key, .. } if key.as_str().starts_with("d/c/") => {
+                        panic!("{key} read while copying")
+                    }
+                    Operation::GetPartialValues { requests, .. } => {
+                        panic!("{requests:?} read while copying")
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(sets, ["d/c/0/0", "d/c/1/0"]);
+            // Blocks of 4 rows read a 10-row source chunk row two or three times: more
+            // than the 12 reads of blocks of whole shards.
+            assert!(source.stats().gets > 12, "{:?}", source.stats());
+            let copy = Array::open(Arc::clone(&store) as Arc<dyn Store>, "/d")
+                .await
+                .unwrap();
+            assert_eq!(copy.inner_chunk_shape(), Some(&[4u64, 30][..]));
+            assert_eq!(copy.read::<u32>(..).await.unwrap(), values);
+        });
+    }
 }

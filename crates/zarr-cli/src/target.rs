@@ -715,6 +715,21 @@ fn split_at_store_root(dir: &Path) -> Result<(PathBuf, String)> {
 }
 
 impl Target {
+    /// The node at `path` of `store`, an in-memory store of a test.
+    #[cfg(test)]
+    pub(crate) fn in_memory(store: Arc<dyn Store>, path: &str) -> Self {
+        Self {
+            store,
+            path: path.to_owned(),
+            display: format!("memory:{path}"),
+            display_is_node: true,
+            location: Location::at_url("memory://", path),
+            created: None,
+            zip: None,
+            n5: false,
+        }
+    }
+
     /// Open the node, whatever it is.
     pub(crate) async fn node(&self) -> Result<Node<dyn Store>> {
         Node::open(Arc::clone(&self.store), &self.path)
