@@ -350,6 +350,11 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// ([`Array::split_region_whole_chunks`], at most `max_elements` each where one chunk
     /// allows), one part read while the one before is written, so each chunk of `dest` is
     /// encoded and stored once, never read back, and the memory held stays about two parts.
+    /// When `dest` is sharded by the sharding codec, a shard too large for a part is cut
+    /// along its inner chunks ([`Array::split_region`]) and written through a
+    /// [`ShardWriter`](crate::ShardWriter), which stores each shard once, when whole: the
+    /// memory is then about two parts plus the encoded inner chunks of the shards being
+    /// filled.
     /// Chunks of `dest` that come out all fill value are not stored (as with any write,
     /// unless `dest`'s options say to write empty chunks). Variable-length data types are
     /// copied too.
@@ -410,6 +415,34 @@ impl<S: ReadableStore + ?Sized> Array<S> {
                 self.data_type().to_string(),
                 dest.data_type().to_string(),
             );
+        }
+        let mut writer = dest.shard_writer();
+        if writer.is_buffering() {
+            // Parts may cut shards along their inner chunks: the writer keeps each shard's
+            // encoded inner chunks until it is whole, then stores it once.
+            let mut parts = dest.split_region(.., max_elements)?.into_iter();
+            let mut current = match parts.next() {
+                Some(part) => {
+                    let values = self.read_array_bytes(&part).await?;
+                    Some((part, values))
+                }
+                None => None,
+            };
+            while let Some((part, values)) = current.take() {
+                let next = parts.next();
+                let read_next = async {
+                    match &next {
+                        Some(next) => self.read_array_bytes(next).await.map(Some),
+                        None => Ok(None),
+                    }
+                };
+                // The next part is read while this one is written.
+                let (written, read) =
+                    futures::join!(writer.write_array_bytes(&part, values), read_next);
+                written?;
+                current = next.zip(read?);
+            }
+            return writer.finish().await;
         }
         let parts = dest.split_region_whole_chunks(.., max_elements)?;
         futures::stream::iter(parts)

@@ -951,6 +951,31 @@ async fn copies_store_each_chunk_of_the_destination_once() {
             store.clear();
         }
     }
+    // Into shards larger than a part: parts of inner chunk rows (a source chunk row of 10
+    // read by several), each shard still stored once.
+    let recorded = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let rows = ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![10, 30])
+        .create(Arc::clone(&recorded), "/rows")
+        .await
+        .unwrap();
+    rows.write(.., &all).await.unwrap();
+    let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+    let dest = ArrayBuilder::new(vec![40, 30], DataType::UInt32, vec![20, 30])
+        .sharding(vec![2, 30])
+        .create(Arc::clone(&store), "/d")
+        .await
+        .unwrap();
+    recorded.clear();
+    store.clear();
+    rows.copy_to(&dest, 60).await.unwrap();
+    assert_eq!(recorded.stats().gets, 20, "a part per inner chunk row");
+    let stats = store.stats();
+    assert_eq!(
+        (stats.sets, stats.gets + stats.partial_reads),
+        (2, 0),
+        "{stats:?}"
+    );
+    assert_eq!(dest.read::<u32>(..).await.unwrap(), all);
     // Strings too, in both APIs.
     let store = Arc::new(MemoryStore::new());
     let words: Vec<String> = (0..50)
