@@ -14,6 +14,7 @@ use zarr_core::{DataType, Region};
 use zarr_store::{ReadableStore, WritableStore};
 
 use crate::Array;
+use crate::ShardWriter;
 use crate::element::Element;
 use crate::error::{Error, Result};
 
@@ -494,6 +495,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
             .map(|(&n, &t)| n.div_ceil(t.max(1)))
             .collect();
         let blocks: u64 = grid.iter().product();
+        let mut writer = self.shard_writer();
         let _span = tracing::debug_span!("downsample", array = %self.path, source = %source.path(), %reduction, blocks).entered();
         for i in 0..blocks {
             let index = zarr_core::unravel_index(i, &grid).unwrap_or_default();
@@ -516,10 +518,17 @@ impl<S: WritableStore + ?Sized> Array<S> {
                     .map(|((r, &f), &n)| r.start * f..r.end.saturating_mul(f).min(n))
                     .collect(),
             )?;
-            self.downsample_block(source, &in_region, &out_region, factors, reduction)
-                .await?;
+            self.downsample_block(
+                source,
+                &in_region,
+                &out_region,
+                factors,
+                reduction,
+                &mut writer,
+            )
+            .await?;
         }
-        Ok(())
+        writer.finish().await
     }
 
     /// Read `in_region` of `source`, reduce it and write it to `out_region`.
@@ -530,12 +539,13 @@ impl<S: WritableStore + ?Sized> Array<S> {
         out_region: &Region,
         factors: &[u64],
         reduction: Reduction,
+        writer: &mut ShardWriter<'_, S>,
     ) -> Result<()> {
         let shape: Vec<usize> = in_region.shape().iter().map(|&n| n as usize).collect();
         let factors: Vec<usize> = factors.iter().map(|&f| f as usize).collect();
         if factors.iter().all(|&f| f == 1) {
             let block = source.read_array_bytes(in_region).await?;
-            return self.write_array_bytes(out_region, block).await;
+            return writer.write_array_bytes(out_region, block).await;
         }
         if !is_number(source.data_type()) {
             // Mode or stride (`supports` was checked): compare and copy whole elements.
@@ -546,7 +556,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
                     reduce_bytes(rows, width, shape, &factors, reduction)
                 })
             });
-            return self.write_bytes(out_region, &out).await;
+            return writer.write_bytes(out_region, &out).await;
         }
         macro_rules! typed {
             ($($pat:pat => $t:ty),*) => {
@@ -558,7 +568,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
                                 reduce(rows, shape, &factors, reduction)
                             })
                         });
-                        self.write(out_region, &out).await
+                        writer.write(out_region, &out).await
                     })*
                     other => Err(Error::Unsupported {
                         array: self.path.as_str().to_owned(),
@@ -628,12 +638,15 @@ fn split_rows<T: Send + Sync, O: Send>(
     parts.into_iter().flatten().collect()
 }
 
-/// The shape of the blocks `output` is written in: whole chunks (shards) of it, as many
-/// along the last dimensions as keep the part of the source each block reads within
-/// [`BLOCK_BYTES`].
+/// The shape of the blocks `output` is written in: whole chunks of it (inner chunks, when
+/// its shards are written through a [`ShardWriter`]), as many along the last dimensions as
+/// keep the part of the source each block reads within [`BLOCK_BYTES`].
 fn tile_shape<S: ?Sized>(output: &Array<S>, factors: &[u64]) -> Vec<u64> {
     let shape = output.shape();
-    let chunk: Vec<u64> = match output.chunk_grid().nominal_chunk_shape() {
+    let inner = output
+        .inner_chunk_shape()
+        .filter(|_| output.shards_buffered());
+    let chunk: Vec<u64> = match inner.or(output.chunk_grid().nominal_chunk_shape()) {
         Some(chunk) => chunk.to_vec(),
         // A rectilinear grid: blocks of its largest chunk, which may cut chunks (those are
         // read, merged and written).
@@ -673,6 +686,33 @@ fn tile_shape<S: ?Sized>(output: &Array<S>, factors: &[u64]) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Blocks of an output sharded by the codec are whole inner chunks (written through a
+    /// `ShardWriter`), not whole shards; unsharded outputs keep whole chunks.
+    #[test]
+    fn blocks_of_sharded_outputs_are_rows_of_inner_chunks() {
+        use crate::{ArrayBuilder, ArrayOptions};
+        use zarr_core::NodePath;
+        let array = |builder: ArrayBuilder| {
+            let store = std::sync::Arc::new(zarr_store::MemoryStore::new());
+            let metadata = builder.build_metadata().unwrap();
+            Array::from_metadata(store, NodePath::root(), metadata, ArrayOptions::default())
+                .unwrap()
+        };
+        // A row of inner chunks reads 256 x 8192 x 2 bytes x 4 (2x2 windows) = 16 MiB of
+        // the source: four rows fit in a block, where a shard is 16 rows.
+        let sharded = array(
+            ArrayBuilder::new(vec![8192, 8192], DataType::UInt16, vec![4096, 8192])
+                .sharding(vec![256, 8192]),
+        );
+        assert_eq!(tile_shape(&sharded, &[2, 2]), [1024, 8192]);
+        let plain = array(ArrayBuilder::new(
+            vec![8192, 8192],
+            DataType::UInt16,
+            vec![4096, 8192],
+        ));
+        assert_eq!(tile_shape(&plain, &[2, 2]), [4096, 8192]);
+    }
 
     #[test]
     fn windows_cover_each_element_once_and_clip_at_the_edges() {

@@ -258,6 +258,14 @@ struct Job {
     base: Base,
 }
 
+impl<S: ?Sized> Array<S> {
+    /// Whether a [`ShardWriter`] of this array keeps inner chunks until their shard is whole
+    /// (the array is sharded by the `sharding_indexed` codec alone).
+    pub(crate) fn shards_buffered(&self) -> bool {
+        self.transformer.is_none() && self.codecs.sharding_codec().is_some()
+    }
+}
+
 impl<S: WritableStore + ?Sized> Array<S> {
     /// A [`ShardWriter`] for this array: write it in regions smaller than its shards and
     /// store each shard once, when every inner chunk of it has been written (or at
@@ -289,7 +297,7 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
     /// Whether writes wait for whole shards (the array is sharded by the `sharding_indexed`
     /// codec alone); otherwise each write goes straight to the array.
     pub fn is_buffering(&self) -> bool {
-        self.array.transformer.is_none() && self.array.codecs.sharding_codec().is_some()
+        self.array.shards_buffered()
     }
 
     /// Write `values` (C order) into `region`: the inner chunks it touches are encoded now,
