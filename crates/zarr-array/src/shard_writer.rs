@@ -434,27 +434,27 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
         let metadata = &array.metadata;
         let mut jobs = Vec::new();
         let mut reads = Vec::new();
-        let mut codecs: BTreeMap<Vec<u64>, (StoreKey, Arc<ShardingCodec>)> = BTreeMap::new();
         for selection in metadata
             .chunk_grid
             .chunks_in_region(&metadata.shape, region)?
         {
             let shard = selection.chunk;
-            let key = array.chunk_key_unchecked(&shard)?;
-            let codec = array.sharding(&selection.chunk_shape)?.ok_or_else(|| {
-                Error::unsupported(array.path.as_str(), "a shard without the sharding codec")
-            })?;
             if !self.pending.contains_key(&shard) {
-                let pending = Pending::new(array, &shard, key.clone(), Arc::clone(&codec))?;
-                self.pending.insert(shard.clone(), pending);
+                let key = array.chunk_key_unchecked(&shard)?;
+                let codec = array.sharding(&selection.chunk_shape)?.ok_or_else(|| {
+                    Error::unsupported(array.path.as_str(), "a shard without the sharding codec")
+                })?;
+                self.pending
+                    .insert(shard.clone(), Pending::new(array, &shard, key, codec)?);
             }
             let given = &self.pending[&shard];
+            let codec = &given.codec;
             let inside = metadata
                 .chunk_grid
                 .chunk_region_clipped(&metadata.shape, &shard)?;
             let shard_origin = inside.starts();
             let inside = inside.shape();
-            for (chunk, linear) in inner_chunks(&codec, &selection.within_chunk) {
+            for (chunk, linear) in inner_chunks(codec, &selection.within_chunk) {
                 let inner = codec.inner_chunk_shape();
                 let origin: Vec<u64> = chunk.iter().zip(inner).map(|(c, n)| c * n).collect();
                 // The inner chunk's elements inside the array, and those the write covers
@@ -515,7 +515,6 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
                     base,
                 });
             }
-            codecs.entry(shard).or_insert((key, codec));
         }
         // The stored parts of inner chunks written in part for the first time.
         let io = array.options.io_concurrency();
@@ -536,7 +535,7 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
         }
         let region_shape = region.shape();
         let encode = |job: &Job| -> Result<Option<Bytes>> {
-            let (key, codec) = &codecs[&job.shard];
+            let Pending { key, codec, .. } = &self.pending[&job.shard];
             let chunk = compose(array, key, &job.shard, codec, job, values, &region_shape)?;
             codec
                 .encode_inner_chunk(chunk, &job.chunk)
