@@ -87,7 +87,7 @@ pub struct ShardWriter<'a, S: WritableStore + ?Sized> {
 }
 
 /// A shard some of whose inner chunks have been written.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Pending {
     key: StoreKey,
     codec: Arc<ShardingCodec>,
@@ -103,7 +103,7 @@ struct Pending {
 
 /// The elements of an inner chunk written so far, one bit each (C order over the inner
 /// chunk's shape).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Coverage {
     bits: Vec<u64>,
     /// Bits set.
@@ -217,10 +217,19 @@ impl Pending {
             .sum()
     }
 
-    /// The shard's inner chunks, every one written.
-    fn into_chunks(self) -> (StoreKey, Arc<ShardingCodec>, EncodedChunks) {
-        let parts = self.parts.into_iter().map(Option::flatten).collect();
-        (self.key, self.codec, EncodedChunks::from_parts(parts))
+    /// The shard's inner chunks, every one written (the bytes shared, not copied).
+    fn chunks(&self) -> EncodedChunks {
+        let parts = self.parts.iter().cloned().map(Option::flatten).collect();
+        EncodedChunks::from_parts(parts)
+    }
+
+    /// The shard's value to store: its inner chunks assembled (`None`: erase the shard).
+    fn value<S: ?Sized>(&self, array: &Array<S>) -> Result<Option<Bytes>> {
+        let merged = self
+            .codec
+            .assemble(self.chunks())
+            .map_err(|e| array.shard_error(&self.key, e))?;
+        shard_value(array, &self.codec, &self.key, merged)
     }
 }
 
@@ -304,8 +313,11 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
     /// and the shards it completes are stored.
     ///
     /// # Errors
-    /// As [`Array::write`]. After an error the inner chunks of this write are not kept;
-    /// those of earlier writes are.
+    /// As [`Array::write`]. After an error reading or encoding, the writer is as it was
+    /// before this write (what earlier writes gave it is kept). After an error storing the
+    /// shards this write completed, they stay with the writer, this write's inner chunks
+    /// included, and [`finish`](Self::finish) stores them. The same holds for a write whose
+    /// future is dropped while it stores them.
     pub async fn write<T: Element>(&mut self, region: impl IntoRegion, values: &[T]) -> Result<()> {
         self.array.check_element::<T>()?;
         self.write_bytes(region, as_bytes(values)).await
@@ -394,26 +406,37 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
     ///
     /// # Errors
     /// Store and shard errors (such as a corrupt index of a stored shard). Shards are stored
-    /// independently: after an error, some of them may be stored.
+    /// independently: after an error, some of them may be stored; the writer is dropped with
+    /// the others, which a `tracing` warning counts.
     pub async fn finish(mut self) -> Result<()> {
         let array = self.array;
-        let pending = std::mem::take(&mut self.pending);
-        if pending.is_empty() {
+        if self.pending.is_empty() {
             return Ok(());
         }
         let span = tracing::debug_span!(
             "zarr.shard_writer.finish",
             array = %array.path,
-            shards = pending.len()
+            shards = self.pending.len()
         );
         let _cache = array.index_cache_write_guard();
-        stream::iter(pending.into_values())
-            .map(|shard| complete(array, shard))
-            .buffer_unordered(array.options.io_concurrency())
-            .try_collect::<Vec<()>>()
-            .instrument(span)
-            .await
-            .map(drop)
+        // Each shard leaves `pending` once stored (its bytes are shared with the copy
+        // completed, not copied).
+        let shards: Vec<(Vec<u64>, Pending)> = self
+            .pending
+            .iter()
+            .map(|(index, shard)| (index.clone(), shard.clone()))
+            .collect();
+        let mut stored = stream::iter(shards)
+            .map(|(index, shard)| async move { complete(array, shard).await.map(|()| index) })
+            .buffer_unordered(array.options.io_concurrency());
+        async {
+            while let Some(index) = stored.try_next().await? {
+                self.pending.remove(&index);
+            }
+            Ok(())
+        }
+        .instrument(span)
+        .await
     }
 
     /// Encode the inner chunks `region` touches, keep them, and store the shards completed.
@@ -434,6 +457,9 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
         let metadata = &array.metadata;
         let mut jobs = Vec::new();
         let mut reads = Vec::new();
+        // Shards this write touches first. Nothing in `self.pending` changes until every
+        // inner chunk is encoded, so that a write that fails leaves the writer as it was.
+        let mut fresh: BTreeMap<Vec<u64>, Pending> = BTreeMap::new();
         for selection in metadata
             .chunk_grid
             .chunks_in_region(&metadata.shape, region)?
@@ -444,10 +470,13 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
                 let codec = array.sharding(&selection.chunk_shape)?.ok_or_else(|| {
                     Error::unsupported(array.path.as_str(), "a shard without the sharding codec")
                 })?;
-                self.pending
-                    .insert(shard.clone(), Pending::new(array, &shard, key, codec)?);
+                fresh.insert(shard.clone(), Pending::new(array, &shard, key, codec)?);
             }
-            let given = &self.pending[&shard];
+            let given = self
+                .pending
+                .get(&shard)
+                .or_else(|| fresh.get(&shard))
+                .expect("a shard just made pending");
             let codec = &given.codec;
             let inside = metadata
                 .chunk_grid
@@ -535,7 +564,11 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
         }
         let region_shape = region.shape();
         let encode = |job: &Job| -> Result<Option<Bytes>> {
-            let Pending { key, codec, .. } = &self.pending[&job.shard];
+            let Pending { key, codec, .. } = self
+                .pending
+                .get(&job.shard)
+                .or_else(|| fresh.get(&job.shard))
+                .expect("every shard a job touches is pending");
             let chunk = compose(array, key, &job.shard, codec, job, values, &region_shape)?;
             codec
                 .encode_inner_chunk(chunk, &job.chunk)
@@ -549,6 +582,7 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
                 .map(encode)
                 .collect::<Result<_>>()?
         };
+        self.pending.append(&mut fresh);
         let mut touched = Vec::new();
         for (job, bytes) in jobs.into_iter().zip(encoded) {
             let pending = self
@@ -583,31 +617,29 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
                 touched.push(job.shard);
             }
         }
-        let mut complete = Vec::new();
-        for shard in &touched {
-            if self.pending.get(shard).is_some_and(|p| p.missing == 0)
-                && let Some(done) = self.pending.remove(shard)
-            {
-                complete.push(done);
-            }
-        }
-        if complete.is_empty() {
+        touched.retain(|shard| self.pending.get(shard).is_some_and(|p| p.missing == 0));
+        if touched.is_empty() {
             return Ok(());
         }
-        let values = complete
-            .into_par_iter()
+        // The completed shards stay pending until they are stored: should storing fail (or
+        // this future be dropped), `finish` stores them.
+        let pending = &self.pending;
+        let values = touched
+            .par_iter()
             .map(|shard| {
-                let (key, codec, chunks) = shard.into_chunks();
-                let merged = codec
-                    .assemble(chunks)
-                    .map_err(|e| array.shard_error(&key, e))?;
-                let value = shard_value(array, &codec, &key, merged)?;
-                Ok((key, value))
+                let done = &pending[shard];
+                Ok((done.key.clone(), done.value(array)?))
             })
             .collect::<Result<Vec<_>>>()?;
         tracing::debug!(shards = values.len(), "storing completed shards");
-        let _cache = array.index_cache_write_guard();
-        array.sink().put_many(array, values, io).await
+        {
+            let _cache = array.index_cache_write_guard();
+            array.sink().put_many(array, values, io).await?;
+        }
+        for shard in &touched {
+            self.pending.remove(shard);
+        }
+        Ok(())
     }
 }
 
@@ -768,10 +800,16 @@ async fn complete<S: WritableStore + ?Sized>(array: &Array<S>, mut shard: Pendin
         .collect();
     let store = array.read_store();
     let shard_error = |e| array.shard_error(&shard.key, e);
-    let index = codec
-        .fetch_index(store, &shard.key)
-        .await
-        .map_err(shard_error)?;
+    // Every inner chunk written (some only in part, merged with what was stored then):
+    // nothing of the stored shard is needed.
+    let index = if missing.is_empty() {
+        None
+    } else {
+        codec
+            .fetch_index(store, &shard.key)
+            .await
+            .map_err(shard_error)?
+    };
     match index {
         Some(index) => {
             let per_shard = codec.chunks_per_shard();
@@ -806,12 +844,11 @@ async fn complete<S: WritableStore + ?Sized>(array: &Array<S>, mut shard: Pendin
         }
     }
     shard.missing = 0;
-    let (key, codec, chunks) = shard.into_chunks();
-    let merged = codec
-        .assemble(chunks)
-        .map_err(|e| array.shard_error(&key, e))?;
-    let value = shard_value(array, &codec, &key, merged)?;
-    array.sink().put_many(array, vec![(key, value)], 1).await
+    let value = shard.value(array)?;
+    array
+        .sink()
+        .put_many(array, vec![(shard.key, value)], 1)
+        .await
 }
 
 #[cfg(test)]

@@ -1095,3 +1095,151 @@ async fn shard_writer_writes_strings_checks_arguments_and_passes_unsharded_write
     assert_eq!(plain.read::<u32>([0..1, 0..4]).await.unwrap(), [1, 2, 3, 0]);
     writer.finish().await.unwrap();
 }
+
+/// A [`MemoryStore`] whose reads and writes of chunks fail while told to (metadata
+/// documents still go through), counting the chunk writes and reads made.
+#[derive(Debug, Default)]
+struct Flaky {
+    inner: MemoryStore,
+    fail_reads: std::sync::atomic::AtomicBool,
+    fail_sets: std::sync::atomic::AtomicBool,
+    sets: std::sync::atomic::AtomicUsize,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl Flaky {
+    fn refuse(
+        &self,
+        key: &StoreKey,
+        fail: &std::sync::atomic::AtomicBool,
+    ) -> zarr_store::Result<()> {
+        if !key.as_str().ends_with("zarr.json") && fail.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(zarr_store::Error::Io {
+                operation: "test",
+                path: key.as_str().into(),
+                source: std::io::Error::other("the test store refuses"),
+            });
+        }
+        Ok(())
+    }
+
+    fn count(&self, key: &StoreKey, counter: &std::sync::atomic::AtomicUsize) {
+        if !key.as_str().ends_with("zarr.json") {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ReadableStore for Flaky {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<bytes::Bytes>> {
+        self.refuse(key, &self.fail_reads)?;
+        self.count(key, &self.reads);
+        self.inner.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.refuse(key, &self.fail_reads)?;
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, zarr_store::ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<bytes::Bytes>>> {
+        for (key, _) in key_ranges {
+            self.refuse(key, &self.fail_reads)?;
+            self.count(key, &self.reads);
+        }
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+#[async_trait::async_trait]
+impl WritableStore for Flaky {
+    async fn set(&self, key: &StoreKey, value: bytes::Bytes) -> zarr_store::Result<()> {
+        self.refuse(key, &self.fail_sets)?;
+        self.count(key, &self.sets);
+        self.inner.set(key, value).await
+    }
+
+    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
+        self.refuse(key, &self.fail_sets)?;
+        self.count(key, &self.sets);
+        self.inner.erase(key).await
+    }
+
+    async fn erase_prefix(&self, prefix: &zarr_store::StorePrefix) -> zarr_store::Result<()> {
+        self.inner.erase_prefix(prefix).await
+    }
+}
+
+/// A write that completes a shard whose store then fails keeps the shard, its own inner
+/// chunks included: retried, or left to `finish`, the shard is stored whole, with nothing
+/// read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shard_writer_keeps_completed_shards_whose_store_failed() {
+    use std::sync::atomic::Ordering;
+    let store = Arc::new(Flaky::default());
+    // Two shards of 8 x 8, inner chunks of 2 x 8: four slabs of two rows fill one.
+    let array = ArrayBuilder::new(vec![16, 8], DataType::UInt32, vec![8, 8])
+        .sharding(vec![2, 8])
+        .zstd(1)
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    let all = values(16 * 8);
+    // Creating the array looks for metadata documents of other formats (`.zarray`...).
+    let reads = store.reads.load(Ordering::SeqCst);
+    let slab = |row: u64| &all[row as usize * 8..(row as usize + 2) * 8];
+    let mut writer = array.shard_writer();
+    for first in [0, 8] {
+        for row in (first..first + 6).step_by(2) {
+            writer.write([row..row + 2, 0..8], slab(row)).await.unwrap();
+        }
+        store.fail_sets.store(true, Ordering::SeqCst);
+        let last = first + 6;
+        let failed = writer.write([last..last + 2, 0..8], slab(last)).await;
+        assert!(failed.is_err(), "rows {first}..: {failed:?}");
+        store.fail_sets.store(false, Ordering::SeqCst);
+        assert_eq!(writer.pending_shards(), 1, "rows {first}..");
+        if first == 0 {
+            // Retried: the shard is complete again and stored.
+            writer
+                .write([last..last + 2, 0..8], slab(last))
+                .await
+                .unwrap();
+            assert_eq!(writer.pending_shards(), 0);
+        }
+    }
+    // The second shard is stored by `finish`, from what the writer holds alone.
+    writer.finish().await.unwrap();
+    assert_eq!(store.sets.load(Ordering::SeqCst), 2);
+    assert_eq!(store.reads.load(Ordering::SeqCst), reads);
+    assert_eq!(array.read::<u32>(..).await.unwrap(), all);
+}
+
+/// A write that fails (here reading the stored part of an inner chunk it cuts) leaves the
+/// writer as it was: `finish` then stores nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shard_writer_write_that_fails_leaves_nothing_to_store() {
+    use std::sync::atomic::Ordering;
+    let store = Arc::new(Flaky::default());
+    let array = writer_builder()
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    let all = values(30 * 20);
+    array.write(.., &all).await.unwrap();
+    let before = shard_bytes(&store.inner, "a/").await;
+    let sets = store.sets.load(Ordering::SeqCst);
+    let mut writer = array.shard_writer();
+    store.fail_reads.store(true, Ordering::SeqCst);
+    let failed = writer.write([3..5, 2..15], &[7u32; 2 * 13]).await;
+    store.fail_reads.store(false, Ordering::SeqCst);
+    assert!(failed.is_err(), "{failed:?}");
+    assert_eq!((writer.pending_shards(), writer.pending_bytes()), (0, 0));
+    writer.finish().await.unwrap();
+    assert_eq!(store.sets.load(Ordering::SeqCst), sets);
+    assert_eq!(shard_bytes(&store.inner, "a/").await, before);
+}
