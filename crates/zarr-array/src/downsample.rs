@@ -10,6 +10,7 @@ use std::fmt;
 
 use half::{bf16, f16};
 use rayon::prelude::*;
+use tracing::Instrument;
 use zarr_core::{DataType, Region};
 use zarr_store::{ReadableStore, WritableStore};
 
@@ -404,10 +405,11 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`downsampled_shape`]`(source.shape(), factors)` and its data type the source's: one
     /// level of a multiscale image made from the level before.
     ///
-    /// The output is written in blocks of whole chunks (shards when sharded) of this array,
-    /// so no chunk is read back or written twice; each block reads about 64 MiB of the source
-    /// at most (at least its window of one chunk). The windows of a block are reduced in
-    /// parallel on rayon's pool.
+    /// The output is written in blocks of whole chunks of this array, so no chunk is read
+    /// back or written twice; each block reads about 64 MiB of the source at most (at least
+    /// its window of one chunk). A shard larger than that is written in blocks of its inner
+    /// chunks through a [`ShardWriter`], which stores it once, when its last block is
+    /// written. The windows of a block are reduced in parallel on rayon's pool.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -487,26 +489,23 @@ impl<S: WritableStore + ?Sized> Array<S> {
                 ),
             });
         }
-        let shape = self.shape().to_vec();
-        let tile = tile_shape(self, factors);
-        let grid: Vec<u64> = shape
-            .iter()
-            .zip(&tile)
-            .map(|(&n, &t)| n.div_ceil(t.max(1)))
-            .collect();
-        let blocks: u64 = grid.iter().product();
+        let blocks = blocks(self, factors)?;
+        let span = tracing::debug_span!("downsample", array = %self.path, source = %source.path(), %reduction, blocks = blocks.len());
+        self.downsample_blocks(source, blocks, factors, reduction)
+            .instrument(span)
+            .await
+    }
+
+    /// Write each of `blocks` (regions of this array) from its windows of `source`.
+    async fn downsample_blocks<R: ReadableStore + ?Sized>(
+        &self,
+        source: &Array<R>,
+        blocks: Vec<Region>,
+        factors: &[u64],
+        reduction: Reduction,
+    ) -> Result<()> {
         let mut writer = self.shard_writer();
-        let _span = tracing::debug_span!("downsample", array = %self.path, source = %source.path(), %reduction, blocks).entered();
-        for i in 0..blocks {
-            let index = zarr_core::unravel_index(i, &grid).unwrap_or_default();
-            let out_region = Region::try_new(
-                index
-                    .iter()
-                    .zip(&tile)
-                    .zip(&shape)
-                    .map(|((&j, &t), &n)| j * t..(j + 1).saturating_mul(t).min(n))
-                    .collect(),
-            )?;
+        for out_region in blocks {
             let in_region = Region::try_new(
                 out_region
                     .ranges()
@@ -638,59 +637,31 @@ fn split_rows<T: Send + Sync, O: Send>(
     parts.into_iter().flatten().collect()
 }
 
-/// The shape of the blocks `output` is written in: whole chunks of it (inner chunks, when
-/// its shards are written through a [`ShardWriter`]), as many along the last dimensions as
-/// keep the part of the source each block reads within [`BLOCK_BYTES`].
-fn tile_shape<S: ?Sized>(output: &Array<S>, factors: &[u64]) -> Vec<u64> {
-    let shape = output.shape();
-    let inner = output
-        .inner_chunk_shape()
-        .filter(|_| output.shards_buffered());
-    let chunk: Vec<u64> = match inner.or(output.chunk_grid().nominal_chunk_shape()) {
-        Some(chunk) => chunk.to_vec(),
-        // A rectilinear grid: blocks of its largest chunk, which may cut chunks (those are
-        // read, merged and written).
-        None => output
-            .chunk_grid()
-            .edge_lengths(shape)
-            .map(|edges| {
-                edges
-                    .iter()
-                    .map(|e| e.iter().copied().max().unwrap_or(1))
-                    .collect()
-            })
-            .unwrap_or_else(|_| shape.to_vec()),
-    };
+/// The blocks `output` is written in, in order: parts of whole chunks of it, each reading
+/// about [`BLOCK_BYTES`] of the source at most ([`Array::split_region`]). Shards too large
+/// for one block are cut along their inner chunks when a [`ShardWriter`] keeps those (one
+/// shard is finished before the next is begun, so the writer holds one at a time), and
+/// written whole otherwise.
+fn blocks<S: ?Sized>(output: &Array<S>, factors: &[u64]) -> Result<Vec<Region>> {
     let width = output.data_type().fixed_size().unwrap_or(1).max(1) as u64;
-    let mut tile: Vec<u64> = chunk
-        .iter()
-        .zip(shape)
-        .map(|(&c, &n)| c.min(n).max(1))
-        .collect();
-    let mut bytes = tile
-        .iter()
-        .zip(factors)
-        .fold(width, |b, (&t, &f)| b.saturating_mul(t.saturating_mul(f)));
-    for i in (0..shape.len()).rev() {
-        let chunks = shape[i].div_ceil(chunk[i].max(1)).max(1);
-        let room = (BLOCK_BYTES / bytes.max(1)).clamp(1, chunks);
-        tile[i] = chunk[i].max(1).saturating_mul(room);
-        bytes = bytes.saturating_mul(room);
-        if room < chunks {
-            break;
-        }
+    let per_element = factors.iter().fold(width, |b, &f| b.saturating_mul(f));
+    let max_elements = BLOCK_BYTES / per_element.max(1);
+    if output.shards_buffered() {
+        output.split_region(.., max_elements)
+    } else {
+        output.split_region_whole_chunks(.., max_elements)
     }
-    tile
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Blocks of an output sharded by the codec are whole inner chunks (written through a
-    /// `ShardWriter`), not whole shards; unsharded outputs keep whole chunks.
+    /// Blocks of an output sharded by the codec are whole shards where they fit and rows of
+    /// inner chunks of one shard where they do not, one shard finished before the next;
+    /// other outputs are written in whole chunks. The blocks cover the output once.
     #[test]
-    fn blocks_of_sharded_outputs_are_rows_of_inner_chunks() {
+    fn blocks_are_whole_chunks_or_inner_chunks_of_one_shard_at_a_time() {
         use crate::{ArrayBuilder, ArrayOptions};
         use zarr_core::NodePath;
         let array = |builder: ArrayBuilder| {
@@ -699,19 +670,67 @@ mod tests {
             Array::from_metadata(store, NodePath::root(), metadata, ArrayOptions::default())
                 .unwrap()
         };
-        // A row of inner chunks reads 256 x 8192 x 2 bytes x 4 (2x2 windows) = 16 MiB of
-        // the source: four rows fit in a block, where a shard is 16 rows.
+        let r = |ranges: Vec<std::ops::Range<u64>>| Region::try_new(ranges).unwrap();
+        // The blocks, and the first and last chunk each touches, checking that each covers
+        // whole units of `unit` (clipped to the array) and that together they cover the
+        // array.
+        let blocks_of = |output: &Array<zarr_store::MemoryStore>, unit: &[u64]| {
+            let blocks = blocks(output, &[2, 2]).unwrap();
+            let mut covered = 0;
+            let chunks: Vec<(Vec<u64>, Vec<u64>)> = blocks
+                .iter()
+                .map(|block| {
+                    let ranges = block.ranges();
+                    for ((range, &u), &n) in ranges.iter().zip(unit).zip(output.shape()) {
+                        assert!(range.start % u == 0 && (range.end % u == 0 || range.end == n));
+                    }
+                    let first = output
+                        .chunk_grid()
+                        .chunk_of(output.shape(), &block.starts());
+                    let ends: Vec<u64> = ranges.iter().map(|r| r.end - 1).collect();
+                    let last = output.chunk_grid().chunk_of(output.shape(), &ends);
+                    covered += block.num_elements().unwrap();
+                    (first.unwrap().0, last.unwrap().0)
+                })
+                .collect();
+            assert_eq!(covered, output.shape().iter().product::<u64>());
+            (blocks, chunks)
+        };
+        // 4 x 16 shards of 4096 x 4096 float32 in inner chunks of 256 x 256: a row of inner
+        // chunks of a shard reads 256 x 4096 x 4 bytes x 4 (2x2 windows) = 16 MiB of the
+        // source, so a block is 4 rows of them, and a shard 4 blocks, one after another.
         let sharded = array(
-            ArrayBuilder::new(vec![8192, 8192], DataType::UInt16, vec![4096, 8192])
-                .sharding(vec![256, 8192]),
+            ArrayBuilder::new(vec![16384, 65536], DataType::Float32, vec![4096, 4096])
+                .sharding(vec![256, 256]),
         );
-        assert_eq!(tile_shape(&sharded, &[2, 2]), [1024, 8192]);
+        let (blocks, chunks) = blocks_of(&sharded, &[256, 256]);
+        assert_eq!(blocks.len(), 4 * 16 * 4);
+        assert_eq!(blocks[0], r(vec![0..1024, 0..4096]));
+        assert_eq!(blocks[4], r(vec![0..1024, 4096..8192]));
+        for (i, (first, last)) in chunks.iter().enumerate() {
+            assert_eq!(first, last, "{:?}", blocks[i]);
+            assert_eq!(first, &[i as u64 / 64, (i as u64 / 4) % 16]);
+        }
+        // Shards that fit: several whole ones per block (here two rows of 8 shards, each
+        // reading 4 MiB of the source).
+        let small = array(
+            ArrayBuilder::new(vec![8192, 8192], DataType::UInt8, vec![1024, 1024])
+                .sharding(vec![256, 256]),
+        );
+        let (blocks, _) = blocks_of(&small, &[1024, 1024]);
+        assert_eq!(blocks.len(), 4);
+        assert_eq!(blocks[1], r(vec![2048..4096, 0..8192]));
+        // Unsharded: whole chunks, however large.
         let plain = array(ArrayBuilder::new(
             vec![8192, 8192],
             DataType::UInt16,
             vec![4096, 8192],
         ));
-        assert_eq!(tile_shape(&plain, &[2, 2]), [4096, 8192]);
+        let (blocks, _) = blocks_of(&plain, &[4096, 8192]);
+        assert_eq!(
+            blocks,
+            [r(vec![0..4096, 0..8192]), r(vec![4096..8192, 0..8192])]
+        );
     }
 
     #[test]

@@ -387,7 +387,8 @@ impl<S: ReadableStore + ?Sized> Array<S> {
     /// # Errors
     /// [`Error::Unsupported`] (before anything is read) if the shapes or data types differ;
     /// then read errors of this array and write errors of `dest`, the first one ending the
-    /// copy (the parts written before it stay written).
+    /// copy. The chunks (shards) stored before it stay written; a shard of `dest` that was
+    /// being written along its inner chunks is not stored.
     pub async fn copy_to<D: WritableStore + ?Sized>(
         &self,
         dest: &Array<D>,
