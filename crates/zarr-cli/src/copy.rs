@@ -858,7 +858,7 @@ async fn copy_array(
         let (src, out) = (src.clone(), out.clone());
         let (from, to) = (from.clone(), to.clone());
         let resume = plan.resume;
-        tokio::spawn(async move {
+        Ahead(tokio::spawn(async move {
             if resume && all_stored(&out, &block).await? {
                 return Ok::<_, anyhow::Error>((block, None));
             }
@@ -876,13 +876,13 @@ async fn copy_array(
                 other => other,
             };
             Ok((block, Some(values)))
-        })
+        }))
     };
     let mut blocks = blocks.into_iter();
     let mut next = blocks.next().map(read);
     let mut skipped = 0;
-    while let Some(task) = next.take() {
-        let (block, values) = task
+    while let Some(mut task) = next.take() {
+        let (block, values) = (&mut task.0)
             .await
             .map_err(|e| anyhow::anyhow!("a block's read task failed: {e}"))??;
         next = blocks.next().map(read);
@@ -934,10 +934,38 @@ async fn all_stored(array: &Array<dyn Store>, block: &zarr::array::Region) -> Re
     Ok(stored.into_iter().all(|s| s))
 }
 
+/// A spawned task aborted when dropped: an error that ends a copy stops the read of the
+/// next block too.
+struct Ahead<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for Ahead<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use zarr::store::{MemoryStore, Operation, RecordingStore};
+
+    /// A read ahead dropped (an error ended the copy) is stopped, not left running.
+    #[test]
+    fn a_read_ahead_dropped_stops() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = Arc::clone(&done);
+            let ahead = Ahead(tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            }));
+            tokio::task::yield_now().await;
+            drop(ahead);
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            assert!(!done.load(std::sync::atomic::Ordering::SeqCst));
+        });
+    }
 
     /// A copy into shards larger than a block reads the source in blocks of inner chunk rows
     /// and stores each shard once, never reading the destination.

@@ -483,9 +483,7 @@ fn slabs_cut(
         .iter()
         .enumerate()
         .filter(|&(d, _)| d != axis)
-        .map(|(_, r)| r.end - r.start)
-        .product::<u64>()
-        .saturating_mul(element_bytes)
+        .fold(element_bytes, |n, (_, r)| n.saturating_mul(r.end - r.start))
         .max(1);
     let rows_wanted = (target_bytes / row_bytes).max(1);
     let mut out = Vec::new();
