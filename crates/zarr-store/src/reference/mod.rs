@@ -176,12 +176,15 @@ impl References {
 ///
 /// 1. a store mapped to a prefix of the URL with [`with_target`](ReferenceStore::with_target)
 ///    (the longest prefix wins; the rest of the URL is the key in that store);
-/// 2. local paths and `file://` URLs, if [`with_local_files`](ReferenceStore::with_local_files)
-///    gave the directory that relative paths start from;
+/// 2. local paths and `file://` URLs (the scheme in any case), if
+///    [`with_local_files`](ReferenceStore::with_local_files) gave the directory that relative
+///    paths start from;
 /// 3. other URLs (`s3://`, `gs://`, `az://`, `http(s)://`), if
 ///    [`with_remote_urls`](ReferenceStore::with_remote_urls) allows them: opened with
 ///    [`ObjectStoreAdapter::from_url`] (credentials from the environment, and the backend's
-///    cargo feature), one store per directory, kept for the store's lifetime.
+///    cargo feature), one store per directory, kept for the store's lifetime. The URL's
+///    path is percent-decoded, its file name as its directories (`run%201.nc` is the file
+///    `run 1.nc`).
 ///
 /// Nothing is read from anywhere unless allowed, so a reference set from elsewhere cannot make
 /// a program read files it did not mean to. A URL no rule resolves is
@@ -472,19 +475,23 @@ impl ReferenceStore {
                 });
             }
         }
-        let scheme = url.split_once("://").map(|(scheme, _)| scheme).filter(|s| {
-            s.len() > 1
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        });
-        if scheme.is_none() || scheme == Some("file") {
+        // Schemes are case-insensitive: `FILE://` names a local file as `file://` does.
+        let scheme = url
+            .split_once("://")
+            .map(|(scheme, _)| scheme.to_ascii_lowercase())
+            .filter(|s| {
+                s.len() > 1
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            });
+        if scheme.as_deref().is_none_or(|s| s == "file") {
             let Some(base) = &self.local else {
                 return Err(unreachable(
                     "local files are not allowed (ReferenceStore::with_local_files)".into(),
                     None,
                 ));
             };
-            let path = match url.strip_prefix("file://") {
+            let path = match scheme {
                 Some(_) => url::Url::parse(url)
                     .ok()
                     .and_then(|u| u.to_file_path().ok())
@@ -492,6 +499,12 @@ impl ReferenceStore {
                 None => base.join(url),
             };
             return Ok(Target::Local(path));
+        }
+        if scheme.as_deref() == Some("memory") {
+            return Err(unreachable(
+                "memory:// names no data a reference can point to".into(),
+                None,
+            ));
         }
         if !self.remote {
             return Err(unreachable(
@@ -505,7 +518,10 @@ impl ReferenceStore {
             .rsplit_once('/')
             .filter(|(parent, _)| parent.contains("://") && !parent.ends_with('/'))
             .ok_or_else(|| unreachable("the URL names no file".into(), None))?;
-        let target_key = StoreKey::try_new(name)
+        // The directory's path is percent-decoded when its store is opened; so is the name.
+        let decoded = object_store::path::Path::from_url_path(name)
+            .map_err(|e| unreachable(format!("{name:?} is not a file name: {e}"), None))?;
+        let target_key = StoreKey::try_new(decoded.as_ref())
             .map_err(|e| unreachable(format!("{name:?} is not a file name"), Some(e)))?;
         let store = {
             let mut stores = self

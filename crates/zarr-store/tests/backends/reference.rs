@@ -457,6 +457,61 @@ async fn remote_urls_are_opened_per_directory_when_allowed() {
     assert_eq!(store.get(&key("w")).await.unwrap(), Some(file));
 }
 
+/// A file name percent-encoded in a remote URL is decoded as its directory is, so the
+/// request names the file the URL does.
+#[tokio::test]
+async fn remote_urls_with_percent_escapes_name_the_file() {
+    let file: Bytes = (0..50u8).collect::<Vec<_>>().into();
+    let (server, base) = RangeServer::start(HashMap::from([(
+        "data%20dir/run%201.nc".to_owned(),
+        file.clone(),
+    )]))
+    .await;
+    let url = format!("{base}/data%20dir/run%201.nc");
+    let set = refs(json!({"c/0": [url, 10, 5]}));
+    let store = ReferenceStore::new(set).with_remote_urls(true);
+    assert_eq!(
+        store.get(&key("c/0")).await.unwrap().as_deref(),
+        Some(&file[10..15])
+    );
+    let log = server.take_log();
+    assert!(
+        log.iter().all(|r| r.path == "/data%20dir/run%201.nc"),
+        "{log:?}"
+    );
+}
+
+/// URL schemes are case-insensitive: remote URLs allowed do not let `FILE://` (or
+/// `memory://`) through as a remote store.
+#[tokio::test]
+async fn local_files_stay_refused_whatever_the_scheme_case() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("secret"), b"0123456789").unwrap();
+    let file_url = url::Url::from_file_path(dir.path().join("secret")).unwrap();
+    for url in [
+        file_url.as_str().replacen("file", "FILE", 1),
+        file_url.as_str().replacen("file", "File", 1),
+        "memory:///x/y".to_owned(),
+        "MEMORY:///x/y".to_owned(),
+    ] {
+        let set = refs(json!({"a": [url, 0, 4]}));
+        let store = ReferenceStore::new(set).with_remote_urls(true);
+        let answer = store.get(&key("a")).await;
+        assert!(
+            matches!(answer, Err(Error::UnreachableReference { .. })),
+            "{url}: {answer:?}"
+        );
+    }
+    // Allowed, the upper-case scheme reads the local file.
+    let upper = file_url.as_str().replacen("file", "FILE", 1);
+    let set = refs(json!({"a": [upper, 2, 4]}));
+    let store = ReferenceStore::new(set).with_local_files(dir.path());
+    assert_eq!(
+        store.get(&key("a")).await.unwrap().as_deref(),
+        Some(&b"2345"[..])
+    );
+}
+
 #[tokio::test]
 async fn listing_and_refused_writes() {
     let set = refs(json!({
