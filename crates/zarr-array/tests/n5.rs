@@ -132,6 +132,30 @@ async fn n5_containers_read_as_zarr_hierarchies() {
         .await
         .unwrap();
     assert_eq!(listed.keys, [StoreKey::new("volumes/raw/zarr.json")]);
+    // A stray `zarr.json` beside an attributes file is listed once, in every listing.
+    put(store.inner(), "volumes/raw/zarr.json", "{}").await;
+    let listed = store
+        .list_dir(&StorePrefix::new("volumes/raw/"))
+        .await
+        .unwrap();
+    assert_eq!(listed.keys, [StoreKey::new("volumes/raw/zarr.json")]);
+    let below = store
+        .list_prefix(&StorePrefix::new("volumes/"))
+        .await
+        .unwrap();
+    let all = store.list().await.unwrap();
+    for keys in [&below, &all] {
+        let once = keys
+            .iter()
+            .filter(|k| k.as_str() == "volumes/raw/zarr.json")
+            .count();
+        assert_eq!(once, 1, "{keys:?}");
+    }
+    store
+        .inner()
+        .erase(&StoreKey::new("volumes/raw/zarr.json"))
+        .await
+        .unwrap();
     // A path holding nothing is no node, nor is a directory of a dataset's blocks.
     assert!(Node::open(Arc::clone(&store), "/nothing").await.is_err());
     assert!(

@@ -245,7 +245,9 @@ impl<S: WritableStore + ListableStore> WritableStore for N5Store<S> {
 impl<S: ListableStore> ListableStore for N5Store<S> {
     async fn list(&self) -> Result<Vec<StoreKey>> {
         let mut keys: Vec<StoreKey> = self.inner.list().await?.into_iter().map(zarr_key).collect();
+        // A node holding both `attributes.json` and `zarr.json` lists the latter once.
         keys.sort();
+        keys.dedup();
         Ok(keys)
     }
 
@@ -257,14 +259,18 @@ impl<S: ListableStore> ListableStore for N5Store<S> {
             .into_iter()
             .map(zarr_key)
             .collect();
+        // A node holding both `attributes.json` and `zarr.json` lists the latter once.
         keys.sort();
+        keys.dedup();
         Ok(keys)
     }
 
     async fn list_dir(&self, prefix: &StorePrefix) -> Result<ListDir> {
         let listed = self.inner.list_dir(prefix).await?;
         let mut keys: Vec<StoreKey> = listed.keys.into_iter().map(zarr_key).collect();
+        // A node holding both `attributes.json` and `zarr.json` lists the latter once.
         keys.sort();
+        keys.dedup();
         Ok(ListDir {
             keys,
             prefixes: listed.prefixes,
