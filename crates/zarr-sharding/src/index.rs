@@ -187,9 +187,9 @@ impl ShardIndex {
         (0..self.len()).filter_map(|i| self.chunk_range(i).map(|r| (i, r)))
     }
 
-    /// Check every entry: an entry is empty (both values 2^64-1) or `offset + nbytes` does not
-    /// overflow, ends within `shard_size` (when known), and does not overlap `index` (the bytes
-    /// of the index within the shard, when known).
+    /// Check every entry: an entry is empty (both values 2^64-1) or neither value is 2^64-1,
+    /// `offset + nbytes` does not overflow, ends within `shard_size` (when known), and does
+    /// not overlap `index` (the bytes of the index within the shard, when known).
     ///
     /// # Errors
     /// [`Error::EntryOutOfBounds`] or [`Error::EntryOverlapsIndex`] naming `shard` and the
@@ -207,6 +207,9 @@ impl ShardIndex {
             }
             let end = offset.checked_add(nbytes);
             let outside = match (end, shard_size) {
+                // Half an empty marker (`(2^64-1, 0)`, `(0, 2^64-1)`): no shard reaches that
+                // far, whether or not its size is known.
+                _ if offset == EMPTY_ENTRY || nbytes == EMPTY_ENTRY => true,
                 (None, _) => true,
                 (Some(end), Some(size)) => end > size,
                 (Some(_), None) => false,
@@ -300,8 +303,16 @@ mod tests {
             })
         ));
         // Half-empty entries are not empty: offset 2^64-1 with nbytes 0 lies outside any shard.
-        let half = ShardIndex::from_entries(&[1], vec![u64::MAX, 0]).unwrap();
-        assert!(half.validate(None, Some(100), None).is_err());
+        // So is either half of the marker, whether the shard's size is known or not.
+        for entries in [vec![u64::MAX, 0], vec![0, u64::MAX], vec![u64::MAX, 5]] {
+            let half = ShardIndex::from_entries(&[1], entries).unwrap();
+            for size in [Some(100), None] {
+                assert!(matches!(
+                    half.validate(None, size, None),
+                    Err(Error::EntryOutOfBounds { .. })
+                ));
+            }
+        }
     }
 
     #[test]

@@ -83,10 +83,13 @@
 //! # Bad input
 //!
 //! A shard is data from outside: an index entry pointing outside the shard or into the
-//! index, `offset + nbytes` overflowing, a shard shorter than its index, a failed index
-//! checksum, a corrupt inner chunk, a `chunk_shape` that does not divide the shard shape, are
-//! all typed [`Error`]s naming the shard (its store key when known) and the inner chunk, never
-//! panics. Through a codec chain they arrive as `zarr_codecs::Error::External`, through the
+//! index, `offset + nbytes` overflowing, half an empty marker, a shard shorter than its index,
+//! a failed index checksum, a corrupt inner chunk, a `chunk_shape` that does not divide the
+//! shard shape, are all typed [`Error`]s naming the shard (its store key when known) and the
+//! inner chunk, never panics. (One check needs the shard's size, which a partial read of a
+//! shard whose index is at its end does not learn: there, an entry pointing into the index is
+//! found only when the whole shard is read; the inner chunk's own codecs, such as `crc32c`,
+//! catch the bytes it reads.) Through a codec chain they arrive as `zarr_codecs::Error::External`, through the
 //! transformer as `zarr_store::Error::Wrapper`; both keep this crate's error as the source.
 //!
 //! # Feature flags
