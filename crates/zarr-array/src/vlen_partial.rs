@@ -250,16 +250,28 @@ async fn read_parts(
     if offsets.iter().any(Option::is_none) {
         return Ok(None);
     }
+    if offsets.len() != requests.len() {
+        return Err(Error::unsupported(
+            array.path.as_str(),
+            format!(
+                "the store answered {} of {} byte range requests of {key}",
+                offsets.len(),
+                requests.len()
+            ),
+        ));
+    }
     let offsets: Vec<Bytes> = offsets.into_iter().flatten().collect();
     let mut requests = Vec::with_capacity(offsets.len());
-    let mut i = 0;
+    let mut answers = offsets.iter();
     for part in &parts {
         for _ in &part.runs {
+            let offs = answers
+                .next()
+                .expect("one answer per request, checked above");
             let r = codec
-                .values_byte_range(part.num_elements, &offsets[i])
+                .values_byte_range(part.num_elements, offs)
                 .map_err(|e| array.chunk_error(key, e))?;
             requests.push((key.clone(), place(part, r)?));
-            i += 1;
         }
     }
     let values = store

@@ -380,3 +380,48 @@ async fn truncated_and_corrupt_chunks_are_errors_naming_the_key() {
     let err = array.read_strings::<i32>(1..2).await.unwrap_err();
     assert!(err.to_string().contains("bad/c/0"), "{err}");
 }
+
+/// A store that answers one byte range fewer than asked (a broken third-party store).
+#[derive(Debug)]
+struct ShortAnswers(MemoryStore);
+
+#[async_trait::async_trait]
+impl ReadableStore for ShortAnswers {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        self.0.get(key).await
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.0.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, zarr_store::ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        let mut answers = self.0.get_partial_values(key_ranges).await?;
+        answers.pop();
+        Ok(answers)
+    }
+}
+
+/// A store answering fewer byte ranges than asked is an error naming the chunk, not a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_answering_short_is_an_error() {
+    let memory = MemoryStore::new();
+    let array = ArrayBuilder::new(vec![1000], DataType::String, vec![1000])
+        .array_to_bytes(vlen_arrow())
+        .create(Arc::new(memory.clone()), "/short")
+        .await
+        .unwrap();
+    let all = words(0..1000);
+    array
+        .write_strings(0..1000, &VlenStrings::<i32>::from_strs(&all).unwrap())
+        .await
+        .unwrap();
+    let short = Array::open(Arc::new(ShortAnswers(memory)), "/short")
+        .await
+        .unwrap();
+    let err = short.read_strings::<i32>(500..510).await.unwrap_err();
+    assert!(err.to_string().contains("short/c/0"), "{err}");
+}
