@@ -1169,7 +1169,10 @@ impl Inner {
     /// open the value's file (creating it), truncate it and write it, holding the key's lock.
     fn write_in_place(&self, key: &StoreKey, segments: &[&str], value: &[u8]) -> Result<()> {
         let (name, parents) = segments.split_last().unwrap_or((&"", &[]));
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        // Non-blocking, so that a FIFO in the key's place (without a reader) is refused at
+        // once instead of hanging the write; regular files ignore the flag.
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let mode = Mode::from(0o666);
         let lock = {
             use std::hash::{Hash, Hasher};
@@ -1216,10 +1219,26 @@ impl Inner {
                             "open",
                         ));
                     }
+                    Err(Errno::NXIO) => {
+                        return Err(Error::NotAFile {
+                            path: self.root.join(key.as_str()),
+                        });
+                    }
                     Err(err) => return Err(self.io_error("open", segments, err)),
                 }
             }
         };
+        // Only a regular file holds a value (not a FIFO with a reader, say).
+        let meta = file.metadata().map_err(|e| Error::Io {
+            operation: "inspect",
+            path: self.root.join(key.as_str()),
+            source: e,
+        })?;
+        if !meta.is_file() {
+            return Err(Error::NotAFile {
+                path: self.root.join(key.as_str()),
+            });
+        }
         self.fill(key, &mut file, value)?;
         if self.options.durable
             && let Some(dir) = dir
@@ -1323,10 +1342,14 @@ impl Inner {
             path.extend(segments.iter());
             path
         };
-        let entries = self.read_entries(dir.as_fd(), || refs(segments))?;
-        for (name, kind) in entries {
+        // Every entry, names that are not UTF-8 (and so no keys) included: erasing a prefix
+        // removes its directory, whatever another program put there.
+        let entries = self.read_raw_entries(dir.as_fd(), || refs(segments))?;
+        for (raw, kind) in entries {
+            let name = raw.to_string_lossy().into_owned();
+            let raw = raw.as_c_str();
             if kind == FileType::Directory {
-                match rustix::fs::openat(dir.as_fd(), name.as_str(), DIR_FLAGS, Mode::empty()) {
+                match rustix::fs::openat(dir.as_fd(), raw, DIR_FLAGS, Mode::empty()) {
                     Ok(child) => {
                         segments.push(name.clone());
                         let cleared = self.clear_dir(child, segments);
@@ -1344,7 +1367,7 @@ impl Inner {
                         });
                     }
                 }
-                match rustix::fs::unlinkat(dir.as_fd(), name.as_str(), AtFlags::REMOVEDIR) {
+                match rustix::fs::unlinkat(dir.as_fd(), raw, AtFlags::REMOVEDIR) {
                     // A concurrent writer put something back: its write wins.
                     Ok(()) | Err(Errno::NOENT | Errno::NOTEMPTY | Errno::EXIST) => {}
                     Err(err) => {
@@ -1359,7 +1382,7 @@ impl Inner {
                 }
             } else {
                 // Files, temporary files and symbolic links (the link, never its target).
-                match rustix::fs::unlinkat(dir.as_fd(), name.as_str(), AtFlags::empty()) {
+                match rustix::fs::unlinkat(dir.as_fd(), raw, AtFlags::empty()) {
                     Ok(()) | Err(Errno::NOENT) => {}
                     Err(err) => {
                         segments.push(name);
@@ -1432,6 +1455,21 @@ impl Inner {
         dir: BorrowedFd<'_>,
         path: impl Fn() -> PathBuf,
     ) -> Result<Vec<(String, FileType)>> {
+        let entries = self.read_raw_entries(dir, path)?;
+        Ok(entries
+            .into_iter()
+            // Names that are not UTF-8 cannot be keys; nothing in the store made them.
+            .filter_map(|(name, kind)| name.into_string().ok().map(|name| (name, kind)))
+            .collect())
+    }
+
+    /// Every entry of a directory but `.` and `..`, with its type (symbolic links reported
+    /// as such, never followed).
+    fn read_raw_entries(
+        &self,
+        dir: BorrowedFd<'_>,
+        path: impl Fn() -> PathBuf,
+    ) -> Result<Vec<(std::ffi::CString, FileType)>> {
         let io = |source: Errno| Error::Io {
             operation: "list",
             path: path(),
@@ -1441,14 +1479,10 @@ impl Inner {
         let mut reader = Dir::read_from(dir).map_err(io)?;
         while let Some(entry) = reader.read() {
             let entry = entry.map_err(io)?;
-            let bytes = entry.file_name().to_bytes();
-            if bytes == b"." || bytes == b".." {
+            let name = entry.file_name();
+            if name.to_bytes() == b"." || name.to_bytes() == b".." {
                 continue;
             }
-            // Names that are not UTF-8 cannot be keys; nothing in the store made them.
-            let Ok(name) = std::str::from_utf8(bytes) else {
-                continue;
-            };
             let mut kind = entry.file_type();
             if kind == FileType::Unknown {
                 kind = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {

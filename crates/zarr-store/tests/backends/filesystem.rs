@@ -458,6 +458,80 @@ async fn a_failed_write_leaves_the_old_value_and_no_temporary_file() {
     }
 }
 
+/// Erasing a prefix removes its directory whole, entries whose names are not UTF-8 (no
+/// keys, made by another program) included, so that the prefix is gone from listings.
+#[tokio::test]
+async fn erasing_a_prefix_removes_names_that_are_no_keys() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = FilesystemStore::new(dir.path()).unwrap();
+    store
+        .set(&key("a/b/v"), Bytes::from_static(b"v"))
+        .await
+        .unwrap();
+    let odd = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    std::fs::write(dir.path().join("a").join(odd), b"x").unwrap();
+    std::fs::create_dir(dir.path().join("a/b").join(odd)).unwrap();
+    std::fs::write(dir.path().join("a/b").join(odd).join(odd), b"y").unwrap();
+    store.erase_prefix(&StorePrefix::new("a/")).await.unwrap();
+    assert!(!dir.path().join("a").exists());
+    assert_eq!(
+        store.list_dir(&StorePrefix::root()).await.unwrap().prefixes,
+        Vec::<StorePrefix>::new()
+    );
+}
+
+/// An in-place write to a key whose file is a FIFO is refused at once (not a hang waiting
+/// for a reader, nor bytes sent to one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_place_writes_refuse_a_fifo() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("f");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from(0o644),
+        0,
+    )
+    .unwrap();
+    for durable in [false, true] {
+        let store = FilesystemStore::with_options(
+            dir.path(),
+            FilesystemOptions::default()
+                .with_atomic_writes(false)
+                .with_durable(durable),
+        )
+        .unwrap();
+        let f = key("f");
+        let write = store.set(&f, Bytes::from_static(b"value"));
+        let answer = match tokio::time::timeout(std::time::Duration::from_secs(20), write).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                // Release the blocked writer before failing, so that the test ends.
+                let _reader = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .open(&fifo);
+                panic!("the write waited for a reader");
+            }
+        };
+        assert!(matches!(answer, Err(Error::NotAFile { .. })), "{answer:?}");
+        // With a reader: still refused, and nothing sent to it.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&fifo)
+            .unwrap();
+        let answer = store.set(&key("f"), Bytes::from_static(b"value")).await;
+        assert!(matches!(answer, Err(Error::NotAFile { .. })), "{answer:?}");
+        let mut buf = [0u8; 8];
+        let read = std::io::Read::read(&mut &reader, &mut buf);
+        assert!(matches!(read, Ok(0)) || read.is_err(), "{read:?}");
+    }
+}
+
 #[tokio::test]
 async fn leftover_temporary_files_are_invisible_and_erased_with_their_prefix() {
     let dir = tempfile::tempdir().unwrap();
