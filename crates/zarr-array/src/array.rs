@@ -1935,7 +1935,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
         self.check_element::<T>()?;
         let (grown, region) = self.grown_along(axis, values.len() as u64)?;
         crate::write::reshape_edge_chunks(self, &grown).await?;
-        grown.write_bytes(&region, as_bytes(values)).await?;
+        let written = grown.write_bytes(&region, as_bytes(values)).await;
+        self.discard_on_error(&grown, written).await?;
         self.store_metadata(ArrayMetadata::clone(&grown.metadata))
             .await?;
         Ok(region)
@@ -1966,10 +1967,50 @@ impl<S: WritableStore + ?Sized> Array<S> {
         };
         let (grown, region) = self.grown_along(axis, elements)?;
         crate::write::reshape_edge_chunks(self, &grown).await?;
-        grown.write_array_bytes(&region, values).await?;
+        let written = grown.write_array_bytes(&region, values).await;
+        self.discard_on_error(&grown, written).await?;
         self.store_metadata(ArrayMetadata::clone(&grown.metadata))
             .await?;
         Ok(region)
+    }
+
+    /// After a failed write through `grown`, clear what it wrote outside the stored shape
+    /// (best effort: the write's error is the one answered).
+    async fn discard_on_error(&self, grown: &Self, written: Result<()>) -> Result<()> {
+        if let Err(err) = written {
+            if let Err(cleanup) = self.discard_outside(grown).await {
+                tracing::warn!(
+                    array = %self.path,
+                    error = %cleanup,
+                    "cannot clear the values of a failed append"
+                );
+            }
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// Clear what `grown`, a handle to this array with another shape
+    /// ([`Array::with_shape`]), wrote outside the stored shape: chunks wholly outside it are
+    /// erased and the parts of those it cuts reset to the fill value, so that no later
+    /// `resize` brings those values to light. For a write through such a handle that failed
+    /// and will not be completed; [`Array::append`] does this itself when it fails.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if `grown` is a handle to another array; store and chunk
+    /// errors.
+    pub async fn discard_outside(&self, grown: &Self) -> Result<()> {
+        if !Arc::ptr_eq(&self.store, &grown.store) || self.path != grown.path {
+            return Err(Error::unsupported(
+                self.path.as_str(),
+                format!(
+                    "clearing what a handle to another array ({}) wrote",
+                    grown.path
+                ),
+            ));
+        }
+        crate::write::clear_outside(grown, &self.metadata.shape).await?;
+        crate::write::reshape_edge_chunks(grown, self).await
     }
 
     /// This array grown along `axis` by the slices `elements` values fill, and the region
@@ -2026,8 +2067,10 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// see the larger shape before its data; [`Array::append`] works this way, and `zarr put
     /// --append` streams a file through such a handle.
     ///
-    /// Chunks written through it outside the stored shape stay invisible (and are erased by
-    /// a later shrinking `resize`) until the shape is stored.
+    /// Chunks written through it outside the stored shape stay invisible until a `resize`
+    /// stores a shape that covers them; nothing else erases them (a shrinking `resize`
+    /// clears only what lies within the stored shape). After a write through it that
+    /// failed and will not be completed, [`Array::discard_outside`] clears them.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

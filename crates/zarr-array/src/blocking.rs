@@ -867,6 +867,14 @@ impl<S: WritableStore + ?Sized> Array<S> {
         Ok(Self(self.0.with_shape(shape)?))
     }
 
+    /// [`crate::Array::discard_outside`].
+    ///
+    /// # Errors
+    /// As [`crate::Array::discard_outside`], and [`Error::BlockingInAsync`].
+    pub fn discard_outside(&self, grown: &Self) -> Result<()> {
+        block_on(self.0.discard_outside(&grown.0))?
+    }
+
     /// [`crate::Array::append`].
     ///
     /// # Errors

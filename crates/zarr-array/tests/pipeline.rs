@@ -1195,3 +1195,53 @@ fn a_write_stores_chunks_itself_only_while_the_stores_keep_up() {
         "the stores did not run in parallel: {stats:?}"
     );
 }
+
+/// An append whose write fails clears what it wrote beyond the stored shape, so a later
+/// `resize` that grows the array shows fill values there, not the failed append's values;
+/// `discard_outside` does the same after a failed write through a `with_shape` handle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_append_leaves_no_values_beyond_the_shape() {
+    let store = Arc::new(FailingWrites {
+        refuse: "log/c/1".into(),
+        ..FailingWrites::default()
+    });
+    let mut log = ArrayBuilder::new(vec![2], DataType::UInt32, vec![4])
+        .create(Arc::clone(&store), "/log")
+        .await
+        .unwrap();
+    log.write(0..2, &[1u32, 2]).await.unwrap();
+    // Chunk 0 takes 3 and 4 past the stored edge; chunk 1 (5) is refused.
+    assert!(log.append(0, &[3u32, 4, 5]).await.is_err());
+    assert_eq!(log.shape(), [2]);
+    log.resize(vec![8]).await.unwrap();
+    assert_eq!(log.read::<u32>(..).await.unwrap(), [1, 2, 0, 0, 0, 0, 0, 0]);
+
+    let memory = Arc::new(MemoryStore::new());
+    let mut log = ArrayBuilder::new(vec![2], DataType::UInt32, vec![4])
+        .create(Arc::clone(&memory), "/log")
+        .await
+        .unwrap();
+    log.write(0..2, &[1u32, 2]).await.unwrap();
+    let grown = log.with_shape(vec![5]).unwrap();
+    grown.write(2..5, &[3u32, 4, 5]).await.unwrap();
+    log.discard_outside(&grown).await.unwrap();
+    assert!(
+        memory
+            .get(&StoreKey::new("log/c/1"))
+            .await
+            .unwrap()
+            .is_none(),
+        "the chunk wholly outside is erased"
+    );
+    log.resize(vec![8]).await.unwrap();
+    assert_eq!(log.read::<u32>(..).await.unwrap(), [1, 2, 0, 0, 0, 0, 0, 0]);
+    // A handle to another array is refused.
+    let other = ArrayBuilder::new(vec![2], DataType::UInt32, vec![4])
+        .create(Arc::clone(&memory), "/other")
+        .await
+        .unwrap();
+    assert!(matches!(
+        log.discard_outside(&other).await,
+        Err(Error::Unsupported { .. })
+    ));
+}

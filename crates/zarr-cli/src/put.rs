@@ -62,7 +62,8 @@ pub(crate) struct PutArgs {
     /// Append the file along this axis (0 for the first) instead of writing a region: the
     /// array grows by the file's length along it, and the file's other dimensions must be
     /// the array's. The new shape is stored once every value is written, so readers never
-    /// see it without its data, and a failed append leaves the shape as it was (except on
+    /// see it without its data, and a failed append leaves the shape as it was, clearing
+    /// the values it wrote beyond it (except on
     /// a `zarrs.regular_bounded` grid, whose edge chunks are re-encoded at the new shape
     /// before the values are written).
     #[arg(long, value_name = "AXIS", conflicts_with = "region")]
@@ -923,7 +924,7 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
         progress.finish_and_clear();
     }
     let progress = bar(global, slabs.len() as u64, "put");
-    write_slabs(
+    let written = write_slabs(
         &writer,
         &target.describe(),
         &mut source,
@@ -931,7 +932,18 @@ pub(crate) async fn run_put(args: PutArgs, global: Global) -> Result<()> {
         slabs,
         &progress,
     )
-    .await?;
+    .await;
+    if written.is_err() && args.append.is_some() && writer.shape() != array.shape() {
+        // A failed append leaves no values beyond the stored shape for a later resize to
+        // bring to light.
+        if let Err(err) = array.discard_outside(&writer).await {
+            note(
+                global,
+                &format!("warning: cannot clear the values of the failed append: {err}"),
+            );
+        }
+    }
+    written?;
     progress.finish_and_clear();
     if args.append.is_some() {
         let old = array.shape().to_vec();
