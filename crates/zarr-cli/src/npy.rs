@@ -95,6 +95,12 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
         DataType::Struct(st) => {
             let mut fields = Vec::with_capacity(st.fields().len());
             for field in st.fields() {
+                if matches!(field.data_type, DataType::NdArray(_)) {
+                    bail!(
+                        "struct field {:?} holds ndarray elements, which a .npy record cannot                          hold here; use --format raw or json",
+                        field.name
+                    );
+                }
                 let inner = npy_type(&field.data_type)
                     .with_context(|| format!("struct field {:?}", field.name))?;
                 if inner.small_int.is_some() {
@@ -116,7 +122,9 @@ pub(crate) fn npy_type(data_type: &DataType) -> Result<NpyType> {
         // The elements as stored in memory: the value, then whether it is present.
         DataType::Optional(o) => {
             let inner = npy_type(o.inner())?;
-            if inner.small_int.is_some() || matches!(o.inner(), DataType::Optional(_)) {
+            if inner.small_int.is_some()
+                || matches!(o.inner(), DataType::Optional(_) | DataType::NdArray(_))
+            {
                 bail!("numpy has no dtype for {data_type}; use --format raw or json",);
             }
             plain(&format!(
@@ -786,6 +794,9 @@ mod tests {
         );
         assert!(opt("zarrs.optional<int4>").is_err());
         assert!(opt("zarrs.optional<zarrs.optional<int8>>").is_err());
+        // ndarray elements nested in a record: numpy would need a subarray field.
+        assert!(opt("zarrs.optional<ndarray<int16, [3]>>").is_err());
+        assert!(opt("struct{a: ndarray<int16, [3]>, b: uint8}").is_err());
         // Structs: numpy's list of (name, dtype) fields, nested lists for nested structs,
         // names quoted as Python strings.
         use zarr::metadata::{StructField, StructType};

@@ -371,6 +371,11 @@ fn match_fields(
             (DataType::Struct(inner), _) => {
                 file_at += match_fields(dtype, inner, (file_at, start), &here, layout)?;
             }
+            (DataType::NdArray(_), _) => {
+                return Err(format!(
+                    "field {here} holds ndarray elements, which a .npy record cannot hold here"
+                ));
+            }
             (data_type, Descr::Type(typestr)) => {
                 let expected = npy_type(data_type).map_err(|e| format!("field {here}: {e:#}"))?;
                 if expected.small_int.is_some()

@@ -1356,8 +1356,8 @@ fn split_top_level(body: &str) -> Vec<&str> {
     let (mut depth, mut start) = (0usize, 0);
     for (i, c) in body.char_indices() {
         match c {
-            '{' | '[' => depth += 1,
-            '}' | ']' => depth = depth.saturating_sub(1),
+            '{' | '[' | '<' => depth += 1,
+            '}' | ']' | '>' => depth = depth.saturating_sub(1),
             ',' if depth == 0 => {
                 parts.push(&body[start..i]);
                 start = i + 1;
@@ -1747,6 +1747,19 @@ mod from_str_tests {
             },
             DataType::Struct(point.clone()),
             DataType::Struct(point.structured()),
+            // Fields whose own text holds commas inside `<...>`.
+            DataType::Struct(
+                StructType::new(vec![
+                    StructField::new(
+                        "block",
+                        DataType::NdArray(
+                            NdArrayType::new(DataType::Int16, vec![Some(3), Some(2)]).unwrap(),
+                        ),
+                    ),
+                    StructField::new("b", DataType::UInt8),
+                ])
+                .unwrap(),
+            ),
         ];
         for data_type in types {
             let text = data_type.to_string();

@@ -220,7 +220,7 @@ impl BytesToBytesCodec for ChecksumCodec {
 /// last word, with both sums folded every 360 words (HDF5's `H5_checksum_fletcher32`, which
 /// numcodecs follows).
 fn fletcher32(data: &[u8]) -> u32 {
-    let (mut sum1, mut sum2) = (0xffff_u32, 0xffff_u32);
+    let (mut sum1, mut sum2) = (0_u32, 0_u32);
     let even = data.len() & !1;
     for block in data[..even].chunks(720) {
         for w in block.chunks_exact(2) {
@@ -258,6 +258,12 @@ mod tests {
         let mut long: Vec<u8> = (0..=255).cycle().take(256 * 7).collect();
         long.push(b'x');
         assert_eq!(fletcher32(&long), 0xad56_b9be);
+        // Sums start at 0, not 0xffff (equal modulo 65535, but not for all-zero data).
+        assert_eq!(fletcher32(&[0; 8]), 0);
+        assert_eq!(fletcher32(&[0; 800]), 0);
+        let mut ones = vec![0u8; 1440];
+        ones.extend([255, 255]);
+        assert_eq!(fletcher32(&ones), 0xffff_ffff);
     }
 
     #[test]
