@@ -18,7 +18,7 @@ use crate::element::{Element, as_bytes};
 use crate::error::{Error, Result};
 use crate::read::{bytes_of, bytes_of_mut, element_ids};
 use crate::region::IntoRegion;
-use crate::write::{lock_stripes, shard_value, stripe};
+use crate::write::{Locks, lock_stripes, shard_value, stripe};
 
 /// Writes a sharded array in regions smaller than its shards, storing each shard once.
 ///
@@ -634,7 +634,10 @@ impl<'a, S: WritableStore + ?Sized> ShardWriter<'a, S> {
         tracing::debug!(shards = values.len(), "storing completed shards");
         {
             let _cache = array.index_cache_write_guard();
-            array.sink().put_many(array, values, io).await?;
+            array
+                .sink()
+                .put_many(array, values, io, Locks::Each)
+                .await?;
         }
         for shard in &touched {
             self.pending.remove(shard);
@@ -847,7 +850,7 @@ async fn complete<S: WritableStore + ?Sized>(array: &Array<S>, mut shard: Pendin
     let value = shard.value(array)?;
     array
         .sink()
-        .put_many(array, vec![(shard.key, value)], 1)
+        .put_many(array, vec![(shard.key, value)], 1, Locks::Held)
         .await
 }
 

@@ -87,8 +87,12 @@ fn covers_chunk<S: ?Sized>(array: &Array<S>, selection: &ChunkSelection) -> Resu
 
 /// Locks that serialise read-merge-write of one chunk (or shard) key within the process:
 /// two writers updating different parts of one chunk at the same time must not lose either
-/// update. Striped by a hash of the store's address and the key. A batch takes its stripes in
-/// ascending order and holds no other lock while waiting, so writers cannot deadlock.
+/// update, and a chunk stored whole is never stored between another write's read of it and
+/// that write's store of the merge. Striped by a hash of the store's address and the key.
+///
+/// No deadlock: a writer that holds stripes while waiting for another takes all of its
+/// stripes in ascending order ([`lock_stripes`]); a whole chunk stored alone takes its one
+/// stripe around the store only ([`Locks::Each`]), holding no other while it waits.
 fn key_locks() -> &'static [tokio::sync::Mutex<()>] {
     static LOCKS: OnceLock<Vec<tokio::sync::Mutex<()>>> = OnceLock::new();
     LOCKS.get_or_init(|| (0..256).map(|_| tokio::sync::Mutex::new(())).collect())
@@ -99,6 +103,17 @@ pub(crate) fn stripe<S: ?Sized>(array: &Array<S>, key: &StoreKey) -> usize {
     (Arc::as_ptr(&array.store).cast::<()>() as usize).hash(&mut hasher);
     key.as_str().hash(&mut hasher);
     (hasher.finish() % key_locks().len() as u64) as usize
+}
+
+/// Who takes the locks of the values [`Sink::put_many`] stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Locks {
+    /// The caller holds them (the stripes of every key, or of every shard through the
+    /// transformer).
+    Held,
+    /// Each value's store takes its own stripe (through the transformer, the stripes of all
+    /// the shards at once), holding it only while it stores.
+    Each,
 }
 
 /// Where chunk writes go: the store itself, or the sharding storage transformer wrapping it.
@@ -145,10 +160,15 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
         array: &Array<A>,
         values: Vec<(StoreKey, Option<Bytes>)>,
         io: usize,
+        locks: Locks,
     ) -> Result<()> {
         match self {
             Sink::Store(store) => stream::iter(values)
                 .map(|(key, value)| async move {
+                    let _guard = match locks {
+                        Locks::Each => Some(key_locks()[stripe(array, &key)].lock().await),
+                        Locks::Held => None,
+                    };
                     match value {
                         Some(bytes) => store.set(&key, bytes).await,
                         None => store.erase(&key).await,
@@ -159,18 +179,28 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
                 .await
                 .map(drop)
                 .map_err(Error::from),
-            Sink::Transformer(transformer) => transformer
-                .set_or_erase_values(&values)
-                .await
-                .map_err(|source| Error::Sharding {
-                    array: array.path.as_str().to_owned(),
-                    source: Box::new(source),
-                }),
+            Sink::Transformer(transformer) => {
+                let _guards = match locks {
+                    Locks::Each => {
+                        let keys: Vec<StoreKey> =
+                            values.iter().map(|(key, _)| key.clone()).collect();
+                        lock_shards_of(array, &keys).await
+                    }
+                    Locks::Held => Vec::new(),
+                };
+                transformer
+                    .set_or_erase_values(&values)
+                    .await
+                    .map_err(|source| Error::Sharding {
+                        array: array.path.as_str().to_owned(),
+                        source: Box::new(source),
+                    })
+            }
         }
     }
 
-    /// Store or erase one value (outside [`write_chunks`], so it takes the shard's lock
-    /// itself when it goes through the transformer).
+    /// Store or erase one value, outside [`write_chunks`]: it takes the lock of the chunk
+    /// (or of its shard, through the transformer) around the store.
     pub(crate) async fn put(
         &self,
         array: &Array<S>,
@@ -178,19 +208,34 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
         value: Option<Bytes>,
     ) -> Result<()> {
         let _cache = array.index_cache_write_guard();
-        let _guards = lock_shards_of(array, std::slice::from_ref(&key)).await;
-        self.put_many(array, vec![(key, value)], 1).await
+        self.put_many(array, vec![(key, value)], 1, Locks::Each)
+            .await
     }
 
-    /// Erase many values (taking the shards' locks, as [`Sink::put`]).
+    /// [`Sink::put`] of a value whose lock ([`lock_unit`]) the caller holds.
+    pub(crate) async fn put_locked(
+        &self,
+        array: &Array<S>,
+        key: StoreKey,
+        value: Option<Bytes>,
+    ) -> Result<()> {
+        let _cache = array.index_cache_write_guard();
+        self.put_many(array, vec![(key, value)], 1, Locks::Held)
+            .await
+    }
+
+    /// Erase many values, taking their locks (or their shards') as [`Sink::put`] does.
     pub(crate) async fn erase_many(&self, array: &Array<S>, keys: &[StoreKey]) -> Result<()> {
         let _cache = array.index_cache_write_guard();
         match self {
-            Sink::Store(store) => Ok(store.erase_values(keys).await?),
+            Sink::Store(store) => {
+                let _guards =
+                    lock_stripes(keys.iter().map(|key| stripe(array, key)).collect()).await;
+                Ok(store.erase_values(keys).await?)
+            }
             Sink::Transformer(_) => {
-                let _guards = lock_shards_of(array, keys).await;
                 let values = keys.iter().map(|key| (key.clone(), None)).collect();
-                self.put_many(array, values, 1).await
+                self.put_many(array, values, 1, Locks::Each).await
             }
         }
     }
@@ -397,20 +442,26 @@ where
                 Ok((selection, key, whole))
             })
             .collect::<Result<Vec<_>>>()?;
-        // Lock what is read, merged and written back: partial chunks; through the
-        // transformer, every shard the batch touches (a shard is rewritten even when a chunk
-        // in it is replaced whole).
+        // Lock what is read, merged and written back. Through the transformer: every shard
+        // the batch touches (a shard is rewritten even when a chunk in it is replaced
+        // whole). Otherwise, when the batch has partial chunks: all its chunks, the whole
+        // ones too, since a whole chunk stored between another write's read of it and that
+        // write's store would be lost; when it has none, each chunk's store takes its own
+        // lock ([`Locks::Each`]), so that the batch holds no lock while it encodes.
+        let has_partial = batch.iter().any(|(_, _, whole)| !whole);
         let stripes: Vec<usize> = match &array.transformer {
-            None => batch
-                .iter()
-                .filter(|(_, _, whole)| !whole)
-                .map(|(_, key, _)| stripe(array, key))
-                .collect(),
+            None if has_partial => batch.iter().map(|(_, key, _)| stripe(array, key)).collect(),
+            None => Vec::new(),
             Some(transformer) => batch
                 .iter()
                 .filter_map(|(_, key, _)| transformer.shard_of(key))
                 .map(|(shard, _)| stripe(array, &shard))
                 .collect(),
+        };
+        let locks = if lock && !has_partial && array.transformer.is_none() {
+            Locks::Each
+        } else {
+            Locks::Held
         };
         let guards = if lock {
             lock_stripes(stripes).await
@@ -445,6 +496,7 @@ where
                     wide: 2 * rayon::current_num_threads(),
                 };
                 let plans: Vec<Plan<'_>> = touched.iter().map(|t| plan(array, t, part)).collect();
+                let lock_of = |key: &StoreKey| (locks == Locks::Each).then(|| stripe(array, key));
                 encode_while_storing(
                     &handle,
                     *store,
@@ -452,6 +504,7 @@ where
                     &plans,
                     &merge,
                     |action| finish(array, action),
+                    &lock_of,
                     pipeline,
                 )
             })?,
@@ -465,7 +518,7 @@ where
                     .into_iter()
                     .map(|action| finish(array, action))
                     .collect::<Result<_>>()?;
-                sink.put_many(array, values, io).await?;
+                sink.put_many(array, values, io, locks).await?;
             }
         }
         drop(guards);
@@ -605,19 +658,22 @@ struct Pipeline {
 /// one shard's parallel encode takes up the next shard, so every shard's encode would end
 /// only when the last one's does, and all the stores (and `finish`, which assembles each
 /// shard) would come after the encoding instead of beside it.
-fn encode_while_storing<S, F, Fin>(
+#[allow(clippy::too_many_arguments)]
+fn encode_while_storing<S, F, Fin, L>(
     handle: &tokio::runtime::Handle,
     store: &S,
     touched: &[Touched],
     plans: &[Plan<'_>],
     merge: &F,
     finish: Fin,
+    lock_of: &L,
     bounds: Pipeline,
 ) -> Result<()>
 where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
     Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)> + Sync,
+    L: Fn(&StoreKey) -> Option<usize> + Sync,
 {
     use std::task::Poll;
 
@@ -686,7 +742,7 @@ where
                                     }));
                                 let done = match encoded {
                                     Ok(Ok(action)) if local.load(Ordering::Relaxed) => {
-                                        store_here(&handle, store, finish, action, local)
+                                        store_here(&handle, store, finish, lock_of, action, local)
                                     }
                                     other => Done::Encoded(other),
                                 };
@@ -792,7 +848,8 @@ where
                     let small = value.as_ref().map_or(0, Bytes::len) <= INLINE_STORE_MAX;
                     let inline = small && (!probed || (stores.is_empty() && receiver.is_empty()));
                     probed |= small;
-                    let mut stored = store_value(store, key, value);
+                    let lock = lock_of(&key);
+                    let mut stored = store_value(store, key, value, lock);
                     if inline {
                         let polled =
                             zarr_store::inline::allow_blocking_here(|| stored.as_mut().poll(cx));
@@ -853,13 +910,19 @@ enum Done<'a> {
 /// Storing (or erasing) one chunk.
 type StoreFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>;
 
-/// Store `value` at `key` (`None`: erase it).
+/// Store `value` at `key` (`None`: erase it), holding lock stripe `lock`, if given, while
+/// it does.
 fn store_value<S: WritableStore + ?Sized>(
     store: &S,
     key: StoreKey,
     value: Option<Bytes>,
+    lock: Option<usize>,
 ) -> StoreFuture<'_> {
     Box::pin(async move {
+        let _guard = match lock {
+            Some(s) => Some(key_locks()[s].lock().await),
+            None => None,
+        };
         match value {
             Some(bytes) => store.set(&key, bytes).await?,
             None => store.erase(&key).await?,
@@ -869,25 +932,29 @@ fn store_value<S: WritableStore + ?Sized>(
 }
 
 /// On an encoding (rayon) thread: finish `action` and store it here, where the store answers
-/// at once; a store that makes it wait clears `local` and goes back to the pipeline's thread
-/// ([`Done::Storing`]), as do values too large to store here.
-fn store_here<'a, S, Fin>(
+/// at once; a store that makes it wait (or a lock held elsewhere) clears `local` and goes
+/// back to the pipeline's thread ([`Done::Storing`]), as do values too large to store here.
+/// The thread never blocks on a lock: the holder may need it to finish its own encode.
+fn store_here<'a, S, Fin, L>(
     handle: &tokio::runtime::Handle,
     store: &'a S,
     finish: &Fin,
+    lock_of: &L,
     action: Action,
     local: &std::sync::atomic::AtomicBool,
 ) -> Done<'a>
 where
     S: WritableStore + ?Sized,
     Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)>,
+    L: Fn(&StoreKey) -> Option<usize>,
 {
     let _runtime = handle.enter();
     let mut pending = None;
     let stored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let (key, value) = finish(action)?;
         let large = value.as_ref().map_or(0, Bytes::len) > INLINE_STORE_MAX;
-        let mut stored = store_value(store, key, value);
+        let lock = lock_of(&key);
+        let mut stored = store_value(store, key, value, lock);
         if !large {
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
             let polled = zarr_store::inline::allow_blocking_here(|| stored.as_mut().poll(&mut cx));
@@ -1521,6 +1588,9 @@ async fn rebuild_chunk<S: WritableStore + ?Sized>(
     chunk: &[u64],
     keep: &Region,
 ) -> Result<()> {
+    // Read, rebuilt and stored back under the chunk's (or its shard's) lock, so that a write
+    // of the chunk in the process meanwhile is not lost.
+    let _guard = lock_unit(new, chunk).await?;
     let key = new.chunk_key_unchecked(chunk)?;
     let old_shape = old
         .metadata
@@ -1547,7 +1617,7 @@ async fn rebuild_chunk<S: WritableStore + ?Sized>(
             }
             kept => kept,
         };
-        return new.sink().put(new, key, value).await;
+        return new.sink().put_locked(new, key, value).await;
     }
     let Some(stored) = old.read_store().get(&key).await? else {
         return Ok(());
@@ -1591,5 +1661,6 @@ async fn rebuild_chunk<S: WritableStore + ?Sized>(
             ));
         }
     };
-    new.write_chunk(chunk, fresh).await
+    let value = encode_chunk(new, &chain, &key, chunk, fresh)?;
+    new.sink().put_locked(new, key, value).await
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use zarr_array::{Array, ArrayBuilder, ArrayOptions, Error, blocking};
+use zarr_array::{Array, ArrayBuilder, ArrayBytes, ArrayOptions, Error, blocking};
 use zarr_core::DataType;
 use zarr_store::{
     ByteRange, ListableStore, MemoryStore, ReadableStore, ReadableStoreExt, StoreKey, StorePrefix,
@@ -1244,4 +1244,206 @@ async fn a_failed_append_leaves_no_values_beyond_the_shape() {
         log.discard_outside(&other).await,
         Err(Error::Unsupported { .. })
     ));
+}
+
+/// A memory store whose first `get` of `key` once armed reads the value, then signals
+/// `reading` and waits for `release`: a write reading that chunk to merge into it is held
+/// between its read and its store.
+#[derive(Debug)]
+struct HeldRead {
+    inner: MemoryStore,
+    key: String,
+    armed: std::sync::atomic::AtomicBool,
+    reading: tokio::sync::Semaphore,
+    release: tokio::sync::Semaphore,
+}
+
+impl HeldRead {
+    fn new(key: &str) -> Arc<Self> {
+        Arc::new(Self {
+            inner: MemoryStore::new(),
+            key: key.to_owned(),
+            armed: false.into(),
+            reading: tokio::sync::Semaphore::new(0),
+            release: tokio::sync::Semaphore::new(0),
+        })
+    }
+}
+
+#[async_trait]
+impl ReadableStore for HeldRead {
+    async fn get(&self, key: &StoreKey) -> zarr_store::Result<Option<Bytes>> {
+        let value = self.inner.get(key).await;
+        if key.as_str() == self.key && self.armed.swap(false, Ordering::SeqCst) {
+            self.reading.add_permits(1);
+            self.release.acquire().await.unwrap().forget();
+        }
+        value
+    }
+
+    async fn size(&self, key: &StoreKey) -> zarr_store::Result<Option<u64>> {
+        self.inner.size(key).await
+    }
+
+    async fn get_partial_values(
+        &self,
+        key_ranges: &[(StoreKey, ByteRange)],
+    ) -> zarr_store::Result<Vec<Option<Bytes>>> {
+        self.inner.get_partial_values(key_ranges).await
+    }
+}
+
+#[async_trait]
+impl WritableStore for HeldRead {
+    async fn set(&self, key: &StoreKey, value: Bytes) -> zarr_store::Result<()> {
+        self.inner.set(key, value).await
+    }
+
+    async fn erase(&self, key: &StoreKey) -> zarr_store::Result<()> {
+        self.inner.erase(key).await
+    }
+
+    async fn erase_prefix(&self, prefix: &StorePrefix) -> zarr_store::Result<()> {
+        self.inner.erase_prefix(prefix).await
+    }
+}
+
+/// Let other tasks run for a while (on either runtime), or until `done` says so.
+async fn settle(done: impl Fn() -> bool) {
+    for _ in 0..400 {
+        if done() {
+            return;
+        }
+        tokio::task::yield_now().await;
+        std::thread::sleep(std::time::Duration::from_micros(250));
+    }
+}
+
+/// A chunk stored whole (by a region write on either schedule, `write_chunk` or
+/// `erase_chunk`) while another write of part of it is between reading it and storing the
+/// merge is not lost: the part's write does not store back the values it read before. The
+/// outcome is one of the two orders: the part then the whole chunk, or the whole chunk then
+/// the part.
+#[test]
+fn a_whole_chunk_stored_during_a_write_of_part_of_it_is_kept() {
+    let mut lost = Vec::new();
+    for layout in ["plain", "sharded"] {
+        for how in [
+            "region",
+            "region on one thread",
+            "region with a partial chunk",
+            "write_chunk",
+            "erase_chunk",
+            "shard writer",
+        ] {
+            if how == "shard writer" && layout == "plain" {
+                continue;
+            }
+            let rt = if how == "region on one thread" {
+                current_thread()
+            } else {
+                multi_thread()
+            };
+            let store = HeldRead::new("a/c/0/0");
+            let builder = ArrayBuilder::new(vec![8, 8], DataType::UInt16, vec![4, 4]);
+            let builder = if layout == "sharded" {
+                builder.sharding(vec![2, 2])
+            } else {
+                builder
+            };
+            let array = rt
+                .block_on(builder.create(Arc::clone(&store), "/a"))
+                .unwrap();
+            rt.block_on(array.write(.., &[1u16; 64])).unwrap();
+            store.armed.store(true, Ordering::SeqCst);
+            let part = {
+                let array = array.clone();
+                rt.spawn(async move { array.write([0..2, 0..2], &[7u16; 4]).await })
+            };
+            rt.block_on(store.reading.acquire()).unwrap().forget();
+            let whole = {
+                let array = array.clone();
+                let how = how.to_owned();
+                rt.spawn(async move {
+                    match how.as_str() {
+                        "write_chunk" => {
+                            let bytes: Vec<u8> =
+                                [9u16; 16].iter().flat_map(|v| v.to_ne_bytes()).collect();
+                            array.write_chunk(&[0, 0], ArrayBytes::fixed(bytes)).await
+                        }
+                        "erase_chunk" => array.erase_chunk(&[0, 0]).await,
+                        // The second write completes shard (0, 0), which it then stores.
+                        "shard writer" => {
+                            let mut writer = array.shard_writer();
+                            writer.write([0..4, 0..2], &[9u16; 8]).await?;
+                            writer.write([0..4, 2..4], &[9u16; 8]).await?;
+                            writer.finish().await
+                        }
+                        // Chunk (0, 0) whole, (0, 1) in part: one batch locks both.
+                        "region with a partial chunk" => {
+                            array.write([0..4, 0..6], &[9u16; 24]).await
+                        }
+                        // Chunks (0, 0) and (0, 1), so that the write takes the pipeline on
+                        // the multi-threaded runtime.
+                        _ => array.write([0..4, 0..8], &[9u16; 32]).await,
+                    }
+                })
+            };
+            // Without the part's lock, the whole chunk would be stored by now.
+            rt.block_on(settle(|| whole.is_finished()));
+            store.release.add_permits(1);
+            rt.block_on(part).unwrap().unwrap();
+            rt.block_on(whole).unwrap().unwrap();
+            let got = rt.block_on(array.read::<u16>([0..4, 0..4])).unwrap();
+            let new = if how == "erase_chunk" { 0 } else { 9 };
+            let kept = got.iter().enumerate().all(|(i, &v)| {
+                let in_part = i / 4 < 2 && i % 4 < 2;
+                v == new || (in_part && v == 7)
+            });
+            if !kept {
+                lost.push(format!("{layout}, {how}: {got:?}"));
+            }
+        }
+    }
+    assert!(lost.is_empty(), "whole chunks lost: {lost:#?}");
+}
+
+/// A resize that rebuilds an edge chunk it cuts through holds the chunk from its read to
+/// its store: a write of part of the chunk meanwhile is kept, not overwritten by the
+/// rebuilt chunk.
+#[test]
+fn a_write_during_a_resize_rebuilding_its_chunk_is_kept() {
+    let mut lost = Vec::new();
+    for layout in ["plain", "sharded"] {
+        let rt = multi_thread();
+        let store = HeldRead::new("r/c/0/1");
+        let builder = ArrayBuilder::new(vec![8, 8], DataType::UInt16, vec![4, 4]);
+        let builder = if layout == "sharded" {
+            builder.sharding(vec![2, 2])
+        } else {
+            builder
+        };
+        let mut array = rt
+            .block_on(builder.create(Arc::clone(&store), "/r"))
+            .unwrap();
+        rt.block_on(array.write(.., &[1u16; 64])).unwrap();
+        let writer = array.clone();
+        store.armed.store(true, Ordering::SeqCst);
+        // Cuts chunk (0, 1) at column 6, and erases the chunks of rows 4.. (row 6 on).
+        let resize = rt.spawn(async move {
+            array.resize(vec![8, 6]).await?;
+            Ok::<_, Error>(array)
+        });
+        rt.block_on(store.reading.acquire()).unwrap().forget();
+        let part = rt.spawn(async move { writer.write([0..1, 4..5], &[7u16]).await });
+        rt.block_on(settle(|| part.is_finished()));
+        store.release.add_permits(1);
+        let array = rt.block_on(resize).unwrap().unwrap();
+        rt.block_on(part).unwrap().unwrap();
+        let got = rt.block_on(array.read::<u16>([0..1, 4..6])).unwrap();
+        if got != [7, 1] {
+            lost.push(format!("{layout}: {got:?}"));
+        }
+    }
+    assert!(lost.is_empty(), "writes lost: {lost:?}");
 }
