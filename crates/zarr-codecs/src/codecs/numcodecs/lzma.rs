@@ -476,15 +476,50 @@ impl LzmaCodec {
         }
     }
 
-    fn decoder(&self) -> Result<XzDecoderStream> {
+    /// A decoder of a stream that decodes to at most `size` bytes. The memory the stream's
+    /// headers may make liblzma allocate (its dictionary, mostly) is bounded by
+    /// [`decoder_memory_limit`]; raw streams take their filters from the metadata, not from
+    /// the data.
+    fn decoder(&self, size: u64) -> Result<XzDecoderStream> {
+        let memlimit = decoder_memory_limit(size);
         let stream = match self.format {
-            LzmaFormat::Xz => Stream::new_stream_decoder(u64::MAX, CONCATENATED),
-            LzmaFormat::Alone => Stream::new_lzma_decoder(u64::MAX),
+            LzmaFormat::Xz => Stream::new_stream_decoder(memlimit, CONCATENATED),
+            LzmaFormat::Alone => Stream::new_lzma_decoder(memlimit),
             LzmaFormat::Raw => build_filters(self.filters.as_deref().unwrap_or_default())
                 .and_then(|filters| Stream::new_raw_decoder(&filters)),
         }
         .map_err(|e| Error::corrupt(NAME, format!("liblzma refused to start decoding: {e}")))?;
         Ok(XzDecoderStream(stream))
+    }
+}
+
+/// The most memory liblzma may use decoding a chunk of `size` bytes: 256 MiB, or twice the
+/// chunk if larger. numcodecs' presets use dictionaries of at most 64 MiB (preset 9); a
+/// dictionary larger than the chunk it decodes gains nothing, so a stream whose header
+/// declares one (up to 4 GiB) is refused with a typed error instead of allocating it.
+fn decoder_memory_limit(size: u64) -> u64 {
+    (256u64 << 20).max(size.saturating_mul(2))
+}
+
+/// `e`, or, when liblzma stopped at the limit of [`decoder_memory_limit`], an error that says
+/// so.
+fn explain_memory_limit(e: Error, size: u64) -> Error {
+    let at_limit = matches!(&e, Error::Decompression { source, .. }
+        if source
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<liblzma::stream::Error>())
+            .is_some_and(|inner| matches!(inner, liblzma::stream::Error::MemLimit)));
+    if at_limit {
+        Error::corrupt(
+            NAME,
+            format!(
+                "the stream's header asks for more than {} MiB of memory (a dictionary larger \
+                 than a chunk of {size} bytes needs) to decode",
+                decoder_memory_limit(size) >> 20
+            ),
+        )
+    } else {
+        e
     }
 }
 
@@ -535,11 +570,15 @@ impl BytesToBytesCodec for LzmaCodec {
     }
 
     fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
-        decode_stream(&mut self.decoder()?.reader(&encoded), expected, NAME)
+        let size = expected.limit();
+        decode_stream(&mut self.decoder(size)?.reader(&encoded), expected, NAME)
+            .map_err(|e| explain_memory_limit(e, size))
     }
 
     fn decode_into(&self, encoded: Bytes, out: &mut [u8]) -> Result<()> {
-        decode_stream_into(&mut self.decoder()?.reader(&encoded), out, NAME)
+        let size = u64::try_from(out.len()).unwrap_or(u64::MAX);
+        decode_stream_into(&mut self.decoder(size)?.reader(&encoded), out, NAME)
+            .map_err(|e| explain_memory_limit(e, size))
     }
 }
 
@@ -711,6 +750,33 @@ mod tests {
                 .decode(bad.into(), ExpectedSize::Exact(data.len() as u64))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_header_declaring_a_huge_dictionary_is_refused() {
+        // The legacy header's dictionary size (bytes 1..5) raised to 4 GiB - 1: the data
+        // still decodes with it, but liblzma would allocate the dictionary first.
+        let codec = LzmaCodec::from_metadata(&metadata(json!({"format": 2, "preset": 1}))).unwrap();
+        let data = sample();
+        let n = data.len() as u64;
+        let mut encoded = codec.encode(data.clone()).unwrap().to_vec();
+        encoded[1..5].copy_from_slice(&(1u32 << 27).to_le_bytes());
+        // 128 MiB is within the limit.
+        assert_eq!(
+            codec
+                .decode(encoded.clone().into(), ExpectedSize::Exact(n))
+                .unwrap(),
+            data
+        );
+        encoded[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = codec
+            .decode(encoded.clone().into(), ExpectedSize::Exact(n))
+            .unwrap_err();
+        assert!(e.to_string().contains("more than 256 MiB of memory"), "{e}");
+        let mut out = vec![0u8; data.len()];
+        let e = codec.decode_into(encoded.into(), &mut out).unwrap_err();
+        assert!(e.to_string().contains("more than 256 MiB of memory"), "{e}");
+        assert_eq!(decoder_memory_limit(1 << 30), 2 << 30);
     }
 
     #[test]
