@@ -18,7 +18,7 @@ use zarr_vlen::{VlenBinary, VlenOffset, VlenStrings};
 use crate::codecs::{ArrayCodecs, shared_default_registry};
 use crate::element::{Element, as_bytes, as_bytes_mut};
 use crate::error::{Error, Result};
-use crate::group::{require_node, v2_key, write_attributes_v2, write_metadata};
+use crate::group::{read_node, require_node, v2_key, write_attributes_v2, write_metadata};
 use crate::region::IntoRegion;
 
 /// The default number of store requests an operation keeps in flight.
@@ -1754,20 +1754,76 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// # Errors
     /// Store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
+        self.change_attributes(|current| *current = attributes)
+            .await
+    }
+
+    /// Change the attributes as stored now (another handle may have changed them, or the
+    /// shape, since this one read them) with `change`, and write the metadata, holding the
+    /// node's lock in the process (see [`Array::resize`]).
+    async fn change_attributes(
+        &mut self,
+        change: impl FnOnce(&mut Map<String, Value>),
+    ) -> Result<()> {
+        let _node = self.lock_metadata().await;
+        self.adopt_stored().await?;
         let mut metadata = ArrayMetadata::clone(&self.metadata);
-        metadata.attributes = attributes;
+        change(&mut metadata.attributes);
         self.store_metadata(metadata).await
     }
 
-    /// Merge `attributes` into the attributes (replacing keys that exist) and write
-    /// `zarr.json`.
+    /// Take this node's metadata lock (see [`crate::node_locks`]).
+    async fn lock_metadata(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        crate::node_locks::lock(&*self.store, &self.path, crate::node_locks::Kind::Node).await
+    }
+
+    /// Before a change of the metadata: take the stored shape and attributes when another
+    /// handle changed them since this one read or wrote the metadata, so that the change
+    /// starts from them and writes none of this handle's old ones back. A node that is gone,
+    /// unreadable, of another kind or format, or an array that differs in more than its
+    /// shape and attributes is left for the change to overwrite.
+    async fn adopt_stored(&mut self) -> Result<()> {
+        let stored = match read_node(&*self.store, &self.path).await {
+            Ok(Some((NodeMetadata::Array(stored), format))) if format == self.format => *stored,
+            Err(Error::Store(e)) => return Err(Error::Store(e)),
+            _ => return Ok(()),
+        };
+        if stored == *self.metadata {
+            return Ok(());
+        }
+        let mut comparable = stored.clone();
+        comparable.shape.clone_from(&self.metadata.shape);
+        comparable.attributes.clone_from(&self.metadata.attributes);
+        comparable
+            .dimension_names
+            .clone_from(&self.metadata.dimension_names);
+        if comparable != *self.metadata
+            || stored.validate().is_err()
+            || self
+                .codecs
+                .check_shape(self.path.as_str(), &stored)
+                .is_err()
+        {
+            return Ok(());
+        }
+        tracing::debug!(
+            array = %self.path,
+            shape = ?self.metadata.shape,
+            stored = ?stored.shape,
+            "took the metadata another handle stored"
+        );
+        self.metadata = Arc::new(stored);
+        Ok(())
+    }
+
+    /// Merge `attributes` into the attributes as stored now (replacing keys that exist; the
+    /// attributes another handle wrote are kept) and write `zarr.json`.
     ///
     /// # Errors
     /// Store errors.
     pub async fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
-        let mut merged = self.metadata.attributes.clone();
-        merged.extend(attributes);
-        self.set_attributes(merged).await
+        self.change_attributes(|current| current.extend(attributes))
+            .await
     }
 
     /// Set attribute `key` to `value` (any `serde::Serialize`), keeping the others, and
@@ -1859,6 +1915,12 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// stored, keeping their values; growing then rewrites those chunks too. Between the two
     /// steps, readers of the old shape get a typed error for those chunks.
     ///
+    /// The resize starts from the metadata as stored, read again first: if another handle
+    /// changed the shape or the attributes since this one read them, this handle takes
+    /// them (chunks are cleared from the stored shape, and no old attribute is written
+    /// back). Attribute changes and appends do the same; within one process each holds the
+    /// array's metadata lock throughout.
+    ///
     /// Consolidated records of the groups above that list the array get its new metadata,
     /// after the array's own metadata is written, so readers of a record never see the old
     /// shape (zarr-python leaves them as they were). That costs one metadata read per group
@@ -1881,6 +1943,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
                 ),
             });
         }
+        let _node = self.lock_metadata().await;
+        self.adopt_stored().await?;
         let resized = self.with_any_shape(shape.clone())?;
         let old = self.metadata.shape.clone();
         let span =
@@ -1903,8 +1967,11 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// written.
     ///
     /// The chunks are written before the new shape: until the shape is stored, readers see
-    /// the array as it was, and a failed append leaves the shape unchanged. Appends to one
-    /// array must not run concurrently (both would write the same region).
+    /// the array as it was, and a failed append leaves the shape unchanged. The append starts
+    /// from the stored shape (read again first, in case another handle appended), and in the
+    /// process holds the array's metadata lock throughout, so appends through any handles
+    /// in one process run one after another. Appends from two processes must not run at the
+    /// same time (both would write the same region).
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -1933,6 +2000,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// the chunk grid; as [`Array::write`].
     pub async fn append<T: Element>(&mut self, axis: usize, values: &[T]) -> Result<Region> {
         self.check_element::<T>()?;
+        let _node = self.lock_metadata().await;
+        self.adopt_stored().await?;
         let (grown, region) = self.grown_along(axis, values.len() as u64)?;
         crate::write::reshape_edge_chunks(self, &grown).await?;
         let written = grown.write_bytes(&region, as_bytes(values)).await;
@@ -1965,6 +2034,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
             }
             ArrayBytes::Variable(vlen) => vlen.len() as u64,
         };
+        let _node = self.lock_metadata().await;
+        self.adopt_stored().await?;
         let (grown, region) = self.grown_along(axis, elements)?;
         crate::write::reshape_edge_chunks(self, &grown).await?;
         let written = grown.write_array_bytes(&region, values).await;

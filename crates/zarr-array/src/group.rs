@@ -12,6 +12,7 @@ use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableSt
 use crate::array::{Array, ArrayOptions};
 use crate::builder::ArrayBuilder;
 use crate::error::{Error, Result};
+use crate::node_locks::{Kind, lock};
 use crate::records::{forget_in_record, refresh_in_records};
 
 /// The store key of a node's `zarr.json`.
@@ -644,16 +645,42 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// # Errors
     /// Store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
-        let mut metadata = match self.format {
-            ZarrFormat::V3 => match read_node(&*self.store, &self.path).await {
-                Ok(Some((NodeMetadata::Group(stored), ZarrFormat::V3))) => *stored,
-                Err(Error::Store(e)) => return Err(Error::Store(e)),
-                // Gone, replaced or unreadable: this handle's metadata is what is written.
-                _ => GroupMetadata::clone(&self.metadata),
-            },
-            ZarrFormat::V2 => GroupMetadata::clone(&self.metadata),
+        self.change_attributes(|current| *current = attributes)
+            .await
+    }
+
+    /// Change the attributes as stored now (another handle may have changed them since this
+    /// one read them) with `change`, and write them. In the process, the group's metadata
+    /// lock is held throughout, and for Zarr v3 (whose `zarr.json` holds the group's
+    /// consolidated record) its record's lock while the document is read and written.
+    async fn change_attributes(
+        &mut self,
+        change: impl FnOnce(&mut Map<String, Value>),
+    ) -> Result<()> {
+        let _node = lock(&*self.store, &self.path, Kind::Node).await;
+        let record = match self.format {
+            ZarrFormat::V3 => Some(lock(&*self.store, &self.path, Kind::Record).await),
+            ZarrFormat::V2 => None,
         };
-        metadata.attributes = attributes;
+        let stored = match read_node(&*self.store, &self.path).await {
+            Ok(Some((NodeMetadata::Group(stored), format))) if format == self.format => {
+                Some(*stored)
+            }
+            Err(Error::Store(e)) => return Err(Error::Store(e)),
+            // Gone, replaced or unreadable: this handle's metadata is what is written.
+            _ => None,
+        };
+        let mut metadata = match (self.format, stored) {
+            (ZarrFormat::V3, Some(stored)) => stored,
+            // A v2 group's `.zgroup` is not rewritten: only its attributes are taken.
+            (ZarrFormat::V2, Some(stored)) => {
+                let mut metadata = GroupMetadata::clone(&self.metadata);
+                metadata.attributes = stored.attributes;
+                metadata
+            }
+            (_, None) => GroupMetadata::clone(&self.metadata),
+        };
+        change(&mut metadata.attributes);
         match self.format {
             ZarrFormat::V2 => {
                 write_attributes_v2(&*self.store, &self.path, &metadata.attributes).await?;
@@ -668,21 +695,21 @@ impl<S: WritableStore + ?Sized> Group<S> {
                 .await?;
             }
         }
+        drop(record);
         let document = NodeMetadata::Group(Box::new(metadata.clone()));
         self.metadata = Arc::new(metadata);
         refresh_in_records(&*self.store, &self.path, &document, self.format).await?;
         Ok(())
     }
 
-    /// Merge `attributes` into the group's attributes (replacing keys that exist) and write
-    /// them.
+    /// Merge `attributes` into the group's attributes as stored now (replacing keys that
+    /// exist; the attributes another handle wrote are kept) and write them.
     ///
     /// # Errors
     /// Store errors.
     pub async fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
-        let mut merged = self.metadata.attributes.clone();
-        merged.extend(attributes);
-        self.set_attributes(merged).await
+        self.change_attributes(|current| current.extend(attributes))
+            .await
     }
 
     /// Set attribute `key` to `value` (any `serde::Serialize`), keeping the others, and
@@ -912,6 +939,9 @@ impl<S: ReadableStore + ListableStore + WritableStore + ?Sized> Group<S> {
     /// [`Error::Consolidated`] if a node below the group is of the other Zarr format (a
     /// record holds one format); store and metadata errors.
     pub async fn consolidate_metadata(&mut self) -> Result<usize> {
+        // Held from the walk to the write, so that a record refresh in the process (a node
+        // below changing its metadata meanwhile) comes after it, not lost under it.
+        let _record = lock(&*self.store, &self.path, Kind::Record).await;
         let nodes = walk_listed(&*self.store, &self.path).await?;
         if let Some((path, _, format)) = nodes.iter().find(|(_, _, f)| *f != self.format) {
             return Err(Error::Consolidated {

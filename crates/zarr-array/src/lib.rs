@@ -75,6 +75,7 @@ mod group;
 mod index_cache;
 mod index_flights;
 mod nd_elements;
+mod node_locks;
 mod parts;
 mod read;
 mod records;

@@ -10,6 +10,7 @@ use zarr_store::WritableStore;
 
 use crate::error::{Error, Result};
 use crate::group::{read_node, v2_key, write_metadata};
+use crate::node_locks::{Kind, lock};
 
 /// Take the node at `path` and every node below it out of the consolidated record of the
 /// group at `group` (an ancestor of `path`), if that group has one listing it: inline
@@ -22,6 +23,7 @@ pub(crate) async fn forget_in_record<S: WritableStore + ?Sized>(
     path: &NodePath,
 ) -> Result<Option<GroupMetadata>> {
     let relative = relative_to(group, path);
+    let _record = lock(store, group, Kind::Record).await;
     match read_node(store, group).await? {
         Some((NodeMetadata::Group(mut metadata), ZarrFormat::V3)) => {
             let Some(record) = &mut metadata.consolidated_metadata else {
@@ -184,6 +186,7 @@ async fn refresh_v3_record<S: WritableStore + ?Sized>(
     relative: &str,
     metadata: &NodeMetadata,
 ) -> Result<bool> {
+    let _record = lock(store, group, Kind::Record).await;
     let mut own = match read_node(store, group).await {
         Ok(Some((NodeMetadata::Group(own), ZarrFormat::V3))) => own,
         Ok(_) => return Ok(false),
@@ -256,6 +259,7 @@ async fn refresh_v2_record<S: WritableStore + ?Sized>(
     relative: &str,
     documents: &[(&str, Option<Value>)],
 ) -> Result<bool> {
+    let _record = lock(store, group, Kind::Record).await;
     let key = v2_key(group, v2::ZMETADATA)?;
     let Some(bytes) = store.get(&key).await? else {
         return Ok(false);

@@ -1857,3 +1857,98 @@ async fn framing_and_singleton_dim_codecs() {
         "{text}"
     );
 }
+
+/// A handle opened before another handle changed the metadata starts its own change from
+/// the stored metadata: setting an attribute keeps the other's shape and attributes, an
+/// append goes after the other's, and a shrinking resize clears what the other wrote
+/// beyond it. In both formats.
+#[tokio::test]
+async fn stale_handles_change_the_metadata_as_stored() {
+    for format in [zarr_core::v2::ZarrFormat::V3, zarr_core::v2::ZarrFormat::V2] {
+        let store = Arc::new(MemoryStore::new());
+        let mut a = ArrayBuilder::new(vec![4, 2], DataType::Int32, vec![2, 2])
+            .zarr_format(format)
+            .create(Arc::clone(&store), "/s")
+            .await
+            .unwrap();
+        a.write(.., &[1i32; 8]).await.unwrap();
+        let mut b = Array::open(Arc::clone(&store), "/s").await.unwrap();
+        b.append(0, &[2i32, 2]).await.unwrap();
+        b.set_attribute("by", "b").await.unwrap();
+        // `a` still thinks the shape is [4, 2] and there are no attributes.
+        a.set_attribute("also", "a").await.unwrap();
+        assert_eq!(a.shape(), &[5, 2], "{format}");
+        let stored = Array::open(Arc::clone(&store), "/s").await.unwrap();
+        assert_eq!(stored.shape(), &[5, 2], "{format}");
+        assert_eq!(
+            stored.attributes(),
+            json!({"by": "b", "also": "a"}).as_object().unwrap(),
+            "{format}"
+        );
+        // An append through a stale handle goes after the other handle's.
+        b.append(0, &[3i32, 3]).await.unwrap();
+        a.append(0, &[4i32, 4]).await.unwrap();
+        assert_eq!(a.shape(), &[7, 2], "{format}");
+        assert_eq!(
+            a.read::<i32>([4..7, 0..2]).await.unwrap(),
+            [2, 2, 3, 3, 4, 4],
+            "{format}"
+        );
+        // `b` grows the array and writes far out; `a`, which has not seen it, shrinks it:
+        // what `b` wrote is cleared, so growing again shows the fill value.
+        b.refresh().await.unwrap();
+        b.resize(vec![12, 2]).await.unwrap();
+        b.write([10..12, 0..2], &[9i32; 4]).await.unwrap();
+        a.resize(vec![8, 2]).await.unwrap();
+        a.resize(vec![12, 2]).await.unwrap();
+        assert_eq!(
+            a.read::<i32>([10..12, 0..2]).await.unwrap(),
+            [0; 4],
+            "{format}"
+        );
+    }
+}
+
+/// Appends and attribute updates through many handles at once in one process lose
+/// nothing: each starts from what the one before it stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_and_attribute_updates_lose_nothing() {
+    for format in [zarr_core::v2::ZarrFormat::V3, zarr_core::v2::ZarrFormat::V2] {
+        let store = Arc::new(MemoryStore::new());
+        ArrayBuilder::new(vec![0, 3], DataType::UInt32, vec![4, 3])
+            .zarr_format(format)
+            .create(Arc::clone(&store), "/log")
+            .await
+            .unwrap();
+        let tasks: Vec<_> = (0..16u32)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let mut handle = Array::open(store, "/log").await.unwrap();
+                    handle.append(0, &[i, i, i]).await.unwrap();
+                    handle.set_attribute(&format!("k{i}"), &i).await.unwrap();
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let log = Array::open(Arc::clone(&store), "/log").await.unwrap();
+        assert_eq!(log.shape(), &[16, 3], "{format}");
+        let mut rows: Vec<u32> = log.read::<u32>(..).await.unwrap();
+        assert!(
+            rows.chunks(3)
+                .all(|row| row[0] == row[1] && row[1] == row[2]),
+            "{format}: {rows:?}"
+        );
+        rows.dedup();
+        rows.sort_unstable();
+        assert_eq!(rows, (0..16).collect::<Vec<u32>>(), "{format}");
+        assert_eq!(
+            log.attributes().len(),
+            16,
+            "{format}: {:?}",
+            log.attributes()
+        );
+    }
+}

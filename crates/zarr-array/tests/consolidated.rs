@@ -767,3 +767,64 @@ async fn remove_takes_the_removed_nodes_out_of_records_further_up() {
     let fresh = Group::open_consolidated(store, "/").await.unwrap();
     assert_eq!(paths(&fresh.tree().await.unwrap()), ["/g", "/g/b"]);
 }
+
+/// Nodes below a consolidated group changing their metadata at the same time, in one
+/// process, through handles of their own, while the group's own attributes change too:
+/// the record ends up with every change, and the group with every attribute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_changes_below_a_record_all_reach_it() {
+    for format in [ZarrFormat::V3, ZarrFormat::V2] {
+        let store = Arc::new(RecordingStore::new(MemoryStore::new()));
+        let mut root = Group::create_with_format(
+            Arc::clone(&store),
+            "/",
+            zarr_core::GroupMetadata::new(),
+            format,
+        )
+        .await
+        .unwrap();
+        for i in 0..8 {
+            ArrayBuilder::new(vec![2], DataType::UInt8, vec![2])
+                .zarr_format(format)
+                .create(Arc::clone(&store), &format!("/a{i}"))
+                .await
+                .unwrap();
+        }
+        root.consolidate_metadata().await.unwrap();
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let mut array = Array::open(Arc::clone(&store), &format!("/a{i}"))
+                        .await
+                        .unwrap();
+                    array.set_attribute("i", &i).await.unwrap();
+                    let mut group = Group::open(store, "/").await.unwrap();
+                    group.set_attribute(&format!("g{i}"), &i).await.unwrap();
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let group = Group::open(Arc::clone(&store), "/").await.unwrap();
+        assert_eq!(
+            group.attributes().len(),
+            8,
+            "{format}: {:?}",
+            group.attributes()
+        );
+        let consolidated = Group::open_consolidated(Arc::clone(&store), "/")
+            .await
+            .unwrap();
+        assert_eq!(consolidated.attributes().len(), 8, "{format}");
+        for i in 0..8 {
+            let array = consolidated.open_array(&format!("a{i}")).await.unwrap();
+            assert_eq!(
+                array.attribute::<i32>("i").unwrap(),
+                Some(i),
+                "{format}: a{i}"
+            );
+        }
+    }
+}
