@@ -1772,19 +1772,29 @@ impl<S: WritableStore + ?Sized> Array<S> {
         self.store_metadata(metadata).await
     }
 
-    /// Take this node's metadata lock (see [`crate::node_locks`]).
+    /// Take this node's metadata lock (see [`crate::locks`]).
     async fn lock_metadata(&self) -> tokio::sync::OwnedMutexGuard<()> {
-        crate::node_locks::lock(&*self.store, &self.path, crate::node_locks::Kind::Node).await
+        crate::locks::lock(&*self.store, &self.path, crate::locks::Kind::Node).await
     }
 
     /// Before a change of the metadata: take the stored shape and attributes when another
     /// handle changed them since this one read or wrote the metadata, so that the change
-    /// starts from them and writes none of this handle's old ones back. A node that is gone,
+    /// starts from them and writes none of this handle's old ones back. A node that is
     /// unreadable, of another kind or format, or an array that differs in more than its
     /// shape and attributes is left for the change to overwrite.
+    ///
+    /// # Errors
+    /// [`Error::NodeNotFound`] if the array is gone (removed through another handle): the
+    /// change would bring it back.
     async fn adopt_stored(&mut self) -> Result<()> {
         let stored = match read_node(&*self.store, &self.path).await {
             Ok(Some((NodeMetadata::Array(stored), format))) if format == self.format => *stored,
+            Ok(None) => {
+                return Err(Error::NodeNotFound {
+                    path: self.path.as_str().to_owned(),
+                    key: crate::group::metadata_key(&self.path)?.as_str().to_owned(),
+                });
+            }
             Err(Error::Store(e)) => return Err(Error::Store(e)),
             _ => return Ok(()),
         };
@@ -2142,6 +2152,9 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// stores a shape that covers them; nothing else erases them (a shrinking `resize`
     /// clears only what lies within the stored shape). After a write through it that
     /// failed and will not be completed, [`Array::discard_outside`] clears them.
+    ///
+    /// Metadata changes through it (`resize`, `append`, the attribute setters) start from
+    /// the stored metadata, as through any handle: the handle then takes the stored shape.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

@@ -12,7 +12,7 @@ use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableSt
 use crate::array::{Array, ArrayOptions};
 use crate::builder::ArrayBuilder;
 use crate::error::{Error, Result};
-use crate::node_locks::{Kind, lock};
+use crate::locks::{Kind, lock};
 use crate::records::{forget_in_record, refresh_in_records};
 
 /// The store key of a node's `zarr.json`.

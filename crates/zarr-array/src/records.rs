@@ -10,7 +10,7 @@ use zarr_store::WritableStore;
 
 use crate::error::{Error, Result};
 use crate::group::{read_node, v2_key, write_metadata};
-use crate::node_locks::{Kind, lock};
+use crate::locks::{Kind, lock};
 
 /// Take the node at `path` and every node below it out of the consolidated record of the
 /// group at `group` (an ancestor of `path`), if that group has one listing it: inline

@@ -18,7 +18,7 @@ use crate::element::{Element, as_bytes};
 use crate::error::{Error, Result};
 use crate::read::{bytes_of, bytes_of_mut, element_ids};
 use crate::region::IntoRegion;
-use crate::write::{Locks, lock_stripes, shard_value, stripe};
+use crate::write::{Locks, chunk_lock, shard_value};
 
 /// Writes a sharded array in regions smaller than its shards, storing each shard once.
 ///
@@ -796,7 +796,7 @@ fn place<S: ?Sized>(
 
 /// Store a shard written in part: its missing inner chunks from the stored shard, if any.
 async fn complete<S: WritableStore + ?Sized>(array: &Array<S>, mut shard: Pending) -> Result<()> {
-    let _guard = lock_stripes(vec![stripe(array, &shard.key)]).await;
+    let _guard = chunk_lock(array, &shard.key).lock().await;
     let codec = Arc::clone(&shard.codec);
     let missing: Vec<usize> = (0..shard.parts.len())
         .filter(|&i| shard.parts[i].is_none())

@@ -1,11 +1,11 @@
 //! The write engine: merge and encode chunks in parallel, store them concurrently.
 
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt, stream};
 use rayon::prelude::*;
+use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
 use zarr_codecs::{ArrayBytes, ArrayViewMut, CodecChain, VlenBytes};
 use zarr_core::{ChunkSelection, Region};
@@ -15,6 +15,7 @@ use zarr_store::{ByteRange, ReadableStore, StoreKey, WritableStore};
 
 use crate::array::Array;
 use crate::error::{Error, Result};
+use crate::locks::{Kind, LockKey, lock_all};
 use crate::read::{bytes_of, bytes_of_mut, element_ids};
 
 /// What to do with one chunk after encoding.
@@ -85,34 +86,27 @@ fn covers_chunk<S: ?Sized>(array: &Array<S>, selection: &ChunkSelection) -> Resu
         && selection.within_chunk.starts().iter().all(|&s| s == 0))
 }
 
-/// Locks that serialise read-merge-write of one chunk (or shard) key within the process:
-/// two writers updating different parts of one chunk at the same time must not lose either
-/// update, and a chunk stored whole is never stored between another write's read of it and
-/// that write's store of the merge. Striped by a hash of the store's address and the key.
+/// The in-process lock of the chunk (or shard) stored at `key`: it serialises read-merge-write
+/// of one key, so that two writers updating different parts of one chunk at the same time
+/// do not lose either update, and a chunk stored whole is never stored between another
+/// write's read of it and that write's store of the merge.
 ///
-/// No deadlock: a writer that holds stripes while waiting for another takes all of its
-/// stripes in ascending order ([`lock_stripes`]); a whole chunk stored alone takes its one
-/// stripe around the store only ([`Locks::Each`]), holding no other while it waits.
-fn key_locks() -> &'static [tokio::sync::Mutex<()>] {
-    static LOCKS: OnceLock<Vec<tokio::sync::Mutex<()>>> = OnceLock::new();
-    LOCKS.get_or_init(|| (0..256).map(|_| tokio::sync::Mutex::new(())).collect())
-}
-
-pub(crate) fn stripe<S: ?Sized>(array: &Array<S>, key: &StoreKey) -> usize {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (Arc::as_ptr(&array.store).cast::<()>() as usize).hash(&mut hasher);
-    key.as_str().hash(&mut hasher);
-    (hasher.finish() % key_locks().len() as u64) as usize
+/// No deadlock: a writer that holds chunk locks while waiting for another takes all of its
+/// locks at once, in key order ([`lock_all`]); a whole chunk stored alone takes its own
+/// lock around the store only ([`Locks::Each`]), holding no other while it waits. See
+/// [`crate::locks`].
+pub(crate) fn chunk_lock<S: ?Sized>(array: &Array<S>, key: &StoreKey) -> LockKey {
+    LockKey::new(&*array.store, key.as_str(), Kind::Chunk)
 }
 
 /// Who takes the locks of the values [`Sink::put_many`] stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Locks {
-    /// The caller holds them (the stripes of every key, or of every shard through the
+    /// The caller holds them (the locks of every key, or of every shard through the
     /// transformer).
     Held,
-    /// Each value's store takes its own stripe (through the transformer, the stripes of all
-    /// the shards at once), holding it only while it stores.
+    /// Each value's store takes its own lock (through the transformer, the locks of all the
+    /// shards at once), holding it only while it stores.
     Each,
 }
 
@@ -166,7 +160,7 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
             Sink::Store(store) => stream::iter(values)
                 .map(|(key, value)| async move {
                     let _guard = match locks {
-                        Locks::Each => Some(key_locks()[stripe(array, &key)].lock().await),
+                        Locks::Each => Some(chunk_lock(array, &key).lock().await),
                         Locks::Held => None,
                     };
                     match value {
@@ -230,7 +224,7 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
         match self {
             Sink::Store(store) => {
                 let _guards =
-                    lock_stripes(keys.iter().map(|key| stripe(array, key)).collect()).await;
+                    lock_all(keys.iter().map(|key| chunk_lock(array, key)).collect()).await;
                 Ok(store.erase_values(keys).await?)
             }
             Sink::Transformer(_) => {
@@ -241,33 +235,20 @@ impl<S: WritableStore + ?Sized> Sink<'_, S> {
     }
 }
 
-/// Take the stripes of `stripes` in ascending order.
-pub(crate) async fn lock_stripes(
-    mut stripes: Vec<usize>,
-) -> Vec<tokio::sync::MutexGuard<'static, ()>> {
-    stripes.sort_unstable();
-    stripes.dedup();
-    let mut guards = Vec::with_capacity(stripes.len());
-    for s in stripes {
-        guards.push(key_locks()[s].lock().await);
-    }
-    guards
-}
-
 /// Through the storage transformer, lock the shards holding `keys` (nothing otherwise).
 async fn lock_shards_of<S: ?Sized>(
     array: &Array<S>,
     keys: &[StoreKey],
-) -> Vec<tokio::sync::MutexGuard<'static, ()>> {
+) -> Vec<OwnedMutexGuard<()>> {
     let Some(transformer) = &array.transformer else {
         return Vec::new();
     };
-    let stripes = keys
+    let shards = keys
         .iter()
         .filter_map(|key| transformer.shard_of(key))
-        .map(|(shard, _)| stripe(array, &shard))
+        .map(|(shard, _)| chunk_lock(array, &shard))
         .collect();
-    lock_stripes(stripes).await
+    lock_all(shards).await
 }
 
 /// The chunks of `region` in write batches. Without a storage transformer, batches of
@@ -449,13 +430,16 @@ where
         // write's store would be lost; when it has none, each chunk's store takes its own
         // lock ([`Locks::Each`]), so that the batch holds no lock while it encodes.
         let has_partial = batch.iter().any(|(_, _, whole)| !whole);
-        let stripes: Vec<usize> = match &array.transformer {
-            None if has_partial => batch.iter().map(|(_, key, _)| stripe(array, key)).collect(),
+        let held: Vec<LockKey> = match &array.transformer {
+            None if has_partial => batch
+                .iter()
+                .map(|(_, key, _)| chunk_lock(array, key))
+                .collect(),
             None => Vec::new(),
             Some(transformer) => batch
                 .iter()
                 .filter_map(|(_, key, _)| transformer.shard_of(key))
-                .map(|(shard, _)| stripe(array, &shard))
+                .map(|(shard, _)| chunk_lock(array, &shard))
                 .collect(),
         };
         let locks = if lock && !has_partial && array.transformer.is_none() {
@@ -464,7 +448,7 @@ where
             Locks::Held
         };
         let guards = if lock {
-            lock_stripes(stripes).await
+            lock_all(held).await
         } else {
             Vec::new()
         };
@@ -496,7 +480,8 @@ where
                     wide: 2 * rayon::current_num_threads(),
                 };
                 let plans: Vec<Plan<'_>> = touched.iter().map(|t| plan(array, t, part)).collect();
-                let lock_of = |key: &StoreKey| (locks == Locks::Each).then(|| stripe(array, key));
+                let lock_of =
+                    |key: &StoreKey| (locks == Locks::Each).then(|| chunk_lock(array, key));
                 encode_while_storing(
                     &handle,
                     *store,
@@ -673,7 +658,7 @@ where
     S: WritableStore + ?Sized,
     F: Fn(&Touched) -> Result<Action> + Sync,
     Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)> + Sync,
-    L: Fn(&StoreKey) -> Option<usize> + Sync,
+    L: Fn(&StoreKey) -> Option<LockKey> + Sync,
 {
     use std::task::Poll;
 
@@ -697,6 +682,11 @@ where
     // Whether this thread has tried to store a value itself.
     let mut probed = false;
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(usize, Done<'_>)>();
+    // Stores an encoding task started and handed over: taken into `stores` (and polled)
+    // however many stores run, since such a store may hold a chunk's lock that a store
+    // waiting in `stores` needs.
+    let (storing_sender, mut storing) =
+        tokio::sync::mpsc::unbounded_channel::<(usize, StoreFuture<'_>)>();
     let finish = &finish;
     rayon::in_place_scope(|scope| {
         let mut pending = touched.iter().zip(plans).peekable();
@@ -733,6 +723,7 @@ where
                     match plan {
                         Plan::One { .. } => {
                             let (sender, local, handle) = (sender.clone(), &local, handle.clone());
+                            let storing_sender = storing_sender.clone();
                             let (quiet, running) = (&quiet, &running);
                             running.fetch_add(1, Ordering::AcqRel);
                             scope.spawn(move |_| {
@@ -760,7 +751,12 @@ where
                                 };
                                 // The receiver is gone only after an error; the encode is
                                 // then wasted.
-                                let _ = sender.send((w, message));
+                                let _ = match message {
+                                    Done::Storing(stored) => {
+                                        storing_sender.send((w, stored)).map_err(drop)
+                                    }
+                                    message => sender.send((w, message)).map_err(drop),
+                                };
                             });
                         }
                         Plan::Parts { codec, part, jobs } => {
@@ -781,6 +777,11 @@ where
                     if let Err(e) = done {
                         first_error.get_or_insert(e);
                     }
+                }
+                while let Poll::Ready(Some((w, stored))) = storing.poll_recv(cx) {
+                    progressed = true;
+                    encoding_wide -= w;
+                    stores.push(stored);
                 }
                 while stores.len() < io.max(1) {
                     let Poll::Ready(Some((w, done))) = receiver.poll_recv(cx) else {
@@ -848,7 +849,7 @@ where
                     let small = value.as_ref().map_or(0, Bytes::len) <= INLINE_STORE_MAX;
                     let inline = small && (!probed || (stores.is_empty() && receiver.is_empty()));
                     probed |= small;
-                    let lock = lock_of(&key);
+                    let lock = StoreLock::of(lock_of(&key));
                     let mut stored = store_value(store, key, value, lock);
                     if inline {
                         let polled =
@@ -910,18 +911,34 @@ enum Done<'a> {
 /// Storing (or erasing) one chunk.
 type StoreFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>;
 
-/// Store `value` at `key` (`None`: erase it), holding lock stripe `lock`, if given, while
-/// it does.
+/// The lock a store of one chunk holds while it stores.
+enum StoreLock {
+    /// None (the caller holds the chunk's lock, or it needs none).
+    None,
+    /// This lock, taken when the store is first polled.
+    Take(LockKey),
+    /// A lock already taken.
+    Held(OwnedMutexGuard<()>),
+}
+
+impl StoreLock {
+    fn of(lock: Option<LockKey>) -> Self {
+        lock.map_or(Self::None, Self::Take)
+    }
+}
+
+/// Store `value` at `key` (`None`: erase it), holding `lock` while it does.
 fn store_value<S: WritableStore + ?Sized>(
     store: &S,
     key: StoreKey,
     value: Option<Bytes>,
-    lock: Option<usize>,
+    lock: StoreLock,
 ) -> StoreFuture<'_> {
     Box::pin(async move {
         let _guard = match lock {
-            Some(s) => Some(key_locks()[s].lock().await),
-            None => None,
+            StoreLock::None => None,
+            StoreLock::Take(key) => Some(key.lock().await),
+            StoreLock::Held(guard) => Some(guard),
         };
         match value {
             Some(bytes) => store.set(&key, bytes).await?,
@@ -932,9 +949,12 @@ fn store_value<S: WritableStore + ?Sized>(
 }
 
 /// On an encoding (rayon) thread: finish `action` and store it here, where the store answers
-/// at once; a store that makes it wait (or a lock held elsewhere) clears `local` and goes
-/// back to the pipeline's thread ([`Done::Storing`]), as do values too large to store here.
-/// The thread never blocks on a lock: the holder may need it to finish its own encode.
+/// at once; a store that makes it wait clears `local` and goes back to the pipeline's thread
+/// ([`Done::Storing`]), as do values too large to store here and values whose lock is held
+/// elsewhere. Those go back unpolled: the thread never waits for a lock (the holder may
+/// need the thread to finish its own encode), and a future polled once here would queue
+/// for the lock and could be handed it while it sits in the channel, where the pipeline's
+/// thread, busy with stores queued behind it, might never take it out.
 fn store_here<'a, S, Fin, L>(
     handle: &tokio::runtime::Handle,
     store: &'a S,
@@ -946,16 +966,22 @@ fn store_here<'a, S, Fin, L>(
 where
     S: WritableStore + ?Sized,
     Fin: Fn(Action) -> Result<(StoreKey, Option<Bytes>)>,
-    L: Fn(&StoreKey) -> Option<usize>,
+    L: Fn(&StoreKey) -> Option<LockKey>,
 {
     let _runtime = handle.enter();
     let mut pending = None;
     let stored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let (key, value) = finish(action)?;
         let large = value.as_ref().map_or(0, Bytes::len) > INLINE_STORE_MAX;
-        let lock = lock_of(&key);
+        let (lock, free) = match lock_of(&key) {
+            None => (StoreLock::None, true),
+            Some(key) => match key.try_lock() {
+                Some(guard) => (StoreLock::Held(guard), true),
+                None => (StoreLock::Take(key), false),
+            },
+        };
         let mut stored = store_value(store, key, value, lock);
-        if !large {
+        if !large && free {
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
             let polled = zarr_store::inline::allow_blocking_here(|| stored.as_mut().poll(&mut cx));
             if let std::task::Poll::Ready(done) = polled {
@@ -1072,13 +1098,13 @@ pub(crate) async fn write_fixed<S: WritableStore + ?Sized>(
 pub(crate) async fn lock_unit<S: ?Sized>(
     array: &Array<S>,
     chunk: &[u64],
-) -> Result<tokio::sync::MutexGuard<'static, ()>> {
+) -> Result<OwnedMutexGuard<()>> {
     let key = array.chunk_key_unchecked(chunk)?;
     let key = match &array.transformer {
         Some(transformer) => transformer.shard_of(&key).map_or(key, |(shard, _)| shard),
         None => key,
     };
-    Ok(key_locks()[stripe(array, &key)].lock().await)
+    Ok(chunk_lock(array, &key).lock().await)
 }
 
 /// [`write_fixed`] of a region inside one unit (chunk, or shard through the transformer)
@@ -1663,4 +1689,55 @@ async fn rebuild_chunk<S: WritableStore + ?Sized>(
     };
     let value = encode_chunk(new, &chain, &key, chunk, fresh)?;
     new.sink().put_locked(new, key, value).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ArrayBuilder, ArrayOptions};
+    use zarr_core::DataType;
+    use zarr_store::MemoryStore;
+
+    /// A pipelined write of whole chunks waits for a chunk whose lock is held elsewhere (a
+    /// write of part of it, say), storing the others, and finishes once it is released;
+    /// with one store at a time, so that the stores behind the held chunk queue up.
+    #[test]
+    fn a_whole_chunk_write_waits_for_a_held_chunk_then_finishes() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let store = Arc::new(MemoryStore::new());
+        let array = rt.block_on(async {
+            ArrayBuilder::new(vec![256], DataType::UInt32, vec![4])
+                .create(Arc::clone(&store), "/w")
+                .await
+                .unwrap();
+            let options = ArrayOptions::default().with_io_concurrency(1);
+            Array::open_with(Arc::clone(&store), "/w", options)
+                .await
+                .unwrap()
+        });
+        let key = array.chunk_key(&[5]).unwrap();
+        let held = rt.block_on(chunk_lock(&array, &key).lock());
+        let values: Vec<u32> = (0..256).collect();
+        let writer = {
+            let (array, values) = (array.clone(), values.clone());
+            rt.spawn(async move { array.write(.., &values).await })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!writer.is_finished(), "did not wait for the held chunk");
+        assert!(rt.block_on(store.get(&key)).unwrap().is_none());
+        drop(held);
+        let (done, finished) = std::sync::mpsc::channel();
+        let waiter = rt.spawn(async move {
+            let _ = done.send(writer.await);
+        });
+        let result = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the write did not finish once the chunk was released");
+        result.unwrap().unwrap();
+        rt.block_on(waiter).unwrap();
+        assert_eq!(rt.block_on(array.read::<u32>(..)).unwrap(), values);
+    }
 }

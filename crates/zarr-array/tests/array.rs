@@ -1952,3 +1952,29 @@ async fn concurrent_appends_and_attribute_updates_lose_nothing() {
         );
     }
 }
+
+/// A handle to an array removed through another handle does not bring it back by changing
+/// its metadata: the change is `NodeNotFound`.
+#[tokio::test]
+async fn metadata_changes_to_a_removed_array_are_refused() {
+    let store = Arc::new(MemoryStore::new());
+    let mut root = Group::create(Arc::clone(&store), "/").await.unwrap();
+    let mut array = ArrayBuilder::new(vec![4], DataType::UInt8, vec![2])
+        .create(Arc::clone(&store), "/gone")
+        .await
+        .unwrap();
+    root.remove("gone").await.unwrap();
+    assert!(matches!(
+        array.set_attribute("k", &1).await,
+        Err(Error::NodeNotFound { .. })
+    ));
+    assert!(matches!(
+        array.append(0, &[1u8, 2]).await,
+        Err(Error::NodeNotFound { .. })
+    ));
+    assert!(matches!(
+        array.resize(vec![8]).await,
+        Err(Error::NodeNotFound { .. })
+    ));
+    assert!(root.children().await.unwrap().is_empty());
+}

@@ -476,12 +476,12 @@ impl LzmaCodec {
         }
     }
 
-    /// A decoder of a stream that decodes to at most `size` bytes. The memory the stream's
-    /// headers may make liblzma allocate (its dictionary, mostly) is bounded by
-    /// [`decoder_memory_limit`]; raw streams take their filters from the metadata, not from
-    /// the data.
-    fn decoder(&self, size: u64) -> Result<XzDecoderStream> {
-        let memlimit = decoder_memory_limit(size);
+    /// A decoder of a stream that decodes to `size`. The memory the stream's headers may
+    /// make liblzma allocate (its dictionary, mostly) is bounded by
+    /// [`LzmaCodec::memory_limit`]; raw streams take their filters from the metadata, not
+    /// from the data.
+    fn decoder(&self, size: ExpectedSize) -> Result<XzDecoderStream> {
+        let memlimit = self.memory_limit(size);
         let stream = match self.format {
             LzmaFormat::Xz => Stream::new_stream_decoder(memlimit, CONCATENATED),
             LzmaFormat::Alone => Stream::new_lzma_decoder(memlimit),
@@ -493,17 +493,38 @@ impl LzmaCodec {
     }
 }
 
-/// The most memory liblzma may use decoding a chunk of `size` bytes: 256 MiB, or twice the
-/// chunk if larger. numcodecs' presets use dictionaries of at most 64 MiB (preset 9); a
-/// dictionary larger than the chunk it decodes gains nothing, so a stream whose header
-/// declares one (up to 4 GiB) is refused with a typed error instead of allocating it.
-fn decoder_memory_limit(size: u64) -> u64 {
-    (256u64 << 20).max(size.saturating_mul(2))
+impl LzmaCodec {
+    /// The most memory liblzma may use decoding a chunk of `size`: 256 MiB, or more for a
+    /// chunk of known size over 128 MiB (twice its size) or for `filters` naming a larger
+    /// dictionary (its size and 16 MiB). numcodecs' presets use dictionaries of at most
+    /// 64 MiB (preset 9), and a dictionary larger than the chunk it decodes gains nothing, so
+    /// a stream whose header declares one (up to 4 GiB) beyond what the metadata allows is
+    /// refused with a typed error instead of allocated.
+    fn memory_limit(&self, size: ExpectedSize) -> u64 {
+        let configured = self
+            .filters
+            .iter()
+            .flatten()
+            .filter_map(|filter| match filter {
+                FilterSpec::Lzma(spec) => spec.dict_size,
+                _ => None,
+            })
+            .map(|dict| u64::from(dict) + (16 << 20))
+            .max()
+            .unwrap_or(0);
+        let chunk = match size {
+            ExpectedSize::Exact(n) => n.saturating_mul(2),
+            // Unknown (variable-length elements, or a codec before this one): only a
+            // dictionary the metadata names raises the limit.
+            ExpectedSize::AtMost(_) => 0,
+        };
+        (256u64 << 20).max(chunk).max(configured)
+    }
 }
 
-/// `e`, or, when liblzma stopped at the limit of [`decoder_memory_limit`], an error that says
-/// so.
-fn explain_memory_limit(e: Error, size: u64) -> Error {
+/// `e`, or, when liblzma stopped at the memory limit `limit`
+/// ([`LzmaCodec::memory_limit`]), an error that says so.
+fn explain_memory_limit(e: Error, limit: u64) -> Error {
     let at_limit = matches!(&e, Error::Decompression { source, .. }
         if source
             .get_ref()
@@ -513,9 +534,9 @@ fn explain_memory_limit(e: Error, size: u64) -> Error {
         Error::corrupt(
             NAME,
             format!(
-                "the stream's header asks for more than {} MiB of memory (a dictionary larger \
-                 than a chunk of {size} bytes needs) to decode",
-                decoder_memory_limit(size) >> 20
+                "the stream's header asks for more than {} MiB of memory to decode (a \
+                 dictionary larger than the chunk needs, and than the codec's `filters` name)",
+                limit >> 20
             ),
         )
     } else {
@@ -570,15 +591,20 @@ impl BytesToBytesCodec for LzmaCodec {
     }
 
     fn decode(&self, encoded: Bytes, expected: ExpectedSize) -> Result<Bytes> {
-        let size = expected.limit();
-        decode_stream(&mut self.decoder(size)?.reader(&encoded), expected, NAME)
-            .map_err(|e| explain_memory_limit(e, size))
+        let limit = self.memory_limit(expected);
+        decode_stream(
+            &mut self.decoder(expected)?.reader(&encoded),
+            expected,
+            NAME,
+        )
+        .map_err(|e| explain_memory_limit(e, limit))
     }
 
     fn decode_into(&self, encoded: Bytes, out: &mut [u8]) -> Result<()> {
-        let size = u64::try_from(out.len()).unwrap_or(u64::MAX);
+        let size = ExpectedSize::Exact(u64::try_from(out.len()).unwrap_or(u64::MAX));
+        let limit = self.memory_limit(size);
         decode_stream_into(&mut self.decoder(size)?.reader(&encoded), out, NAME)
-            .map_err(|e| explain_memory_limit(e, size))
+            .map_err(|e| explain_memory_limit(e, limit))
     }
 }
 
@@ -774,9 +800,39 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("more than 256 MiB of memory"), "{e}");
         let mut out = vec![0u8; data.len()];
-        let e = codec.decode_into(encoded.into(), &mut out).unwrap_err();
+        let e = codec
+            .decode_into(encoded.clone().into(), &mut out)
+            .unwrap_err();
         assert!(e.to_string().contains("more than 256 MiB of memory"), "{e}");
-        assert_eq!(decoder_memory_limit(1 << 30), 2 << 30);
+        // Strings (size unknown) get no more, even for a 512 MiB dictionary, ...
+        encoded[1..5].copy_from_slice(&(1u32 << 29).to_le_bytes());
+        let e = codec
+            .decode(encoded.clone().into(), ExpectedSize::AtMost(4 << 30))
+            .unwrap_err();
+        assert!(e.to_string().contains("more than 256 MiB of memory"), "{e}");
+        // ... a chunk of known size twice its size, and a dictionary the metadata names
+        // what it needs.
+        assert_eq!(codec.memory_limit(ExpectedSize::Exact(1 << 30)), 2 << 30);
+        let named = LzmaCodec::from_metadata(&metadata(json!({
+            "filters": [{"id": FILTER_LZMA2, "preset": 1, "dict_size": 1u32 << 29}]
+        })))
+        .unwrap();
+        assert_eq!(
+            named.memory_limit(ExpectedSize::AtMost(4 << 30)),
+            (1 << 29) + (16 << 20)
+        );
+        // A stream declaring the 512 MiB dictionary its codec's metadata names decodes.
+        let mut big = encoded;
+        big[1..5].copy_from_slice(&(1u32 << 29).to_le_bytes());
+        let named = LzmaCodec::from_metadata(&metadata(json!({
+            "format": 2,
+            "filters": [{"id": FILTER_LZMA1, "preset": 1, "dict_size": 1u32 << 29}]
+        })))
+        .unwrap();
+        assert_eq!(
+            named.decode(big.into(), ExpectedSize::Exact(n)).unwrap(),
+            data
+        );
     }
 
     #[test]
