@@ -134,7 +134,11 @@ mod tests {
         let _record = lock(&a, &path, Kind::Record).await;
         assert!(LockKey::new(&a, "x", Kind::Chunk).try_lock().is_some());
         // The same one waits until released.
-        assert!(LockKey::new(&a, path.as_str(), Kind::Node).try_lock().is_none());
+        assert!(
+            LockKey::new(&a, path.as_str(), Kind::Node)
+                .try_lock()
+                .is_none()
+        );
         let waiting = lock(&a, &path, Kind::Node);
         tokio::pin!(waiting);
         assert!(futures::poll!(waiting.as_mut()).is_pending());
