@@ -1752,7 +1752,10 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// records above that list the array get them too (see [`Array::resize`]).
     ///
     /// # Errors
-    /// Store errors.
+    /// [`Error::NodeNotFound`] if the array was removed since this handle opened it, and
+    /// [`Error::WrongNodeType`] or [`Error::NodeReplaced`] if another node replaced it (the
+    /// change would bring it back or overwrite the other); metadata errors if its stored
+    /// metadata does not parse; store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         self.change_attributes(|current| *current = attributes)
             .await
@@ -1773,49 +1776,65 @@ impl<S: WritableStore + ?Sized> Array<S> {
     }
 
     /// Take this node's metadata lock (see [`crate::locks`]).
-    async fn lock_metadata(&self) -> tokio::sync::OwnedMutexGuard<()> {
-        crate::locks::lock(&*self.store, &self.path, crate::locks::Kind::Node).await
+    async fn lock_metadata(&self) -> crate::locks::NodeGuard {
+        crate::locks::lock_node(&*self.store, &self.path).await
     }
 
-    /// Before a change of the metadata: take the stored shape and attributes when another
-    /// handle changed them since this one read or wrote the metadata, so that the change
-    /// starts from them and writes none of this handle's old ones back. A node that is
-    /// unreadable, of another kind or format, or an array that differs in more than its
-    /// shape and attributes is left for the change to overwrite.
+    /// Before a change of the metadata: take the stored shape and attributes (and dimension
+    /// names and extra fields) when another handle changed them since this one read or
+    /// wrote the metadata, so that the change starts from them and writes none of this
+    /// handle's old ones back.
     ///
     /// # Errors
-    /// [`Error::NodeNotFound`] if the array is gone (removed through another handle): the
-    /// change would bring it back.
+    /// - [`Error::NodeNotFound`] if the array is gone (removed through another handle): the
+    ///   change would bring it back.
+    /// - [`Error::WrongNodeType`] if a group is there now, and [`Error::NodeReplaced`] if an
+    ///   array of another definition or format is: the change would overwrite it.
+    /// - Metadata errors if the stored metadata does not parse or is invalid.
     async fn adopt_stored(&mut self) -> Result<()> {
-        let stored = match read_node(&*self.store, &self.path).await {
-            Ok(Some((NodeMetadata::Array(stored), format))) if format == self.format => *stored,
-            Ok(None) => {
+        let path = self.path.as_str();
+        let (stored, format) = match read_node(&*self.store, &self.path).await? {
+            Some((NodeMetadata::Array(stored), format)) => (*stored, format),
+            Some((NodeMetadata::Group(_), _)) => {
+                return Err(Error::WrongNodeType {
+                    path: path.to_owned(),
+                    expected: "an array",
+                    found: "a group",
+                });
+            }
+            None => {
                 return Err(Error::NodeNotFound {
-                    path: self.path.as_str().to_owned(),
+                    path: path.to_owned(),
                     key: crate::group::metadata_key(&self.path)?.as_str().to_owned(),
                 });
             }
-            Err(Error::Store(e)) => return Err(Error::Store(e)),
-            _ => return Ok(()),
         };
+        if format != self.format {
+            return Err(Error::NodeReplaced {
+                path: path.to_owned(),
+                reason: format!(
+                    "it is stored as Zarr v{format} now, this handle wrote v{}",
+                    self.format
+                ),
+            });
+        }
         if stored == *self.metadata {
             return Ok(());
         }
-        let mut comparable = stored.clone();
-        comparable.shape.clone_from(&self.metadata.shape);
-        comparable.attributes.clone_from(&self.metadata.attributes);
-        comparable
-            .dimension_names
-            .clone_from(&self.metadata.dimension_names);
-        if comparable != *self.metadata
-            || stored.validate().is_err()
-            || self
-                .codecs
-                .check_shape(self.path.as_str(), &stored)
-                .is_err()
-        {
-            return Ok(());
+        if let Some(field) = redefined(&self.metadata, &stored) {
+            return Err(Error::NodeReplaced {
+                path: path.to_owned(),
+                reason: format!("it was re-created with another {field}"),
+            });
         }
+        stored.validate().map_err(|source| Error::Metadata {
+            path: path.to_owned(),
+            key: crate::group::metadata_key(&self.path)
+                .map(|key| key.as_str().to_owned())
+                .unwrap_or_default(),
+            source: Box::new(source),
+        })?;
+        self.codecs.check_shape(path, &stored)?;
         tracing::debug!(
             array = %self.path,
             shape = ?self.metadata.shape,
@@ -1830,7 +1849,10 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// attributes another handle wrote are kept) and write `zarr.json`.
     ///
     /// # Errors
-    /// Store errors.
+    /// [`Error::NodeNotFound`] if the array was removed since this handle opened it, and
+    /// [`Error::WrongNodeType`] or [`Error::NodeReplaced`] if another node replaced it (the
+    /// change would bring it back or overwrite the other); metadata errors if its stored
+    /// metadata does not parse; store errors.
     pub async fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         self.change_attributes(|current| current.extend(attributes))
             .await
@@ -1842,7 +1864,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
     ///
     /// # Errors
     /// [`Error::Attribute`] if `value` does not serialize to JSON (a map with non-string
-    /// keys, say), before anything is written; store errors.
+    /// keys, say), before anything is written; as [`Array::update_attributes`].
     pub async fn set_attribute<T: serde::Serialize + ?Sized>(
         &mut self,
         key: &str,
@@ -1939,8 +1961,9 @@ impl<S: WritableStore + ?Sized> Array<S> {
     ///
     /// # Errors
     /// [`Error::Region`] if the new shape has another rank than the array; [`Error::Core`]
-    /// if it does not suit the chunk grid (a rectilinear grid must still cover it); store
-    /// and chunk errors.
+    /// if it does not suit the chunk grid (a rectilinear grid must still cover it); as
+    /// [`Array::update_attributes`] if the array was removed or replaced through another
+    /// handle (nothing is written then); store and chunk errors.
     pub async fn resize(&mut self, shape: Vec<u64>) -> Result<()> {
         if shape.len() != self.metadata.shape.len() {
             return Err(Error::Region {
@@ -2007,7 +2030,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
     /// [`Error::Region`] for an axis the array does not have, values that are not a whole
     /// number of slices, or a zero-length dimension besides `axis` (the values then cannot
     /// tell how far to grow); [`Error::Core`] if the grown shape overflows or does not suit
-    /// the chunk grid; as [`Array::write`].
+    /// the chunk grid; as [`Array::resize`] if the array was removed or replaced through
+    /// another handle (nothing is written then); as [`Array::write`].
     pub async fn append<T: Element>(&mut self, axis: usize, values: &[T]) -> Result<Region> {
         self.check_element::<T>()?;
         let _node = self.lock_metadata().await;
@@ -2216,5 +2240,26 @@ impl<S: WritableStore + ?Sized> Array<S> {
         let mut view = self.clone();
         view.metadata = Arc::new(metadata);
         Ok(view)
+    }
+}
+
+/// The first field that defines how an array's values are stored (as opposed to its shape,
+/// attributes, dimension names and extra fields, which change in place) in which `stored`
+/// differs from `held`, if any.
+fn redefined(held: &ArrayMetadata, stored: &ArrayMetadata) -> Option<&'static str> {
+    if held.data_type != stored.data_type {
+        Some("data type")
+    } else if held.chunk_grid != stored.chunk_grid {
+        Some("chunk grid")
+    } else if held.chunk_key_encoding != stored.chunk_key_encoding {
+        Some("chunk key encoding")
+    } else if held.fill_value != stored.fill_value {
+        Some("fill value")
+    } else if held.codecs != stored.codecs {
+        Some("codecs")
+    } else if held.storage_transformers != stored.storage_transformers {
+        Some("storage transformers")
+    } else {
+        None
     }
 }

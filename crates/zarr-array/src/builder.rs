@@ -684,6 +684,8 @@ impl ArrayBuilder {
         let array = Array::from_metadata(store, path.clone(), metadata, self.options.clone())?
             .with_format(self.zarr_format);
         let store = &*array.store;
+        // Changes in flight to a node it replaces finish first; those after find it gone.
+        let _tree = crate::locks::lock_tree(store, &path).await;
         let existing = match read_metadata(store, &path).await {
             Ok(found) => found.is_some(),
             // A node whose metadata does not parse is still a node: `overwrite` replaces it.

@@ -107,6 +107,19 @@ pub enum Error {
         key: String,
     },
 
+    /// The node a handle describes was replaced through another handle (or process) since
+    /// this one opened it: re-created with another data type, chunk grid, chunk key
+    /// encoding, fill value, codecs or storage transformers, or stored now in the other
+    /// Zarr format. A change of its metadata through the old handle would overwrite the new
+    /// node's definition, so it is refused; open the node again.
+    #[error("{path:?} was replaced since this handle opened it ({reason}); open it again")]
+    NodeReplaced {
+        /// The node's path.
+        path: String,
+        /// What differs.
+        reason: String,
+    },
+
     /// A node's `zarr.json` is not a valid Zarr v3 document (not JSON, a field missing or
     /// malformed, an inline consolidated record that does not parse, ...).
     #[error("metadata of {path:?} ({key})")]

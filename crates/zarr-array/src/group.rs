@@ -12,7 +12,7 @@ use zarr_store::{ListableStore, ReadableStore, StoreKey, StorePrefix, WritableSt
 use crate::array::{Array, ArrayOptions};
 use crate::builder::ArrayBuilder;
 use crate::error::{Error, Result};
-use crate::locks::{Kind, lock};
+use crate::locks::{Kind, lock, lock_node, lock_tree};
 use crate::records::{forget_in_record, refresh_in_records};
 
 /// The store key of a node's `zarr.json`.
@@ -552,6 +552,8 @@ impl<S: WritableStore + ?Sized> Group<S> {
         format: ZarrFormat,
     ) -> Result<Self> {
         let path = NodePath::new(path)?;
+        // Changes in flight to a node it replaces finish first; those after find it gone.
+        let _tree = lock_tree(&*store, &path).await;
         let existing = read_node(&*store, &path).await?;
         // A node of the other format, or an array, would shadow the new group's documents.
         if let Some((node, existing)) = &existing
@@ -643,7 +645,10 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// [`Array::resize`](crate::Array::resize) for what that costs).
     ///
     /// # Errors
-    /// Store errors.
+    /// [`Error::NodeNotFound`] if the group was removed since this handle opened it, and
+    /// [`Error::WrongNodeType`] or [`Error::NodeReplaced`] if another node replaced it (the
+    /// change would bring it back or overwrite the other); metadata errors if its stored
+    /// metadata does not parse; store errors.
     pub async fn set_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         self.change_attributes(|current| *current = attributes)
             .await
@@ -657,28 +662,46 @@ impl<S: WritableStore + ?Sized> Group<S> {
         &mut self,
         change: impl FnOnce(&mut Map<String, Value>),
     ) -> Result<()> {
-        let _node = lock(&*self.store, &self.path, Kind::Node).await;
+        let _node = lock_node(&*self.store, &self.path).await;
         let record = match self.format {
             ZarrFormat::V3 => Some(lock(&*self.store, &self.path, Kind::Record).await),
             ZarrFormat::V2 => None,
         };
-        let stored = match read_node(&*self.store, &self.path).await {
-            Ok(Some((NodeMetadata::Group(stored), format))) if format == self.format => {
-                Some(*stored)
+        // Gone or replaced, the group is not brought back or written over.
+        let path = self.path.as_str();
+        let stored = match read_node(&*self.store, &self.path).await? {
+            Some((NodeMetadata::Group(stored), format)) if format == self.format => *stored,
+            Some((NodeMetadata::Group(_), format)) => {
+                return Err(Error::NodeReplaced {
+                    path: path.to_owned(),
+                    reason: format!(
+                        "it is stored as Zarr v{format} now, this handle wrote v{}",
+                        self.format
+                    ),
+                });
             }
-            Err(Error::Store(e)) => return Err(Error::Store(e)),
-            // Gone, replaced or unreadable: this handle's metadata is what is written.
-            _ => None,
+            Some((NodeMetadata::Array(_), _)) => {
+                return Err(Error::WrongNodeType {
+                    path: path.to_owned(),
+                    expected: "a group",
+                    found: "an array",
+                });
+            }
+            None => {
+                return Err(Error::NodeNotFound {
+                    path: path.to_owned(),
+                    key: metadata_key(&self.path)?.as_str().to_owned(),
+                });
+            }
         };
-        let mut metadata = match (self.format, stored) {
-            (ZarrFormat::V3, Some(stored)) => stored,
+        let mut metadata = match self.format {
+            ZarrFormat::V3 => stored,
             // A v2 group's `.zgroup` is not rewritten: only its attributes are taken.
-            (ZarrFormat::V2, Some(stored)) => {
+            ZarrFormat::V2 => {
                 let mut metadata = GroupMetadata::clone(&self.metadata);
                 metadata.attributes = stored.attributes;
                 metadata
             }
-            (_, None) => GroupMetadata::clone(&self.metadata),
         };
         change(&mut metadata.attributes);
         match self.format {
@@ -706,7 +729,10 @@ impl<S: WritableStore + ?Sized> Group<S> {
     /// exist; the attributes another handle wrote are kept) and write them.
     ///
     /// # Errors
-    /// Store errors.
+    /// [`Error::NodeNotFound`] if the group was removed since this handle opened it, and
+    /// [`Error::WrongNodeType`] or [`Error::NodeReplaced`] if another node replaced it (the
+    /// change would bring it back or overwrite the other); metadata errors if its stored
+    /// metadata does not parse; store errors.
     pub async fn update_attributes(&mut self, attributes: Map<String, Value>) -> Result<()> {
         self.change_attributes(|current| current.extend(attributes))
             .await
@@ -718,7 +744,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
     ///
     /// # Errors
     /// [`Error::Attribute`] if `value` does not serialize to JSON (a map with non-string
-    /// keys, say), before anything is written; store errors.
+    /// keys, say), before anything is written; as [`Group::update_attributes`].
     pub async fn set_attribute<T: serde::Serialize + ?Sized>(
         &mut self,
         key: &str,
@@ -774,6 +800,8 @@ impl<S: WritableStore + ?Sized> Group<S> {
             }
             .into());
         }
+        // Changes in flight below the node finish first; those after find it gone.
+        let _tree = lock_tree(&*self.store, &path).await;
         require_node(&*self.store, &path).await?;
         // Every group from the root down to this one may hold a record listing the node.
         let mut groups = self.path.ancestors();

@@ -7,6 +7,12 @@
 //! chunk does not hold up another's), and an operation that takes a node's lock and then
 //! the records above it cannot find two of them mapped onto one lock. The kinds, in the
 //! order they are taken (never the other way):
+//! - [`Kind::Tree`]: a read-write lock over a node and everything below it. Removing or
+//!   replacing a node takes its own for writing ([`lock_tree`]), one at a time; changing a
+//!   node's metadata takes those of the node and of every group above it for reading,
+//!   root first, with the node's lock ([`lock_node`]). So a removal waits for the changes
+//!   in flight below it, and a change after it finds the node gone instead of writing
+//!   chunks or metadata back under a removed prefix.
 //! - [`Kind::Node`]: held by an operation changing the node's own metadata, for its whole
 //!   length (an append holds it while it writes the chunks, so appends through different
 //!   handles in one process run one after the other). An operation takes one.
@@ -24,12 +30,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use tokio::sync::OwnedMutexGuard;
+use tokio::sync::{OwnedMutexGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 use zarr_core::NodePath;
 
 /// Which document a lock guards (see the module docs for the order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Kind {
+    /// A node and everything below it (a read-write lock).
+    Tree,
     /// A node's own metadata.
     Node,
     /// A chunk's (or shard's) stored value.
@@ -66,45 +74,85 @@ impl LockKey {
     }
 
     fn mutex(&self) -> Arc<tokio::sync::Mutex<()>> {
-        // A panic elsewhere while the table was held leaves it usable: entries are only
-        // added and swept.
-        let mut table = table()
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(mutex) = table.locks.get(self).and_then(Weak::upgrade) {
-            return mutex;
-        }
-        let mutex = Arc::new(tokio::sync::Mutex::new(()));
-        table.locks.insert(self.clone(), Arc::downgrade(&mutex));
-        // Sweep once the table has doubled since the last sweep, so that it stays within
-        // about twice the locks in use, at a constant cost per insert.
-        if table.locks.len() > 2 * table.swept_at.max(64) {
-            table.locks.retain(|_, lock| lock.strong_count() > 0);
-            table.swept_at = table.locks.len();
-        }
-        mutex
+        entry(&MUTEXES, self)
+    }
+
+    fn rw_lock(&self) -> Arc<RwLock<()>> {
+        entry(&RW_LOCKS, self)
     }
 }
 
-struct Table {
-    locks: HashMap<LockKey, Weak<tokio::sync::Mutex<()>>>,
+static MUTEXES: OnceLock<Mutex<Table<tokio::sync::Mutex<()>>>> = OnceLock::new();
+static RW_LOCKS: OnceLock<Mutex<Table<RwLock<()>>>> = OnceLock::new();
+
+/// The locks of one type in use: each held by its guards and waiters, and by no one once
+/// they are gone.
+struct Table<L> {
+    locks: HashMap<LockKey, Weak<L>>,
     /// Entries after the last sweep of those no longer in use.
     swept_at: usize,
 }
 
-fn table() -> &'static Mutex<Table> {
-    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    TABLE.get_or_init(|| {
+/// The lock of `key` in `table`, made if none is in use.
+fn entry<L: Default>(table: &'static OnceLock<Mutex<Table<L>>>, key: &LockKey) -> Arc<L> {
+    let table = table.get_or_init(|| {
         Mutex::new(Table {
             locks: HashMap::new(),
             swept_at: 0,
         })
-    })
+    });
+    // A panic elsewhere while the table was held leaves it usable: entries are only added
+    // and swept.
+    let mut table = table
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(lock) = table.locks.get(key).and_then(Weak::upgrade) {
+        return lock;
+    }
+    let lock = Arc::new(L::default());
+    table.locks.insert(key.clone(), Arc::downgrade(&lock));
+    // Sweep once the table has doubled since the last sweep, so that it stays within about
+    // twice the locks in use, at a constant cost per insert.
+    if table.locks.len() > 2 * table.swept_at.max(64) {
+        table.locks.retain(|_, lock| lock.strong_count() > 0);
+        table.swept_at = table.locks.len();
+    }
+    lock
 }
 
 /// Take the `kind` lock of the node at `path` in `store`.
 pub(crate) async fn lock<S: ?Sized>(store: &S, path: &NodePath, kind: Kind) -> OwnedMutexGuard<()> {
     LockKey::new(store, path.as_str(), kind).lock().await
+}
+
+/// Held while a node's metadata changes: shared holds on the [`Kind::Tree`] locks of the
+/// node and of every group above it, and the node's [`Kind::Node`] lock.
+pub(crate) struct NodeGuard {
+    _trees: Vec<OwnedRwLockReadGuard<()>>,
+    _node: OwnedMutexGuard<()>,
+}
+
+/// Take what an operation changing the metadata of the node at `path` holds (see
+/// [`NodeGuard`]).
+pub(crate) async fn lock_node<S: ?Sized>(store: &S, path: &NodePath) -> NodeGuard {
+    let mut trees = Vec::new();
+    for node in path.ancestors().iter().chain(std::iter::once(path)) {
+        let key = LockKey::new(store, node.as_str(), Kind::Tree);
+        trees.push(key.rw_lock().read_owned().await);
+    }
+    NodeGuard {
+        _trees: trees,
+        _node: lock(store, path, Kind::Node).await,
+    }
+}
+
+/// Take the [`Kind::Tree`] lock of the node at `path` for writing: held while the node and
+/// everything below it are removed or replaced.
+pub(crate) async fn lock_tree<S: ?Sized>(store: &S, path: &NodePath) -> OwnedRwLockWriteGuard<()> {
+    LockKey::new(store, path.as_str(), Kind::Tree)
+        .rw_lock()
+        .write_owned()
+        .await
 }
 
 /// Take every lock of `keys` (each once), in key order, so that writers taking several
@@ -147,6 +195,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_tree_lock_waits_for_changes_below_it_and_holds_off_new_ones() {
+        let store = 4u8;
+        let node = |path: &str| NodePath::new(path).unwrap();
+        let change = lock_node(&store, &node("/a/b")).await;
+        let a = node("/a");
+        let removal = lock_tree(&store, &a);
+        tokio::pin!(removal);
+        assert!(futures::poll!(removal.as_mut()).is_pending());
+        // Changes elsewhere are not held up, nor the node's own metadata lock alone.
+        let _elsewhere = lock_node(&store, &node("/ab")).await;
+        let _sibling = lock_node(&store, &node("/c/b")).await;
+        drop(change);
+        let removing = removal.await;
+        let abc = node("/a/b/c");
+        let next = lock_node(&store, &abc);
+        tokio::pin!(next);
+        assert!(futures::poll!(next.as_mut()).is_pending());
+        let _root = lock_node(&store, &node("/")).await;
+        drop(removing);
+        let _next = next.await;
+    }
+
+    #[tokio::test]
     async fn lock_all_takes_each_once() {
         let a = 1u8;
         let keys = ["b", "a", "b", "c"]
@@ -173,7 +244,7 @@ mod tests {
         }
         // Every guard is dropped: the table holds the locks since the last sweep (at most
         // 129 once it starts sweeping at 128) and a few of other tests running beside it.
-        let table = table().lock().unwrap();
+        let table = MUTEXES.get().unwrap().lock().unwrap();
         assert!(table.locks.len() < 200, "{}", table.locks.len());
     }
 }

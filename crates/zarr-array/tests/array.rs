@@ -1978,3 +1978,110 @@ async fn metadata_changes_to_a_removed_array_are_refused() {
     ));
     assert!(root.children().await.unwrap().is_empty());
 }
+
+/// A stale handle whose node another handle replaced (an array of another definition or
+/// format, a group for an array or the reverse, a group removed) refuses to change the
+/// metadata, with an error naming what happened, and writes nothing: the new node is kept.
+#[tokio::test]
+async fn metadata_changes_to_a_replaced_node_are_refused() {
+    let store = Arc::new(MemoryStore::new());
+    let builder = |data_type| ArrayBuilder::new(vec![4], data_type, vec![2]);
+    let mut stale = builder(DataType::UInt8)
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    let stored = |store: &Arc<MemoryStore>, key: &str| {
+        let store = Arc::clone(store);
+        let key = StoreKey::new(key);
+        async move { store.get(&key).await.unwrap() }
+    };
+
+    // Re-created with another data type.
+    builder(DataType::UInt16)
+        .overwrite(true)
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    let before = stored(&store, "a/zarr.json").await;
+    let err = stale.set_attribute("k", &1).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::NodeReplaced { reason, .. } if reason.contains("data type")),
+        "{err}"
+    );
+    assert!(matches!(
+        stale.append(0, &[1u8, 2]).await,
+        Err(Error::NodeReplaced { .. })
+    ));
+    assert!(matches!(
+        stale.resize(vec![2]).await,
+        Err(Error::NodeReplaced { .. })
+    ));
+    assert_eq!(stored(&store, "a/zarr.json").await, before);
+
+    // Re-created as Zarr v2 with the same definition.
+    let mut stale = Array::open(Arc::clone(&store), "/a").await.unwrap();
+    builder(DataType::UInt16)
+        .overwrite(true)
+        .zarr_format(zarr_core::v2::ZarrFormat::V2)
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    let err = stale.resize(vec![8]).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::NodeReplaced { reason, .. } if reason.contains("v2")),
+        "{err}"
+    );
+    assert_eq!(stored(&store, "a/zarr.json").await, None);
+
+    // Replaced by a group.
+    let mut stale = Array::open(Arc::clone(&store), "/a").await.unwrap();
+    let mut root = Group::create(Arc::clone(&store), "/").await.unwrap();
+    root.remove("a").await.unwrap();
+    let mut group = Group::create(Arc::clone(&store), "/a").await.unwrap();
+    let before = stored(&store, "a/zarr.json").await;
+    assert!(matches!(
+        stale.update_attributes(serde_json::Map::new()).await,
+        Err(Error::WrongNodeType { .. })
+    ));
+    assert_eq!(stored(&store, "a/zarr.json").await, before);
+
+    // A group replaced by an array, then removed.
+    root.remove("a").await.unwrap();
+    builder(DataType::UInt8)
+        .create(Arc::clone(&store), "/a")
+        .await
+        .unwrap();
+    let before = stored(&store, "a/zarr.json").await;
+    assert!(matches!(
+        group.set_attribute("k", &1).await,
+        Err(Error::WrongNodeType { .. })
+    ));
+    assert_eq!(stored(&store, "a/zarr.json").await, before);
+    root.remove("a").await.unwrap();
+    assert!(matches!(
+        group.set_attribute("k", &1).await,
+        Err(Error::NodeNotFound { .. })
+    ));
+    assert!(root.children().await.unwrap().is_empty());
+
+    // Unreadable metadata is reported, not overwritten.
+    let mut stale = builder(DataType::UInt8)
+        .create(Arc::clone(&store), "/b")
+        .await
+        .unwrap();
+    store
+        .set(
+            &StoreKey::new("b/zarr.json"),
+            Bytes::from_static(b"{not json"),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        stale.set_attribute("k", &1).await,
+        Err(Error::Metadata { .. })
+    ));
+    assert_eq!(
+        stored(&store, "b/zarr.json").await.as_deref(),
+        Some(&b"{not json"[..])
+    );
+}

@@ -1447,3 +1447,63 @@ fn a_write_during_a_resize_rebuilding_its_chunk_is_kept() {
     }
     assert!(lost.is_empty(), "writes lost: {lost:?}");
 }
+
+/// Removing or replacing a node waits for an append in flight below it, and the append
+/// after it finds the node gone: no chunk or metadata of the old array is left behind or
+/// written over the new node.
+#[test]
+fn a_removal_or_overwrite_waits_for_an_append_in_flight() {
+    let mut left = Vec::new();
+    for replace in ["remove", "overwrite"] {
+        let rt = multi_thread();
+        let store = HeldRead::new("g/a/c/1");
+        let mut root = rt
+            .block_on(zarr_array::Group::create(Arc::clone(&store), "/"))
+            .unwrap();
+        let builder = ArrayBuilder::new(vec![3], DataType::UInt8, vec![2]);
+        let mut array = rt
+            .block_on(builder.create(Arc::clone(&store), "/g/a"))
+            .unwrap();
+        rt.block_on(array.write(.., &[1u8, 2, 3])).unwrap();
+        let mut stale = array.clone();
+        store.armed.store(true, Ordering::SeqCst);
+        // Merges into chunk 1, held between its read and its store.
+        let append = rt.spawn(async move { array.append(0, &[4u8, 5]).await });
+        rt.block_on(store.reading.acquire()).unwrap().forget();
+        let replacing = {
+            let store = Arc::clone(&store);
+            rt.spawn(async move {
+                match replace {
+                    "remove" => root.remove("g").await,
+                    _ => ArrayBuilder::new(vec![2], DataType::Int32, vec![2])
+                        .overwrite(true)
+                        .create(store, "/g/a")
+                        .await
+                        .map(drop),
+                }
+            })
+        };
+        rt.block_on(settle(|| replacing.is_finished()));
+        store.release.add_permits(1);
+        rt.block_on(append).unwrap().unwrap();
+        rt.block_on(replacing).unwrap().unwrap();
+        let keys = rt.block_on(store.inner.list()).unwrap();
+        let keys: Vec<&str> = keys.iter().map(StoreKey::as_str).collect();
+        let expected: &[&str] = match replace {
+            "remove" => &["zarr.json"],
+            _ => &["g/a/zarr.json", "g/zarr.json", "zarr.json"],
+        };
+        let replaced = replace == "remove"
+            || rt
+                .block_on(Array::open(Arc::clone(&store), "/g/a"))
+                .is_ok_and(|a| a.data_type() == &DataType::Int32);
+        if keys != expected || !replaced {
+            left.push(format!("{replace}: {keys:?}"));
+        }
+        // A change through a handle from before finds the node gone or replaced.
+        if rt.block_on(stale.append(0, &[6u8])).is_ok() {
+            left.push(format!("{replace}: a stale handle appended"));
+        }
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
