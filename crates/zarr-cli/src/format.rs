@@ -178,11 +178,15 @@ pub(crate) fn element(out: &mut String, data_type: &DataType, b: &[u8], style: S
             }
         }
         DataType::FixedLengthUtf32 { .. } => {
-            let text: String = b
+            // Trailing NULs pad the value (as in NumPy); NULs inside it are kept.
+            let units: Vec<u32> = b
                 .chunks_exact(4)
                 .map(|unit| u32::from_ne_bytes(arr(unit)))
-                .take_while(|&u| u != 0)
-                .map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
+                .collect();
+            let end = units.iter().rposition(|&u| u != 0).map_or(0, |i| i + 1);
+            let text: String = units[..end]
+                .iter()
+                .map(|&u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER))
                 .collect();
             json_string(out, &text);
         }
@@ -433,6 +437,12 @@ mod tests {
         u.extend([0; 4]);
         let dt = DataType::FixedLengthUtf32 { length_bytes: 12 };
         assert_eq!(text(&dt, &u), "\"hé\"");
+        // A NUL inside the value is kept; only the trailing ones pad it.
+        let inner: Vec<u8> = [u32::from('a'), 0, u32::from('b')]
+            .iter()
+            .flat_map(|c| c.to_ne_bytes())
+            .collect();
+        assert_eq!(text(&dt, &inner), "\"a\\u0000b\"");
         let dt = DataType::NullTerminatedBytes { length_bytes: 4 };
         assert_eq!(text(&dt, b"a\n\0\0"), "b\"a\\n\"");
         let mut s = String::new();

@@ -429,12 +429,14 @@ impl FillValue {
             DataType::UInt2 => Value::from(b[0] & 0x3),
             DataType::UInt4 => Value::from(b[0] & 0xf),
             DataType::FixedLengthUtf32 { .. } => {
-                let text: Option<String> = b
+                // Trailing NULs pad the value (as in NumPy); NULs inside it are kept.
+                let units: Vec<u32> = b
                     .chunks_exact(4)
                     .map(|unit| u32::from_ne_bytes(arr(unit)))
-                    .take_while(|&u| u != 0)
-                    .map(char::from_u32)
                     .collect();
+                let end = units.iter().rposition(|&u| u != 0).map_or(0, |i| i + 1);
+                let text: Option<String> =
+                    units[..end].iter().map(|&u| char::from_u32(u)).collect();
                 Value::String(text.ok_or_else(|| Error::InvalidFillValue {
                     data_type: data_type.to_string(),
                     value: format!("{b:02x?}"),
@@ -1500,6 +1502,16 @@ mod tests {
             json!("ab")
         );
         assert!(err(json!("abcd"), &utf32).contains("longer than 3"));
+        // NULs inside the value are kept (as NumPy keeps them); trailing ones pad it.
+        let inner = fv(json!("a\u{0}b"), &utf32);
+        assert_eq!(
+            FillValue::new(inner).to_json(&utf32).unwrap(),
+            json!("a\u{0}b")
+        );
+        assert_eq!(
+            FillValue::new(vec![0; 12]).to_json(&utf32).unwrap(),
+            json!("")
+        );
         let s4 = DataType::NullTerminatedBytes { length_bytes: 4 };
         assert_eq!(fv(json!("YWI="), &s4), b"ab\0\0");
         assert_eq!(
