@@ -254,7 +254,11 @@ impl<S: ?Sized> CachedArray<S> {
         }
     }
 
-    /// The array underneath.
+    /// The array underneath, for its metadata and for what the wrapper does not do.
+    ///
+    /// A write through it goes around the cache, as another handle's would: the blocks it
+    /// touches are still served until [`invalidate`](Self::invalidate)d. Write through the
+    /// wrapper ([`CachedArray::write`] and the like), which drops them.
     pub fn array(&self) -> &Array<S> {
         &self.array
     }

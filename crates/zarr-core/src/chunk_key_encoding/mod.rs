@@ -552,6 +552,14 @@ fn check_prefix(prefix: &str, field: &str) -> Result<()> {
         Err("cannot be empty")
     } else if prefix.starts_with('/') {
         Err("cannot start with \"/\"")
+    } else if prefix
+        .split('/')
+        .rev()
+        .skip(1)
+        .any(|segment| segment == ".")
+    {
+        // The last part runs into the key; the others are whole segments.
+        Err("makes keys with a \".\" segment")
     } else {
         template::check_text(prefix)
     };
@@ -564,6 +572,9 @@ fn check_suffix(suffix: &str, field: &str) -> Result<()> {
         Err("cannot be empty")
     } else if suffix.ends_with('/') {
         Err("cannot end with \"/\"")
+    } else if suffix.split('/').skip(1).any(|segment| segment == ".") {
+        // The first part runs on from the key; the others are whole segments.
+        Err("makes keys with a \".\" segment")
     } else {
         template::check_text(suffix)
     };
@@ -857,6 +868,18 @@ mod tests {
             (
                 json!({"name": "suffix", "configuration": {"suffix": "x/", "base_encoding": "v2"}}),
                 "cannot end with",
+            ),
+            (
+                json!({"name": "prefix", "configuration": {"prefix": "./", "base_encoding": "default"}}),
+                "\".\" segment",
+            ),
+            (
+                json!({"name": "prefix", "configuration": {"prefix": "a/./b.", "base_encoding": "default"}}),
+                "\".\" segment",
+            ),
+            (
+                json!({"name": "suffix", "configuration": {"suffix": "/.", "base_encoding": "v2"}}),
+                "\".\" segment",
             ),
             (
                 json!({"name": "suffix", "configuration": {"suffix": "x", "base_encoding": "v2", "base-encoding": "v2"}}),

@@ -165,7 +165,31 @@ impl ChunkKeyTemplate {
             check_text(separator).map_err(|reason| {
                 Error::invalid(separator_field, format!("{separator:?} {reason}"))
             })?;
-        } else if rests == 1 {
+        }
+        // A coordinate is never empty, so a `.` segment can only be literal text: one in
+        // the format, or the separator's text between two coordinates.
+        let sample: String = parts
+            .iter()
+            .map(|part| match part {
+                Part::Literal(text) => text.clone(),
+                Part::Expression {
+                    index: Index::Rest, ..
+                } => format!("0{}0", separator.unwrap_or_default()),
+                Part::Expression { .. } => "0".to_owned(),
+            })
+            .collect();
+        if sample.split('/').any(|segment| segment == ".") {
+            return Err(match separator {
+                Some(separator) if format!("0{separator}0").split('/').any(|s| s == ".") => {
+                    Error::invalid(
+                        separator_field,
+                        format!("{separator:?} makes a \".\" segment between coordinates"),
+                    )
+                }
+                _ => bad(format!("{format:?} makes keys with a \".\" segment")),
+            });
+        }
+        if separator.is_none() && rests == 1 {
             return Err(Error::invalid(
                 separator_field,
                 format!("required, since {format:?} has `{{*}}`"),
@@ -555,6 +579,10 @@ mod tests {
             ("{*}/{*}", Some("/"), "more than one"),
             ("{*}", None, "required"),
             ("{*}", Some(".."), "\"..\""),
+            ("./{0}", None, "\".\" segment"),
+            ("c/./{0}", None, "\".\" segment"),
+            ("{0}/.", None, "\".\" segment"),
+            ("{*}", Some("/./"), "between coordinates"),
         ] {
             let err = ChunkKeyTemplate::new(format, separator)
                 .unwrap_err()
@@ -563,6 +591,10 @@ mod tests {
                 err.contains(needle),
                 "{format}: {err} should contain {needle}"
             );
+        }
+        // Dots that are part of a segment are fine.
+        for (format, separator) in [("c/.{0}/{1}.", None), ("{0}/.x/{*}", Some("/."))] {
+            assert!(ChunkKeyTemplate::new(format, separator).is_ok(), "{format}");
         }
     }
 }
