@@ -1106,27 +1106,49 @@ impl Inner {
         let (name, parents) = segments.split_last().unwrap_or((&"", &[]));
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let (dir, created) =
-            self.open_in_dir(key, parents, &[Errno::NOENT, Errno::EXIST], |dir| {
-                let temp = temp_name();
-                rustix::fs::openat(dir, temp.as_str(), flags, Mode::from(0o666))
-                    .map(|fd| (temp, fd))
-            })?;
-        let (temp, fd) =
-            created.map_err(|err| self.io_error("create a temporary file in", parents, err))?;
-        let result = self.fill_and_rename(key, &segments, &dir, &temp, File::from(fd), name, value);
-        if result.is_err() {
-            // Best effort: the temporary file is invisible to the store anyway.
-            if let Err(err) = rustix::fs::unlinkat(dir.as_fd(), temp.as_str(), AtFlags::empty()) {
-                tracing::warn!(
-                    key = key.as_str(),
-                    temp = temp.as_str(),
-                    error = %std::io::Error::from(err),
-                    "cannot remove the temporary file of a failed write"
-                );
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (dir, created) =
+                self.open_in_dir(key, parents, &[Errno::NOENT, Errno::EXIST], |dir| {
+                    let temp = temp_name();
+                    rustix::fs::openat(dir, temp.as_str(), flags, Mode::from(0o666))
+                        .map(|fd| (temp, fd))
+                })?;
+            let (temp, fd) =
+                created.map_err(|err| self.io_error("create a temporary file in", parents, err))?;
+            let last = attempt >= WRITE_ATTEMPTS;
+            let result = self.fill_and_rename(
+                key,
+                &segments,
+                &dir,
+                &temp,
+                File::from(fd),
+                name,
+                value,
+                last,
+            );
+            match result {
+                Ok(true) => return Ok(()),
+                // A concurrent erase of a prefix above the key removed the temporary file (or
+                // its directory): write again, as after the erase.
+                Ok(false) => continue,
+                Err(err) => {
+                    // Best effort: the temporary file is invisible to the store anyway.
+                    if let Err(e) =
+                        rustix::fs::unlinkat(dir.as_fd(), temp.as_str(), AtFlags::empty())
+                    {
+                        tracing::warn!(
+                            key = key.as_str(),
+                            temp = temp.as_str(),
+                            error = %std::io::Error::from(e),
+                            "cannot remove the temporary file of a failed write"
+                        );
+                    }
+                    return Err(err);
+                }
             }
         }
-        result
     }
 
     /// Open (creating it) the directory of `key`, whose components are `parents`, and call
@@ -1264,6 +1286,9 @@ impl Inner {
         Ok(())
     }
 
+    /// Fill the temporary file `temp` in `dir` with `value` and rename it to `name`: `true`
+    /// once done, `false` if the temporary file vanished (a concurrent erase removed it)
+    /// and this is not the `last` attempt.
     #[allow(clippy::too_many_arguments)]
     fn fill_and_rename(
         &self,
@@ -1274,12 +1299,15 @@ impl Inner {
         mut file: File,
         name: &str,
         value: &[u8],
-    ) -> Result<()> {
+        last: bool,
+    ) -> Result<bool> {
         let path = || self.root.join(key.as_str());
         self.fill(key, &mut file, value)?;
         drop(file);
         match rustix::fs::renameat(dir.as_fd(), temp, dir.as_fd(), name) {
             Ok(()) => {}
+            // The temporary file is gone: removed by a concurrent erase.
+            Err(Errno::NOENT) if !last => return Ok(false),
             Err(err @ (Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST)) => {
                 return Err(Error::Io {
                     operation: "replace (a directory of values is in the way)",
@@ -1293,7 +1321,7 @@ impl Inner {
             rustix::fs::fsync(dir.as_fd())
                 .map_err(|e| self.io_error("sync the directory of", segments, e))?;
         }
-        Ok(())
+        Ok(true)
     }
 
     fn patch(&self, group: &KeyWrites<'_>) -> Result<Bytes> {

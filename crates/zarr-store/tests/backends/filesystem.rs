@@ -421,6 +421,56 @@ async fn writes_are_atomic_for_concurrent_readers() {
     assert_eq!(names, ["value"]);
 }
 
+/// A write racing an erase of a prefix above its key succeeds, as if it came after the
+/// erase: the erase removing its temporary file or directory makes it write again, never
+/// fail with "not found".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_racing_an_erase_of_their_prefix_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(FilesystemStore::new(dir.path()).unwrap());
+    let prefix = StorePrefix::new("a/");
+    let value = Bytes::from(vec![7u8; 256 << 10]);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let eraser = {
+        let (store, prefix, stop) = (Arc::clone(&store), prefix.clone(), Arc::clone(&stop));
+        tokio::spawn(async move {
+            let mut erased = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                store.erase_prefix(&prefix).await.unwrap();
+                erased += 1;
+            }
+            erased
+        })
+    };
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let (store, value) = (Arc::clone(&store), value.clone());
+            tokio::spawn(async move {
+                let mut failed = Vec::new();
+                for i in 0..300 {
+                    let k = key(&format!("a/b/{w}/{i}"));
+                    if let Err(err) = store.set(&k, value.clone()).await {
+                        failed.push(format!("{k}: {err}"));
+                    }
+                }
+                failed
+            })
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for writer in writers {
+        failed.extend(writer.await.unwrap());
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(eraser.await.unwrap() > 0);
+    assert!(
+        failed.is_empty(),
+        "{} writes failed: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(3)]
+    );
+}
+
 #[tokio::test]
 async fn a_failed_write_leaves_the_old_value_and_no_temporary_file() {
     for in_place in [false, true] {
