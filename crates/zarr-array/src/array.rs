@@ -1790,7 +1790,8 @@ impl<S: WritableStore + ?Sized> Array<S> {
     ///   change would bring it back.
     /// - [`Error::WrongNodeType`] if a group is there now, and [`Error::NodeReplaced`] if an
     ///   array of another definition or format is: the change would overwrite it.
-    /// - Metadata errors if the stored metadata does not parse or is invalid.
+    /// - Metadata errors if the stored metadata does not parse or is invalid, and
+    ///   [`Error::Codecs`] if its shape does not suit the shards' inner chunks.
     async fn adopt_stored(&mut self) -> Result<()> {
         let path = self.path.as_str();
         let (stored, format) = match read_node(&*self.store, &self.path).await? {
@@ -1813,7 +1814,7 @@ impl<S: WritableStore + ?Sized> Array<S> {
             return Err(Error::NodeReplaced {
                 path: path.to_owned(),
                 reason: format!(
-                    "it is stored as Zarr v{format} now, this handle wrote v{}",
+                    "it is stored as Zarr v{format} now, this handle holds v{}",
                     self.format
                 ),
             });
@@ -1821,10 +1822,17 @@ impl<S: WritableStore + ?Sized> Array<S> {
         if stored == *self.metadata {
             return Ok(());
         }
-        if let Some(field) = redefined(&self.metadata, &stored) {
+        // The same codecs written with their defaults spelled out (or left out) are the
+        // same codecs: compare them as this crate writes them.
+        let same_codecs = || {
+            crate::codecs::ArrayCodecs::new(path, &stored, &self.options.registry).is_ok_and(
+                |codecs| codecs.first().to_metadata() == self.codecs.first().to_metadata(),
+            )
+        };
+        if let Some(change) = redefined(&self.metadata, &stored, same_codecs) {
             return Err(Error::NodeReplaced {
                 path: path.to_owned(),
-                reason: format!("it was re-created with another {field}"),
+                reason: format!("it was re-created with {change}"),
             });
         }
         stored.validate().map_err(|source| Error::Metadata {
@@ -2245,20 +2253,25 @@ impl<S: WritableStore + ?Sized> Array<S> {
 
 /// The first field that defines how an array's values are stored (as opposed to its shape,
 /// attributes, dimension names and extra fields, which change in place) in which `stored`
-/// differs from `held`, if any.
-fn redefined(held: &ArrayMetadata, stored: &ArrayMetadata) -> Option<&'static str> {
+/// differs from `held`, if any, as the words "re-created with" would take. Codecs written
+/// differently are asked of `same_codecs` (another writer may spell out defaults).
+fn redefined(
+    held: &ArrayMetadata,
+    stored: &ArrayMetadata,
+    same_codecs: impl FnOnce() -> bool,
+) -> Option<&'static str> {
     if held.data_type != stored.data_type {
-        Some("data type")
+        Some("another data type")
     } else if held.chunk_grid != stored.chunk_grid {
-        Some("chunk grid")
+        Some("another chunk grid")
     } else if held.chunk_key_encoding != stored.chunk_key_encoding {
-        Some("chunk key encoding")
+        Some("another chunk key encoding")
     } else if held.fill_value != stored.fill_value {
-        Some("fill value")
-    } else if held.codecs != stored.codecs {
-        Some("codecs")
+        Some("another fill value")
     } else if held.storage_transformers != stored.storage_transformers {
-        Some("storage transformers")
+        Some("other storage transformers")
+    } else if held.codecs != stored.codecs && !same_codecs() {
+        Some("other codecs")
     } else {
         None
     }

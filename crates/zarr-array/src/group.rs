@@ -675,7 +675,7 @@ impl<S: WritableStore + ?Sized> Group<S> {
                 return Err(Error::NodeReplaced {
                     path: path.to_owned(),
                     reason: format!(
-                        "it is stored as Zarr v{format} now, this handle wrote v{}",
+                        "it is stored as Zarr v{format} now, this handle holds v{}",
                         self.format
                     ),
                 });
@@ -967,8 +967,11 @@ impl<S: ReadableStore + ListableStore + WritableStore + ?Sized> Group<S> {
     /// [`Error::Consolidated`] if a node below the group is of the other Zarr format (a
     /// record holds one format); store and metadata errors.
     pub async fn consolidate_metadata(&mut self) -> Result<usize> {
-        // Held from the walk to the write, so that a record refresh in the process (a node
-        // below changing its metadata meanwhile) comes after it, not lost under it.
+        // The group's metadata lock, so that a removal of the group waits for the record to
+        // be written (and is not undone by it); the record's lock from the walk to the
+        // write, so that a record refresh in the process (a node below changing its
+        // metadata meanwhile) comes after it, not lost under it.
+        let _node = lock_node(&*self.store, &self.path).await;
         let _record = lock(&*self.store, &self.path, Kind::Record).await;
         let nodes = walk_listed(&*self.store, &self.path).await?;
         if let Some((path, _, format)) = nodes.iter().find(|(_, _, f)| *f != self.format) {

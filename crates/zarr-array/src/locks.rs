@@ -8,9 +8,11 @@
 //! the records above it cannot find two of them mapped onto one lock. The kinds, in the
 //! order they are taken (never the other way):
 //! - [`Kind::Tree`]: a read-write lock over a node and everything below it. Removing or
-//!   replacing a node takes its own for writing ([`lock_tree`]), one at a time; changing a
-//!   node's metadata takes those of the node and of every group above it for reading,
-//!   root first, with the node's lock ([`lock_node`]). So a removal waits for the changes
+//!   replacing a node takes its own for writing and those of the groups above it for
+//!   reading ([`lock_tree`]); changing a node's metadata takes those of the node and of
+//!   every group above it for reading ([`lock_node`]), with the node's lock. Either takes
+//!   them along the path, root first, so no two operations wait for each other in a
+//!   cycle. So a removal waits for the changes
 //!   in flight below it, and a change after it finds the node gone instead of writing
 //!   chunks or metadata back under a removed prefix.
 //! - [`Kind::Node`]: held by an operation changing the node's own metadata, for its whole
@@ -146,13 +148,30 @@ pub(crate) async fn lock_node<S: ?Sized>(store: &S, path: &NodePath) -> NodeGuar
     }
 }
 
-/// Take the [`Kind::Tree`] lock of the node at `path` for writing: held while the node and
-/// everything below it are removed or replaced.
-pub(crate) async fn lock_tree<S: ?Sized>(store: &S, path: &NodePath) -> OwnedRwLockWriteGuard<()> {
-    LockKey::new(store, path.as_str(), Kind::Tree)
+/// Held while a node and everything below it are removed or replaced: shared holds on the
+/// [`Kind::Tree`] locks of every group above it, and its own for writing.
+pub(crate) struct TreeGuard {
+    _above: Vec<OwnedRwLockReadGuard<()>>,
+    _tree: OwnedRwLockWriteGuard<()>,
+}
+
+/// Take what removing or replacing the node at `path` holds (see [`TreeGuard`]). Holding
+/// the groups above for reading keeps a removal of one of them from running at the same
+/// time (and writing back, say, a consolidated record of a group it erased).
+pub(crate) async fn lock_tree<S: ?Sized>(store: &S, path: &NodePath) -> TreeGuard {
+    let mut above = Vec::new();
+    for node in path.ancestors() {
+        let key = LockKey::new(store, node.as_str(), Kind::Tree);
+        above.push(key.rw_lock().read_owned().await);
+    }
+    let tree = LockKey::new(store, path.as_str(), Kind::Tree)
         .rw_lock()
         .write_owned()
-        .await
+        .await;
+    TreeGuard {
+        _above: above,
+        _tree: tree,
+    }
 }
 
 /// Take every lock of `keys` (each once), in key order, so that writers taking several
@@ -215,6 +234,21 @@ mod tests {
         let _root = lock_node(&store, &node("/")).await;
         drop(removing);
         let _next = next.await;
+
+        // Removals along one path run one at a time, either way round.
+        let outer = lock_tree(&store, &node("/x")).await;
+        let xy = node("/x/y");
+        let inner = lock_tree(&store, &xy);
+        tokio::pin!(inner);
+        assert!(futures::poll!(inner.as_mut()).is_pending());
+        drop(outer);
+        let inner = inner.await;
+        let x = node("/x");
+        let outer = lock_tree(&store, &x);
+        tokio::pin!(outer);
+        assert!(futures::poll!(outer.as_mut()).is_pending());
+        drop(inner);
+        let _outer = outer.await;
     }
 
     #[tokio::test]

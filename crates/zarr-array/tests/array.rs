@@ -2018,7 +2018,7 @@ async fn metadata_changes_to_a_replaced_node_are_refused() {
     ));
     assert_eq!(stored(&store, "a/zarr.json").await, before);
 
-    // Re-created as Zarr v2 with the same definition.
+    // Re-created as Zarr v2 (whose chunk key encoding differs too: the format is named).
     let mut stale = Array::open(Arc::clone(&store), "/a").await.unwrap();
     builder(DataType::UInt16)
         .overwrite(true)
@@ -2083,5 +2083,59 @@ async fn metadata_changes_to_a_replaced_node_are_refused() {
     assert_eq!(
         stored(&store, "b/zarr.json").await.as_deref(),
         Some(&b"{not json"[..])
+    );
+}
+
+/// Another writer that leaves out a codec's defaults (zstd's `checksum: false`, which this
+/// crate writes) has not re-created the array: a stale handle takes the stored metadata,
+/// new shape included, and changes it.
+#[tokio::test]
+async fn a_stale_handle_takes_codecs_written_with_their_defaults() {
+    let store = Arc::new(MemoryStore::new());
+    let mut stale = ArrayBuilder::new(vec![4], DataType::UInt16, vec![2])
+        .zstd(3)
+        .create(Arc::clone(&store), "/z")
+        .await
+        .unwrap();
+    let key = StoreKey::new("z/zarr.json");
+    let mut document: serde_json::Value =
+        serde_json::from_slice(&store.get(&key).await.unwrap().unwrap()).unwrap();
+    let zstd = document["codecs"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|codec| codec["name"] == "zstd")
+        .unwrap();
+    assert_eq!(
+        zstd["configuration"],
+        json!({"level": 3, "checksum": false})
+    );
+    zstd["configuration"] = json!({"level": 3});
+    document["shape"] = json!([6]);
+    store
+        .set(&key, Bytes::from(serde_json::to_vec(&document).unwrap()))
+        .await
+        .unwrap();
+    stale.set_attribute("k", &1).await.unwrap();
+    assert_eq!(stale.shape(), &[6]);
+    let opened = Array::open(Arc::clone(&store), "/z").await.unwrap();
+    assert_eq!(opened.shape(), &[6]);
+    assert_eq!(opened.attributes()["k"], json!(1));
+    // A real change of the codecs is refused.
+    let mut document: serde_json::Value =
+        serde_json::from_slice(&store.get(&key).await.unwrap().unwrap()).unwrap();
+    for codec in document["codecs"].as_array_mut().unwrap() {
+        if codec["name"] == "zstd" {
+            codec["configuration"] = json!({"level": 5});
+        }
+    }
+    store
+        .set(&key, Bytes::from(serde_json::to_vec(&document).unwrap()))
+        .await
+        .unwrap();
+    let err = stale.append(0, &[1u16]).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::NodeReplaced { reason, .. } if reason.contains("other codecs")),
+        "{err}"
     );
 }

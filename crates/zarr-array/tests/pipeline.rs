@@ -1469,7 +1469,11 @@ fn a_removal_or_overwrite_waits_for_an_append_in_flight() {
         store.armed.store(true, Ordering::SeqCst);
         // Merges into chunk 1, held between its read and its store.
         let append = rt.spawn(async move { array.append(0, &[4u8, 5]).await });
-        rt.block_on(store.reading.acquire()).unwrap().forget();
+        let held = std::time::Duration::from_secs(60);
+        rt.block_on(async { tokio::time::timeout(held, store.reading.acquire()).await })
+            .expect("the append reads the chunk it merges into")
+            .unwrap()
+            .forget();
         let replacing = {
             let store = Arc::clone(&store);
             rt.spawn(async move {
@@ -1484,6 +1488,9 @@ fn a_removal_or_overwrite_waits_for_an_append_in_flight() {
             })
         };
         rt.block_on(settle(|| replacing.is_finished()));
+        if replacing.is_finished() {
+            left.push(format!("{replace}: did not wait for the append"));
+        }
         store.release.add_permits(1);
         rt.block_on(append).unwrap().unwrap();
         rt.block_on(replacing).unwrap().unwrap();
